@@ -1,0 +1,68 @@
+/**
+ * The error-code table: every error the service answers with has a stable code, an HTTP status
+ * and a human message. One error type carries its response; the error boundary in `app.ts` turns
+ * it into JSON and turns everything else into a generic 500.
+ */
+
+export const ERROR_STATUS = {
+  unauthorized: 401,
+  org_deactivated: 403,
+  invalid_experiment_id: 400,
+  invalid_json: 400,
+  invalid_settings: 400,
+  multipart_not_supported: 400,
+  archive_detected: 400,
+  binary_content: 400,
+  invalid_utf8: 400,
+  invalid_csv: 400,
+  missing_columns: 400,
+  no_metric_column: 400,
+  invalid_date: 400,
+  no_data_rows: 400,
+  dataset_too_large: 400,
+  payload_too_large: 413,
+  body_timeout: 408,
+  url_expired: 403,
+  invalid_signature: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  rate_limited: 429,
+  storage_error: 500,
+  internal_error: 500,
+  service_unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** An error that carries its HTTP answer: a stable code, its status and a human sentence. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
+    super(message);
+    this.name = "ApiError";
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    this.headers = headers;
+  }
+}
+
+/** Builds the JSON error response `{"error": {"code", "message", "request_id"}}`. */
+export function errorResponse(
+  code: ErrorCode,
+  message: string,
+  requestId: string,
+  headers: Record<string, string> = {},
+): Response {
+  const body = JSON.stringify({ error: { code, message, request_id: requestId } });
+  return new Response(body, {
+    status: ERROR_STATUS[code],
+    headers: {
+      "content-type": "application/json; charset=utf-8",
+      "x-request-id": requestId,
+      ...headers,
+    },
+  });
+}

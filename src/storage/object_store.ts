@@ -1,0 +1,82 @@
+/**
+ * The narrow storage interface the HTTP layer and the jobs see. Drivers: `local_store.ts`
+ * (the embedded default, files under `{ABN_DATA_DIR}/storage`) and `s3_store.ts`
+ * (any S3-compatible service).
+ */
+
+/** What the store knows of one stored object. */
+export interface ObjectInfo {
+  key: string;
+  size: number;
+  /** Changes whenever the content is replaced. */
+  etag: string;
+  lastModified: Date;
+}
+
+/**
+ * A pending object. Bytes written are invisible until `commit()` resolves; `abort()` discards
+ * them and leaves any previous object under the same key exactly as it was.
+ */
+export interface ObjectWriter {
+  /** Appends bytes; resolves when the store can take more (backpressure). */
+  write(chunk: Uint8Array): Promise<void>;
+  /** Makes the object visible atomically and answers its info. */
+  commit(): Promise<ObjectInfo>;
+  /** Discards what was written. Safe to call more than once and after a failed commit. */
+  abort(): Promise<void>;
+}
+
+export interface ListOptions {
+  /** Most objects to answer; default 1000. */
+  limit?: number;
+  /** Opaque cursor from a previous page's `nextCursor`. */
+  cursor?: string | null;
+}
+
+export interface ListPage {
+  objects: ObjectInfo[];
+  nextCursor: string | null;
+}
+
+export interface PresignOptions {
+  /** Lifetime of the URL in seconds. */
+  expiresInSeconds: number;
+  /** When set, the URL only accepts a body of exactly this many bytes. */
+  contentLength?: number;
+}
+
+export interface ObjectStore {
+  readonly driver: "local" | "s3";
+  /** The bucket name reported in upload grants (`"local"` for the local driver). */
+  readonly bucket: string;
+  /** Checks the store is usable at start-up (bucket exists or is created). */
+  open(): Promise<void>;
+  createWriter(key: string): Promise<ObjectWriter>;
+  head(key: string): Promise<ObjectInfo | null>;
+  get(key: string): Promise<{ info: ObjectInfo; body: ReadableStream<Uint8Array> } | null>;
+  delete(key: string): Promise<void>;
+  /** Objects whose key starts with `prefix`, in key order. */
+  list(prefix: string, options?: ListOptions): Promise<ListPage>;
+  /** A URL that accepts one plain `PUT` of the object without other credentials. */
+  presignPut(key: string, options: PresignOptions): Promise<string>;
+  /** Removes leftovers of interrupted writes (temporaries, stale multipart uploads). */
+  sweep(): Promise<number>;
+}
+
+/** Thrown by drivers when the storage service fails; answered as 500 `storage_error`. */
+export class StorageError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "StorageError";
+  }
+}
+
+/** The storage key of an organization's dataset. */
+export function datasetKey(orgId: string, experimentId: string): string {
+  return `org/${orgId}/experiments/${experimentId}/latest.csv`;
+}
+
+/** The prefix under which all of an organization's datasets live. */
+export function orgPrefix(orgId: string): string {
+  return `org/${orgId}/experiments/`;
+}
