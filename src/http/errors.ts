@@ -22,6 +22,7 @@ export const ERROR_STATUS = {
   dataset_too_large: 400,
   payload_too_large: 413,
   body_timeout: 408,
+  request_aborted: 400,
   url_expired: 403,
   invalid_signature: 403,
   not_found: 404,

@@ -1,0 +1,153 @@
+/**
+ * Configuration: every `ABN_*` variable is read once, validated, and frozen. A bad value stops
+ * start-up with one line naming the variable and the accepted form.
+ */
+
+export interface Config {
+  host: string;
+  port: number;
+  publicUrl: string;
+  dataDir: string;
+  dbPath: string;
+  storage: "local" | "s3";
+  s3: {
+    endpoint?: string;
+    publicEndpoint?: string;
+    region: string;
+    bucket: string;
+    accessKeyId?: string;
+    secretAccessKey?: string;
+    forcePathStyle: boolean;
+    createBucket: boolean;
+  };
+  maxUploadBytes: number;
+  presignTtlSeconds: number;
+  cleanupIntervalSeconds: number;
+  scanIntervalSeconds: number;
+  bodyIdleTimeoutSeconds: number;
+  rateLimitPerMinute: number;
+  tlsCert?: string;
+  tlsKey?: string;
+  storageEventsToken?: string;
+}
+
+/** A configuration value that cannot be used; the message names the variable. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function text(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value === undefined || value === "" ? undefined : value;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = text(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(
+      `Invalid ${name}=${JSON.stringify(raw)}: expected a whole number from ${min} to ${max}`,
+    );
+  }
+  return Number(raw);
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = text(env, name)?.toLowerCase();
+  if (raw === undefined) return fallback;
+  if (["1", "true", "yes", "on"].includes(raw)) return true;
+  if (["0", "false", "no", "off"].includes(raw)) return false;
+  throw new ConfigError(`Invalid ${name}=${JSON.stringify(raw)}: expected true or false`);
+}
+
+function url(env: Env, name: string): string | undefined {
+  const raw = text(env, name);
+  if (raw === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`Invalid ${name}=${JSON.stringify(raw)}: expected an http(s) URL`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    throw new ConfigError(`Invalid ${name}=${JSON.stringify(raw)}: expected an http(s) URL`);
+  }
+  return raw.replace(/\/+$/, "");
+}
+
+/** Reads and validates the configuration from environment variables. */
+export function loadConfig(env: Env): Readonly<Config> {
+  const host = text(env, "ABN_HOST") ?? "127.0.0.1";
+  const port = integer(env, "ABN_PORT", 8080, 0, 65535);
+  const dataDir = text(env, "ABN_DATA_DIR") ?? "./data";
+  const storage = text(env, "ABN_STORAGE") ?? "local";
+  if (storage !== "local" && storage !== "s3") {
+    throw new ConfigError(`Invalid ABN_STORAGE=${JSON.stringify(storage)}: expected local or s3`);
+  }
+  const publicHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
+  const tlsCert = text(env, "ABN_TLS_CERT");
+  const tlsKey = text(env, "ABN_TLS_KEY");
+  if ((tlsCert === undefined) !== (tlsKey === undefined)) {
+    throw new ConfigError("Invalid ABN_TLS_CERT/ABN_TLS_KEY: set both PEM files or neither");
+  }
+  const scheme = tlsCert ? "https" : "http";
+  const hostPart = publicHost.includes(":") ? `[${publicHost}]` : publicHost;
+  const publicUrl = url(env, "ABN_PUBLIC_URL") ?? `${scheme}://${hostPart}:${port}`;
+  if (/\/api\/v1$/.test(publicUrl)) {
+    throw new ConfigError(
+      `Invalid ABN_PUBLIC_URL=${JSON.stringify(publicUrl)}: give the base URL without /api/v1`,
+    );
+  }
+
+  const endpoint = url(env, "ABN_S3_ENDPOINT");
+  const bucket = text(env, "ABN_S3_BUCKET") ?? "";
+  if (storage === "s3" && bucket === "") {
+    throw new ConfigError("Missing ABN_S3_BUCKET: required when ABN_STORAGE=s3");
+  }
+  if (bucket !== "" && !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) {
+    throw new ConfigError(
+      `Invalid ABN_S3_BUCKET=${JSON.stringify(bucket)}: expected an S3 bucket name (3-63 of a-z 0-9 . -)`,
+    );
+  }
+  const accessKeyId = text(env, "ABN_S3_ACCESS_KEY_ID");
+  const secretAccessKey = text(env, "ABN_S3_SECRET_ACCESS_KEY");
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    throw new ConfigError(
+      "Invalid ABN_S3_ACCESS_KEY_ID/ABN_S3_SECRET_ACCESS_KEY: set both or neither",
+    );
+  }
+
+  const cleanupIntervalSeconds = integer(env, "ABN_CLEANUP_INTERVAL_SECONDS", 600, 1, 3600);
+  return Object.freeze({
+    host,
+    port,
+    publicUrl,
+    dataDir,
+    dbPath: text(env, "ABN_DB_PATH") ?? `${dataDir}/abn.sqlite`,
+    storage,
+    s3: Object.freeze({
+      endpoint,
+      publicEndpoint: url(env, "ABN_S3_PUBLIC_ENDPOINT") ?? endpoint,
+      region: text(env, "ABN_S3_REGION") ?? "us-east-1",
+      bucket,
+      accessKeyId,
+      secretAccessKey,
+      forcePathStyle: boolean(env, "ABN_S3_FORCE_PATH_STYLE", endpoint !== undefined),
+      createBucket: boolean(env, "ABN_S3_CREATE_BUCKET", false),
+    }),
+    maxUploadBytes: integer(env, "ABN_MAX_UPLOAD_BYTES", 209_715_200, 1, 5 * 2 ** 40),
+    presignTtlSeconds: integer(env, "ABN_PRESIGN_TTL_SECONDS", 900, 1, 604_800),
+    cleanupIntervalSeconds,
+    scanIntervalSeconds: integer(env, "ABN_SCAN_INTERVAL_SECONDS", 15, 1, 3600),
+    bodyIdleTimeoutSeconds: integer(env, "ABN_BODY_IDLE_TIMEOUT_SECONDS", 30, 1, 3600),
+    rateLimitPerMinute: integer(env, "ABN_RATE_LIMIT_PER_MINUTE", 0, 0, 1_000_000),
+    tlsCert,
+    tlsKey,
+    storageEventsToken: text(env, "ABN_STORAGE_EVENTS_TOKEN"),
+  });
+}

@@ -1,0 +1,119 @@
+/**
+ * The organization's datasets, read live from storage (so a two-step delivery shows at once):
+ * `GET /datasets/`, `GET|DELETE /datasets/{id}/`, `GET /datasets/{id}/file/`.
+ */
+import type { Ctx, RouteTable } from "../app.ts";
+import { json } from "../app.ts";
+import { ApiError } from "../http/errors.ts";
+import { parseExperimentId } from "../http/experiment_id.ts";
+import type { ObjectInfo } from "../storage/object_store.ts";
+import { datasetKey, orgPrefix } from "../storage/object_store.ts";
+import { parseDatasetKey } from "../deliveries.ts";
+import type { Database } from "../db/database.ts";
+import { analysisStatus, deleteAnalysis } from "../db/analyses.ts";
+
+export function notFound(experimentId: string): ApiError {
+  return new ApiError(
+    "not_found",
+    `No dataset for experiment_id ${experimentId} is in storage: check that the upload (or the PUT to the upload URL) finished with 200/201`,
+  );
+}
+
+export function tooLarge(experimentId: string, size: number, limit: number): ApiError {
+  return new ApiError(
+    "dataset_too_large",
+    `The dataset of ${experimentId} is ${(size / 1048576).toFixed(1)} MB, above the ${
+      (limit / 1048576).toFixed(0)
+    } MB limit: shrink the dataset, drop unneeded columns, or split it over several experiment_ids. It will be deleted automatically.`,
+  );
+}
+
+export function describe(db: Database, orgId: string, experimentId: string, info: ObjectInfo, limit: number) {
+  return {
+    experiment_id: experimentId,
+    size_bytes: info.size,
+    size_mb: info.size / 1048576,
+    updated_at: info.lastModified.toISOString(),
+    etag: info.etag,
+    analysis_status: info.size > limit ? "too_large" : analysisStatus(db, orgId, experimentId, info.etag),
+  };
+}
+
+/** The stored dataset of the path's experiment: 404 when none, 400 when over the limit. */
+export async function requireDataset(
+  ctx: Ctx,
+  orgId: string,
+  options: { allowTooLarge?: boolean } = {},
+): Promise<{ experimentId: string; key: string; info: ObjectInfo }> {
+  const experimentId = parseExperimentId(ctx.params.experiment_id);
+  ctx.logFields.experiment_id = experimentId;
+  const key = datasetKey(orgId, experimentId);
+  const info = await ctx.deps.store.head(key);
+  if (!info) throw notFound(experimentId);
+  if (!options.allowTooLarge && info.size > ctx.deps.config.maxUploadBytes) {
+    throw tooLarge(experimentId, info.size, ctx.deps.config.maxUploadBytes);
+  }
+  return { experimentId, key, info };
+}
+
+async function list(ctx: Ctx): Promise<Response> {
+  const principal = ctx.auth();
+  const limitText = ctx.url.searchParams.get("limit");
+  const limit = limitText === null ? 1000 : Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+    throw new ApiError("invalid_json", "limit must be a whole number from 1 to 1000");
+  }
+  const page = await ctx.deps.store.list(orgPrefix(principal.orgId), {
+    limit,
+    cursor: ctx.url.searchParams.get("cursor"),
+  });
+  const datasets = [];
+  for (const info of page.objects) {
+    const parsed = parseDatasetKey(info.key);
+    if (!parsed || parsed.orgId !== principal.orgId) continue;
+    datasets.push(
+      describe(ctx.deps.db, principal.orgId, parsed.experimentId, info, ctx.deps.config.maxUploadBytes),
+    );
+  }
+  return json(ctx, { datasets, next_cursor: page.nextCursor });
+}
+
+async function show(ctx: Ctx): Promise<Response> {
+  const principal = ctx.auth();
+  const { experimentId, key, info } = await requireDataset(ctx, principal.orgId);
+  return json(ctx, {
+    ...describe(ctx.deps.db, principal.orgId, experimentId, info, ctx.deps.config.maxUploadBytes),
+    key,
+  });
+}
+
+async function download(ctx: Ctx): Promise<Response> {
+  const principal = ctx.auth();
+  const experimentId = parseExperimentId(ctx.params.experiment_id);
+  const object = await ctx.deps.store.get(datasetKey(principal.orgId, experimentId));
+  if (!object) throw notFound(experimentId);
+  return new Response(ctx.req.method === "HEAD" ? null : object.body, {
+    headers: {
+      "content-type": "text/csv; charset=utf-8",
+      "content-length": String(object.info.size),
+      "content-disposition": `attachment; filename="${experimentId}.csv"`,
+      etag: `"${object.info.etag}"`,
+      "x-request-id": ctx.requestId,
+    },
+  });
+}
+
+async function remove(ctx: Ctx): Promise<Response> {
+  const principal = ctx.auth();
+  const { experimentId, key } = await requireDataset(ctx, principal.orgId, { allowTooLarge: true });
+  await ctx.deps.store.delete(key);
+  deleteAnalysis(ctx.deps.db, principal.orgId, experimentId);
+  return json(ctx, { deleted: true, experiment_id: experimentId });
+}
+
+export const datasetRoutes: RouteTable = [
+  ["GET", "/api/v1/datasets/", list],
+  ["GET", "/api/v1/datasets/:experiment_id/", show],
+  ["DELETE", "/api/v1/datasets/:experiment_id/", remove],
+  ["GET", "/api/v1/datasets/:experiment_id/file/", download],
+];

@@ -1,0 +1,15 @@
+import type { RouteTable } from "../app.ts";
+import { uploadRoutes } from "./upload.ts";
+import { initiateRoutes } from "./initiate.ts";
+import { datasetRoutes } from "./datasets.ts";
+import { keyRoutes } from "./keys.ts";
+import { storagePutRoutes } from "./storage_put.ts";
+
+/** Every API route table, in the order they are matched. */
+export const apiRoutes: RouteTable[] = [
+  uploadRoutes,
+  initiateRoutes,
+  datasetRoutes,
+  keyRoutes,
+  storagePutRoutes,
+];

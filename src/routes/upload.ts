@@ -1,0 +1,102 @@
+/**
+ * `POST /api/v1/datasets/upload/?experiment_id=…` (spec 4.3): validates the CSV while it streams
+ * to storage and commits only after the last byte passed every check.
+ */
+import { createHash } from "node:crypto";
+import type { Ctx, RouteTable } from "../app.ts";
+import { json } from "../app.ts";
+import { ApiError } from "../http/errors.ts";
+import { parseExperimentId } from "../http/experiment_id.ts";
+import { datasetKey } from "../storage/object_store.ts";
+import { DatasetValidator } from "../pipeline/mod.ts";
+import { receiveBody } from "./_receive.ts";
+
+/** The one `experiment_id` of the query string (400 when missing, repeated or invalid). */
+export function queryExperimentId(url: URL): string {
+  const values = url.searchParams.getAll("experiment_id");
+  if (values.length > 1) {
+    throw new ApiError("invalid_experiment_id", "Give experiment_id once in the query string");
+  }
+  return parseExperimentId(values[0]);
+}
+
+/** 413 before reading a body whose declared length is over the limit. */
+export function checkDeclaredLength(req: Request, maxBytes: number): void {
+  const declared = req.headers.get("content-length");
+  if (declared !== null && /^\d+$/.test(declared) && Number(declared) > maxBytes) {
+    req.body?.cancel().catch(() => {});
+    throw new ApiError(
+      "payload_too_large",
+      `The file is larger than the limit of ${maxBytes} bytes (${(maxBytes / 1048576).toFixed(0)} MB)`,
+      { connection: "close" },
+    );
+  }
+}
+
+async function upload(ctx: Ctx): Promise<Response> {
+  const { config, store, metrics, deliveries } = ctx.deps;
+  const principal = ctx.auth();
+  const experimentId = queryExperimentId(ctx.url);
+  ctx.logFields.experiment_id = experimentId;
+  try {
+    checkDeclaredLength(ctx.req, config.maxUploadBytes);
+    const contentType = ctx.req.headers.get("content-type")?.toLowerCase() ?? "";
+    if (contentType.startsWith("multipart/")) {
+      ctx.req.body?.cancel().catch(() => {});
+      throw new ApiError(
+        "multipart_not_supported",
+        "multipart/form-data is not accepted: send the raw CSV bytes as the request body (curl --data-binary @file.csv)",
+      );
+    }
+    const key = datasetKey(principal.orgId, experimentId);
+    const validator = new DatasetValidator();
+    const hash = createHash("sha256");
+    const writer = await store.createWriter(key);
+    let bytes = 0;
+    try {
+      bytes = await receiveBody(ctx.req.body, writer, {
+        maxBytes: config.maxUploadBytes,
+        idleTimeoutMs: config.bodyIdleTimeoutSeconds * 1000,
+        signal: ctx.req.signal,
+        onChunk(chunk) {
+          validator.push(chunk);
+          hash.update(chunk);
+        },
+      });
+      ctx.logFields.bytes_in = bytes;
+      const summary = validator.finish();
+      const info = await writer.commit();
+      metrics.bytesReceived.inc({ route: "upload" }, bytes);
+      metrics.uploadsStored.inc({ route: "upload" });
+      deliveries.publish({
+        orgId: principal.orgId,
+        experimentId,
+        key,
+        info,
+        validated: true,
+        source: "upload",
+      });
+      return json(ctx, {
+        success: true,
+        size_mb: bytes / 1048576,
+        experiment_id: experimentId,
+        message: `Dataset stored for experiment ${experimentId}: ${summary.rows} rows, ${bytes} bytes`,
+        size_bytes: bytes,
+        rows: summary.rows,
+        sha256: hash.digest("hex"),
+        etag: info.etag,
+      }, 201);
+    } catch (error) {
+      ctx.logFields.bytes_in = bytes;
+      await writer.abort();
+      throw error;
+    }
+  } catch (error) {
+    if (error instanceof ApiError) metrics.uploadsRejected.inc({ reason: error.code });
+    throw error;
+  }
+}
+
+export const uploadRoutes: RouteTable = [
+  ["POST", "/api/v1/datasets/upload/", upload],
+];

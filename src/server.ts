@@ -1,0 +1,86 @@
+/**
+ * `main.ts serve`: the HTTP server around the application, dev-mode bootstrap, and graceful
+ * shutdown on SIGTERM/SIGINT (stop accepting, let in-flight requests finish, bounded wait).
+ */
+import type { Config } from "./config.ts";
+import { createService } from "./service.ts";
+import { createOrg, findOrgByName } from "./db/orgs.ts";
+import { createKey } from "./db/api_keys.ts";
+import type { Database } from "./db/database.ts";
+
+export interface ServeOptions {
+  /** First start creates an organization `dev` and prints its key once. */
+  dev?: boolean;
+  /** Longest wait for in-flight requests at shutdown, in ms; default 10 000. */
+  shutdownGraceMs?: number;
+}
+
+function logLine(fields: Record<string, unknown>): void {
+  console.log(JSON.stringify({ level: "info", time: new Date().toISOString(), ...fields }));
+}
+
+/** Creates the `dev` organization and its key on first start; answers the key file's path. */
+export async function bootstrapDev(db: Database, dataDir: string): Promise<void> {
+  const keyFile = `${dataDir}/dev-api-key`;
+  if (findOrgByName(db, "dev")) {
+    console.log(`Development organization 'dev' exists; its API key is in ${keyFile}`);
+    return;
+  }
+  const org = createOrg(db, "dev");
+  const { api_key } = createKey(db, org.id);
+  await Deno.writeTextFile(keyFile, api_key + "\n", { mode: 0o600 });
+  console.log(
+    `Created organization 'dev' (${org.id}). Its API key, shown once and saved to ${keyFile}:\n\n  ${api_key}\n`,
+  );
+}
+
+export async function serve(config: Readonly<Config>, options: ServeOptions = {}): Promise<number> {
+  let service;
+  try {
+    service = await createService(config);
+  } catch (error) {
+    console.error(`Cannot start: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  }
+  if (options.dev) await bootstrapDev(service.db, config.dataDir);
+
+  const controller = new AbortController();
+  const tls = config.tlsCert && config.tlsKey
+    ? { cert: await Deno.readTextFile(config.tlsCert), key: await Deno.readTextFile(config.tlsKey) }
+    : {};
+  const server = Deno.serve({
+    hostname: config.host,
+    port: config.port,
+    signal: controller.signal,
+    ...tls,
+    onListen({ hostname, port }) {
+      const scheme = config.tlsCert ? "https" : "http";
+      const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+      logLine({
+        msg: "listening",
+        url: `${scheme}://${host}:${port}`,
+        public_url: config.publicUrl,
+        storage: config.storage,
+      });
+    },
+  }, service.handler);
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logLine({ msg: "shutting down", signal });
+    const grace = setTimeout(() => {
+      logLine({ msg: "grace period over; closing remaining connections" });
+      controller.abort();
+    }, options.shutdownGraceMs ?? 10_000);
+    server.shutdown().finally(() => clearTimeout(grace));
+  };
+  const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
+  for (const s of signals) Deno.addSignalListener(s, () => stop(s));
+
+  await server.finished;
+  await service.close();
+  logLine({ msg: "stopped" });
+  return 0;
+}

@@ -1,0 +1,238 @@
+/**
+ * The embedded default storage: an object with key K lives at `{dataDir}/storage/K`. Writes go
+ * to a temporary file under `{dataDir}/tmp`, are fsynced and renamed into place, so an object is
+ * either the previous version or the new one, never half of either.
+ */
+import { createHash } from "node:crypto";
+import type {
+  ListOptions,
+  ListPage,
+  ObjectInfo,
+  ObjectStore,
+  ObjectWriter,
+  PresignOptions,
+} from "./object_store.ts";
+import { StorageError } from "./object_store.ts";
+import type { UrlSigner } from "./url_signer.ts";
+
+export interface LocalStoreOptions {
+  /** The data directory; objects under `storage/`, temporaries under `tmp/`. */
+  dataDir: string;
+  /** Signs upload URLs served by this process at `{publicUrl}/storage/{key}`. */
+  signer: UrlSigner;
+  /** The service's external base URL. */
+  publicUrl: string;
+}
+
+function checkKey(key: string): void {
+  if (
+    key === "" || key.startsWith("/") || key.includes("\\") || key.includes("\0") ||
+    key.split("/").some((part) => part === "" || part === "." || part === "..")
+  ) {
+    throw new TypeError(`Invalid storage key: ${JSON.stringify(key)}`);
+  }
+}
+
+function etagOf(stat: Deno.FileInfo): string {
+  const basis = `${stat.size}:${stat.mtime?.getTime() ?? 0}:${stat.ino ?? 0}:${stat.dev}`;
+  return createHash("sha256").update(basis).digest("hex").slice(0, 32);
+}
+
+export class LocalStore implements ObjectStore {
+  readonly driver = "local" as const;
+  readonly bucket = "local";
+  readonly root: string;
+  readonly tmpDir: string;
+  #signer: UrlSigner;
+  #publicUrl: string;
+  #open = new Set<string>();
+
+  constructor(options: LocalStoreOptions) {
+    this.root = `${options.dataDir}/storage`;
+    this.tmpDir = `${options.dataDir}/tmp`;
+    this.#signer = options.signer;
+    this.#publicUrl = options.publicUrl;
+  }
+
+  async open(): Promise<void> {
+    await Deno.mkdir(this.root, { recursive: true });
+    await Deno.mkdir(this.tmpDir, { recursive: true });
+  }
+
+  pathOf(key: string): string {
+    checkKey(key);
+    return `${this.root}/${key}`;
+  }
+
+  async createWriter(key: string): Promise<ObjectWriter> {
+    const target = this.pathOf(key);
+    const tmp = `${this.tmpDir}/${crypto.randomUUID()}.part`;
+    let file: Deno.FsFile;
+    try {
+      file = await Deno.open(tmp, { write: true, createNew: true, mode: 0o640 });
+    } catch (error) {
+      throw new StorageError("Cannot open a temporary file", { cause: error });
+    }
+    this.#open.add(tmp);
+    let done = false;
+    const finish = () => {
+      if (done) return false;
+      done = true;
+      this.#open.delete(tmp);
+      return true;
+    };
+    const discard = async () => {
+      try {
+        file.close();
+      } catch { /* already closed */ }
+      await Deno.remove(tmp).catch(() => {});
+    };
+    return {
+      write: async (chunk: Uint8Array) => {
+        if (done) throw new StorageError("Write after the object was finished");
+        try {
+          let offset = 0;
+          while (offset < chunk.length) offset += await file.write(chunk.subarray(offset));
+        } catch (error) {
+          throw new StorageError("Cannot write to local storage", { cause: error });
+        }
+      },
+      commit: async () => {
+        if (!finish()) throw new StorageError("The object was already finished");
+        try {
+          await file.syncData();
+          file.close();
+          const dir = target.slice(0, target.lastIndexOf("/"));
+          await Deno.mkdir(dir, { recursive: true });
+          await Deno.rename(tmp, target);
+          await syncDirectory(dir);
+          const stat = await Deno.stat(target);
+          return { key, size: stat.size, etag: etagOf(stat), lastModified: stat.mtime ?? new Date() };
+        } catch (error) {
+          await discard();
+          throw new StorageError("Cannot commit to local storage", { cause: error });
+        }
+      },
+      abort: async () => {
+        if (!finish()) return;
+        await discard();
+      },
+    };
+  }
+
+  async head(key: string): Promise<ObjectInfo | null> {
+    const path = this.pathOf(key);
+    try {
+      const stat = await Deno.stat(path);
+      if (!stat.isFile) return null;
+      return { key, size: stat.size, etag: etagOf(stat), lastModified: stat.mtime ?? new Date() };
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return null;
+      throw new StorageError("Cannot read local storage", { cause: error });
+    }
+  }
+
+  async get(key: string): Promise<{ info: ObjectInfo; body: ReadableStream<Uint8Array> } | null> {
+    const path = this.pathOf(key);
+    let file: Deno.FsFile;
+    try {
+      file = await Deno.open(path, { read: true });
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return null;
+      throw new StorageError("Cannot read local storage", { cause: error });
+    }
+    const stat = await file.stat();
+    return {
+      info: { key, size: stat.size, etag: etagOf(stat), lastModified: stat.mtime ?? new Date() },
+      body: file.readable,
+    };
+  }
+
+  async delete(key: string): Promise<void> {
+    const path = this.pathOf(key);
+    try {
+      await Deno.remove(path);
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return;
+      throw new StorageError("Cannot delete from local storage", { cause: error });
+    }
+    // Remove now-empty parent folders up to the storage root; failures are harmless.
+    let dir = path.slice(0, path.lastIndexOf("/"));
+    while (dir.length > this.root.length) {
+      try {
+        await Deno.remove(dir);
+      } catch {
+        break;
+      }
+      dir = dir.slice(0, dir.lastIndexOf("/"));
+    }
+  }
+
+  async list(prefix: string, options: ListOptions = {}): Promise<ListPage> {
+    const limit = Math.max(1, Math.min(options.limit ?? 1000, 1000));
+    const after = options.cursor ?? "";
+    const base = prefix.slice(0, prefix.lastIndexOf("/") + 1);
+    const keys: string[] = [];
+    await walk(`${this.root}/${base}`.replace(/\/$/, ""), base, (key) => {
+      if (key.startsWith(prefix) && key > after) keys.push(key);
+    });
+    keys.sort();
+    const page = keys.slice(0, limit);
+    const objects: ObjectInfo[] = [];
+    for (const key of page) {
+      const info = await this.head(key);
+      if (info) objects.push(info);
+    }
+    return { objects, nextCursor: keys.length > limit ? page[page.length - 1] : null };
+  }
+
+  presignPut(key: string, options: PresignOptions): Promise<string> {
+    checkKey(key);
+    const expires = Math.floor(Date.now() / 1000) + options.expiresInSeconds;
+    const query = this.#signer.sign("PUT", key, expires, options.contentLength);
+    const path = key.split("/").map(encodeURIComponent).join("/");
+    return Promise.resolve(`${this.#publicUrl}/storage/${path}?${query}`);
+  }
+
+  async sweep(): Promise<number> {
+    let removed = 0;
+    try {
+      for await (const entry of Deno.readDir(this.tmpDir)) {
+        const path = `${this.tmpDir}/${entry.name}`;
+        if (!entry.isFile || this.#open.has(path)) continue;
+        await Deno.remove(path).then(() => removed++, () => {});
+      }
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) {
+        throw new StorageError("Cannot sweep temporary files", { cause: error });
+      }
+    }
+    return removed;
+  }
+}
+
+async function walk(dir: string, keyBase: string, visit: (key: string) => void): Promise<void> {
+  let entries: Deno.DirEntry[];
+  try {
+    entries = await Array.fromAsync(Deno.readDir(dir));
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
+      return;
+    }
+    throw new StorageError("Cannot list local storage", { cause: error });
+  }
+  for (const entry of entries) {
+    const key = `${keyBase}${entry.name}`;
+    if (entry.isDirectory) await walk(`${dir}/${entry.name}`, `${key}/`, visit);
+    else if (entry.isFile) visit(key);
+  }
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  try {
+    using handle = await Deno.open(dir, { read: true });
+    await handle.sync();
+  } catch {
+    // Not every platform can fsync a directory; the rename itself is still atomic.
+  }
+}

@@ -1,0 +1,267 @@
+/**
+ * The S3-compatible storage driver (AWS, MinIO, Ceph RGW, R2, Garage). Writes stream through
+ * lib-storage's multipart `Upload` and become visible only at `commit()`; upload URLs are
+ * presigned PUTs bound to `Content-Type: text/csv` (and the declared length, when given).
+ */
+import {
+  type BucketLocationConstraint,
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+} from "@aws-sdk/client-s3";
+import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import { Readable } from "node:stream";
+import type {
+  ListOptions,
+  ListPage,
+  ObjectInfo,
+  ObjectStore,
+  ObjectWriter,
+  PresignOptions,
+} from "./object_store.ts";
+import { StorageError } from "./object_store.ts";
+import { isNotFound, storageFailure } from "./_s3_errors.ts";
+import type { S3Like } from "./_s3_like.ts";
+import { sweepMultipartUploads } from "./_s3_sweep.ts";
+import { S3Writer } from "./_s3_writer.ts";
+
+export type { S3Like } from "./_s3_like.ts";
+
+export interface S3StoreOptions {
+  /** The S3 API base URL; default: AWS for `region`. */
+  endpoint?: string;
+  region: string;
+  bucket: string;
+  /** Static credentials; default: the SDK's provider chain (environment, profile, instance). */
+  accessKeyId?: string;
+  secretAccessKey?: string;
+  /** Path-style URLs (`{endpoint}/{bucket}/{key}`), as MinIO, Garage and s3rver need. */
+  forcePathStyle: boolean;
+  /** The host clients reach, used for presigned URLs; default: `endpoint`. */
+  publicEndpoint?: string;
+  /** `open()` creates a missing bucket instead of failing. */
+  createBucket: boolean;
+  /** Replaces the SDK client for every call but presigning; default: a real `S3Client`. */
+  client?: S3Like;
+  /** Multipart part size in bytes; default 8 MiB, at least 5 MiB. */
+  partSize?: number;
+  /** Parts uploaded at once per writer; default 4. */
+  queueSize?: number;
+}
+
+const MIB = 1024 * 1024;
+const CONTENT_TYPE = "text/csv";
+
+function createClient(options: S3StoreOptions, endpoint: string | undefined): S3Client {
+  const { accessKeyId, secretAccessKey } = options;
+  return new S3Client({
+    region: options.region,
+    endpoint,
+    forcePathStyle: options.forcePathStyle,
+    credentials: accessKeyId !== undefined && secretAccessKey !== undefined
+      ? { accessKeyId, secretAccessKey }
+      : undefined,
+    // The default (WHEN_SUPPORTED) puts a CRC32 of an empty body into presigned PUT URLs,
+    // which Garage, R2, SeaweedFS and MinIO reject.
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+  });
+}
+
+function stripQuotes(etag: string | undefined): string {
+  return (etag ?? "").replaceAll('"', "");
+}
+
+function toWebStream(body: unknown): ReadableStream<Uint8Array> {
+  const sdkBody = body as { transformToWebStream?: () => ReadableStream<Uint8Array> };
+  if (typeof sdkBody?.transformToWebStream === "function") return sdkBody.transformToWebStream();
+  if (body instanceof ReadableStream) return body;
+  if (body instanceof Readable) return Readable.toWeb(body) as ReadableStream<Uint8Array>;
+  throw new StorageError("Storage failed: the object body is not a stream");
+}
+
+export class S3Store implements ObjectStore {
+  readonly driver = "s3" as const;
+  readonly bucket: string;
+  #options: S3StoreOptions;
+  #client: S3Like;
+  #presigner: S3Client;
+  /** Clients this store made and must destroy on `close()`. */
+  #owned: S3Client[] = [];
+
+  constructor(options: S3StoreOptions) {
+    const partSize = options.partSize ?? 8 * MIB;
+    if (partSize < 5 * MIB) {
+      throw new RangeError(`Invalid partSize: S3 needs at least 5 MiB, got ${partSize}`);
+    }
+    this.#options = { ...options, partSize, queueSize: options.queueSize ?? 4 };
+    this.bucket = options.bucket;
+    const publicEndpoint = options.publicEndpoint ?? options.endpoint;
+    const samePresigner = options.client === undefined && publicEndpoint === options.endpoint;
+    if (options.client === undefined) {
+      const client = createClient(options, options.endpoint);
+      this.#owned.push(client);
+      this.#client = client;
+    } else {
+      this.#client = options.client;
+    }
+    if (samePresigner) {
+      this.#presigner = this.#client as S3Client;
+    } else {
+      // Signed for the host the client will use, with the same credentials.
+      this.#presigner = createClient(options, publicEndpoint);
+      this.#owned.push(this.#presigner);
+    }
+  }
+
+  async open(): Promise<void> {
+    const { bucket, region, createBucket } = this.#options;
+    try {
+      await this.#client.send(new HeadBucketCommand({ Bucket: bucket }));
+      return;
+    } catch (error) {
+      if (!isNotFound(error)) throw storageFailure(`cannot reach bucket ${bucket}`, error);
+    }
+    if (!createBucket) {
+      throw new StorageError(
+        `S3 bucket "${bucket}" does not exist: check ABN_S3_BUCKET, or set ABN_S3_CREATE_BUCKET=true to create it at start-up`,
+      );
+    }
+    try {
+      await this.#client.send(
+        new CreateBucketCommand({
+          Bucket: bucket,
+          CreateBucketConfiguration: region === "us-east-1"
+            ? undefined
+            : { LocationConstraint: region as BucketLocationConstraint },
+        }),
+      );
+    } catch (error) {
+      const name = (error as { name?: string })?.name;
+      if (name === "BucketAlreadyOwnedByYou") return;
+      throw storageFailure(`cannot create bucket ${bucket}`, error);
+    }
+  }
+
+  createWriter(key: string): Promise<ObjectWriter> {
+    return Promise.resolve(
+      new S3Writer({
+        client: this.#client,
+        bucket: this.bucket,
+        key,
+        partSize: this.#options.partSize!,
+        queueSize: this.#options.queueSize!,
+        bufferBytes: MIB,
+      }),
+    );
+  }
+
+  async head(key: string): Promise<ObjectInfo | null> {
+    try {
+      const head = await this.#client.send(
+        new HeadObjectCommand({ Bucket: this.bucket, Key: key }),
+      );
+      return {
+        key,
+        size: head.ContentLength ?? 0,
+        etag: stripQuotes(head.ETag),
+        lastModified: head.LastModified ?? new Date(0),
+      };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw storageFailure(`cannot read ${key}`, error);
+    }
+  }
+
+  async get(key: string): Promise<{ info: ObjectInfo; body: ReadableStream<Uint8Array> } | null> {
+    try {
+      const object = await this.#client.send(
+        new GetObjectCommand({ Bucket: this.bucket, Key: key }),
+      );
+      return {
+        info: {
+          key,
+          size: object.ContentLength ?? 0,
+          etag: stripQuotes(object.ETag),
+          lastModified: object.LastModified ?? new Date(0),
+        },
+        body: toWebStream(object.Body),
+      };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw storageFailure(`cannot read ${key}`, error);
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    try {
+      await this.#client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+    } catch (error) {
+      if (isNotFound(error)) return;
+      throw storageFailure(`cannot delete ${key}`, error);
+    }
+  }
+
+  async list(prefix: string, options: ListOptions = {}): Promise<ListPage> {
+    const limit = Math.max(1, Math.min(options.limit ?? 1000, 1000));
+    try {
+      const page = await this.#client.send(
+        new ListObjectsV2Command({
+          Bucket: this.bucket,
+          Prefix: prefix,
+          MaxKeys: limit,
+          ContinuationToken: options.cursor ?? undefined,
+        }),
+      );
+      const objects = (page.Contents ?? []).flatMap((object) =>
+        object.Key === undefined ? [] : [{
+          key: object.Key,
+          size: object.Size ?? 0,
+          etag: stripQuotes(object.ETag),
+          lastModified: object.LastModified ?? new Date(0),
+        }]
+      );
+      return {
+        objects,
+        nextCursor: page.IsTruncated ? page.NextContinuationToken ?? null : null,
+      };
+    } catch (error) {
+      throw storageFailure(`cannot list ${prefix}`, error);
+    }
+  }
+
+  async presignPut(key: string, options: PresignOptions): Promise<string> {
+    const { expiresInSeconds, contentLength } = options;
+    const signableHeaders = new Set(["content-type"]);
+    if (contentLength !== undefined) signableHeaders.add("content-length");
+    const command = new PutObjectCommand({
+      Bucket: this.bucket,
+      Key: key,
+      ContentType: CONTENT_TYPE,
+      ContentLength: contentLength,
+    });
+    try {
+      return await getSignedUrl(this.#presigner, command, {
+        expiresIn: expiresInSeconds,
+        signableHeaders,
+      });
+    } catch (error) {
+      throw storageFailure(`cannot sign an upload URL for ${key}`, error);
+    }
+  }
+
+  sweep(): Promise<number> {
+    return sweepMultipartUploads(this.#client, this.bucket);
+  }
+
+  /** Releases the SDK clients this store created (their sockets and timers). */
+  close(): Promise<void> {
+    for (const client of this.#owned.splice(0)) client.destroy();
+    return Promise.resolve();
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * HMAC-SHA256 signatures for the local driver's upload URLs, over method, key, expiry and the
+ * declared length. The secret is generated on first start and kept in the data directory (0600).
+ */
+import { Buffer } from "node:buffer";
+import { createHmac, timingSafeEqual } from "node:crypto";
+
+export type SignatureCheck = "ok" | "expired" | "invalid";
+
+export class UrlSigner {
+  #secret: Uint8Array;
+
+  constructor(secret: Uint8Array) {
+    if (secret.length < 32) throw new RangeError("UrlSigner needs a secret of at least 32 bytes");
+    this.#secret = secret;
+  }
+
+  #mac(method: string, key: string, expires: number, size: number | undefined): string {
+    return createHmac("sha256", this.#secret)
+      .update(`${method}\n${key}\n${expires}\n${size ?? ""}`)
+      .digest("base64url");
+  }
+
+  /** The query string (without `?`) that authorizes `method` on `key` until `expires` (s). */
+  sign(method: string, key: string, expires: number, size?: number): string {
+    const params = new URLSearchParams({ expires: String(expires) });
+    if (size !== undefined) params.set("size", String(size));
+    params.set("signature", this.#mac(method, key, expires, size));
+    return params.toString();
+  }
+
+  /** Checks a signed query; `size` is the declared length bound into the URL, if any. */
+  verify(
+    method: string,
+    key: string,
+    params: URLSearchParams,
+    now = Date.now() / 1000,
+  ): { result: SignatureCheck; size?: number } {
+    const expiresText = params.get("expires") ?? "";
+    const sizeText = params.get("size");
+    const signature = params.get("signature") ?? "";
+    if (!/^\d{1,12}$/.test(expiresText) || (sizeText !== null && !/^\d{1,16}$/.test(sizeText))) {
+      return { result: "invalid" };
+    }
+    const expires = Number(expiresText);
+    const size = sizeText === null ? undefined : Number(sizeText);
+    const expected = Buffer.from(this.#mac(method, key, expires, size));
+    const given = Buffer.from(signature);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
+      return { result: "invalid" };
+    }
+    if (now > expires) return { result: "expired", size };
+    return { result: "ok", size };
+  }
+}
+
+/** Reads the signing secret from `path`, creating it (mode 0600) on first start. */
+export async function loadOrCreateSecret(path: string): Promise<Uint8Array> {
+  try {
+    const text = (await Deno.readTextFile(path)).trim();
+    const bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+    if (bytes.length >= 32) return bytes;
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  const secret = crypto.getRandomValues(new Uint8Array(32));
+  const dir = path.slice(0, path.lastIndexOf("/"));
+  if (dir) await Deno.mkdir(dir, { recursive: true });
+  try {
+    await Deno.writeTextFile(path, btoa(String.fromCharCode(...secret)) + "\n", {
+      mode: 0o600,
+      createNew: true,
+    });
+  } catch (error) {
+    if (error instanceof Deno.errors.AlreadyExists) return loadOrCreateSecret(path);
+    throw error;
+  }
+  return secret;
+}

@@ -1,0 +1,133 @@
+/**
+ * Test fixtures: the real service on 127.0.0.1 (in-process, or as a child process), with a fresh
+ * data directory, an organization and an API key.
+ */
+import { loadConfig } from "../src/config.ts";
+import type { Service, ServiceOptions } from "../src/service.ts";
+import { createService } from "../src/service.ts";
+import { createOrg } from "../src/db/orgs.ts";
+import { createKey } from "../src/db/api_keys.ts";
+
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+export interface TestServer {
+  url: string;
+  api: string;
+  dataDir: string;
+  service: Service;
+  orgId: string;
+  apiKey: string;
+  /** Creates another organization with a key. */
+  newOrg(name?: string): { orgId: string; apiKey: string };
+  close(): Promise<void>;
+}
+
+export async function startTestServer(
+  env: Record<string, string> = {},
+  options: ServiceOptions = {},
+): Promise<TestServer> {
+  const dataDir = await Deno.makeTempDir({ prefix: "abn-test-" });
+  const port = freePort();
+  const config = loadConfig({
+    ABN_DATA_DIR: dataDir,
+    ABN_PORT: String(port),
+    ABN_HOST: "127.0.0.1",
+    ...env,
+  });
+  const service = await createService(config, { log: () => {}, ...options });
+  const controller = new AbortController();
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port, signal: controller.signal, onListen: () => {} },
+    service.handler,
+  );
+  const newOrg = (name = "test") => {
+    const org = createOrg(service.db, name);
+    return { orgId: org.id, apiKey: createKey(service.db, org.id).api_key };
+  };
+  const first = newOrg("first");
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    api: `${url}/api/v1`,
+    dataDir,
+    service,
+    orgId: first.orgId,
+    apiKey: first.apiKey,
+    newOrg,
+    async close() {
+      controller.abort();
+      await server.finished;
+      await service.close();
+      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+export interface ChildServer {
+  url: string;
+  process: Deno.ChildProcess;
+  output(): string;
+  stop(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
+}
+
+/** Starts `main.ts serve` as a child process and waits for its "listening" line. */
+export async function spawnServer(
+  env: Record<string, string>,
+  args: string[] = ["serve"],
+): Promise<ChildServer> {
+  const port = env.ABN_PORT ?? String(freePort());
+  const command = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("../main.ts", import.meta.url).pathname, ...args],
+    env: { ABN_HOST: "127.0.0.1", ABN_PORT: port, ...env },
+    stdout: "piped",
+    stderr: "piped",
+  });
+  const process = command.spawn();
+  let text = "";
+  const decoder = new TextDecoder();
+  const collect = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) text += decoder.decode(chunk, { stream: true });
+  };
+  const done = Promise.all([collect(process.stdout), collect(process.stderr)]);
+  const deadline = Date.now() + 30_000;
+  while (!text.includes('"msg":"listening"')) {
+    if (Date.now() > deadline) {
+      process.kill("SIGKILL");
+      throw new Error(`server did not start:\n${text}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    process,
+    output: () => text,
+    async stop(signal: Deno.Signal = "SIGTERM") {
+      try {
+        process.kill(signal);
+      } catch { /* already exited */ }
+      const status = await process.status;
+      await done;
+      return status;
+    },
+  };
+}
+
+/** Runs `main.ts` with arguments and answers its exit code and output. */
+export async function runMain(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("../main.ts", import.meta.url).pathname, ...args],
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const d = new TextDecoder();
+  return { code: out.code, stdout: d.decode(out.stdout), stderr: d.decode(out.stderr) };
+}

@@ -1,0 +1,90 @@
+import { assert, assertEquals } from "../_assert.ts";
+import { runMain, spawnServer } from "../_server.ts";
+
+Deno.test("admin CLI manages organizations and keys while the server runs; changes apply within a second", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "abn-admin-" });
+  const env = { ABN_DATA_DIR: dataDir };
+  const server = await spawnServer(env);
+  try {
+    const created = await runMain(["admin", "org", "create", "acme", "--json"], env);
+    assertEquals(created.code, 0, created.stderr);
+    const { org_id } = JSON.parse(created.stdout);
+    assert(typeof org_id === "string" && org_id.length > 0);
+
+    const key = await runMain(["admin", "key", "create", org_id, "--json"], env);
+    assertEquals(key.code, 0, key.stderr);
+    const { api_key, key_id } = JSON.parse(key.stdout);
+    assert(/^abn_/.test(api_key));
+
+    const plain = await runMain(["admin", "org", "create", "plain"], env);
+    assert(/^org_\S+\n$/.test(plain.stdout), plain.stdout);
+
+    const list = JSON.parse((await runMain(["admin", "org", "list", "--json"], env)).stdout);
+    assert(Array.isArray(list));
+    assertEquals(list.find((o: { org_id: string }) => o.org_id === org_id)?.name, "acme");
+    assertEquals(list.find((o: { org_id: string }) => o.org_id === org_id)?.active, true);
+
+    const call = () =>
+      fetch(`${server.url}/api/v1/keys/`, { headers: { authorization: `Bearer ${api_key}` } });
+    let res = await call();
+    assertEquals(res.status, 200);
+    await res.body?.cancel();
+
+    assertEquals((await runMain(["admin", "org", "deactivate", org_id], env)).code, 0);
+    const t0 = Date.now();
+    res = await call();
+    assertEquals(res.status, 403);
+    await res.body?.cancel();
+    assert(Date.now() - t0 < 1000);
+
+    assertEquals((await runMain(["admin", "org", "activate", org_id], env)).code, 0);
+    res = await call();
+    assertEquals(res.status, 200);
+    await res.body?.cancel();
+
+    const keys = JSON.parse((await runMain(["admin", "key", "list", org_id, "--json"], env)).stdout);
+    assertEquals(keys.length, 1);
+    assertEquals(keys[0].key_id, key_id);
+    assertEquals(JSON.stringify(keys).includes(api_key), false);
+
+    assertEquals((await runMain(["admin", "key", "revoke", key_id], env)).code, 0);
+    res = await call();
+    assertEquals(res.status, 401);
+    await res.body?.cancel();
+
+    const missing = await runMain(["admin", "key", "create", "org_missing"], env);
+    assertEquals(missing.code, 1);
+    const bad = await runMain(["admin", "org", "fly"], env);
+    assertEquals(bad.code, 2);
+  } finally {
+    await server.stop();
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("serve refuses a bad configuration with one line naming the variable", async () => {
+  const result = await runMain(["serve"], { ABN_PORT: "eighty" });
+  assertEquals(result.code, 1);
+  assertEquals(result.stderr.trim().split("\n").length, 1);
+  assert(result.stderr.includes("ABN_PORT"), result.stderr);
+});
+
+Deno.test("serve --dev creates the dev organization once and writes its key file", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "abn-dev-" });
+  try {
+    const server = await spawnServer({ ABN_DATA_DIR: dataDir }, ["serve", "--dev"]);
+    const key = (await Deno.readTextFile(`${dataDir}/dev-api-key`)).trim();
+    assert(server.output().includes(key));
+    const res = await fetch(`${server.url}/api/v1/keys/`, { headers: { authorization: `Bearer ${key}` } });
+    assertEquals(res.status, 200);
+    assertEquals((await res.json()).organization.name, "dev");
+    await server.stop();
+    const again = await spawnServer({ ABN_DATA_DIR: dataDir }, ["serve", "--dev"]);
+    assertEquals(again.output().includes(key), false);
+    await again.stop();
+    const orgs = JSON.parse((await runMain(["admin", "org", "list", "--json"], { ABN_DATA_DIR: dataDir })).stdout);
+    assertEquals(orgs.length, 1);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});

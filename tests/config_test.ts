@@ -1,0 +1,51 @@
+import { assertEquals, assertThrows } from "./_assert.ts";
+import { ConfigError, loadConfig } from "../src/config.ts";
+
+Deno.test("loadConfig answers the documented defaults", () => {
+  const c = loadConfig({});
+  assertEquals(c.host, "127.0.0.1");
+  assertEquals(c.port, 8080);
+  assertEquals(c.publicUrl, "http://127.0.0.1:8080");
+  assertEquals(c.dataDir, "./data");
+  assertEquals(c.dbPath, "./data/abn.sqlite");
+  assertEquals(c.storage, "local");
+  assertEquals(c.maxUploadBytes, 209_715_200);
+  assertEquals(c.presignTtlSeconds, 900);
+  assertEquals(c.cleanupIntervalSeconds, 600);
+  assertEquals(c.scanIntervalSeconds, 15);
+  assertEquals(c.bodyIdleTimeoutSeconds, 30);
+  assertEquals(c.rateLimitPerMinute, 0);
+  assertEquals(Object.isFrozen(c), true);
+});
+
+Deno.test("loadConfig uses 127.0.0.1 in the public URL when listening on 0.0.0.0", () => {
+  assertEquals(loadConfig({ ABN_HOST: "0.0.0.0", ABN_PORT: "9000" }).publicUrl, "http://127.0.0.1:9000");
+});
+
+Deno.test("loadConfig strips a trailing slash from ABN_PUBLIC_URL", () => {
+  assertEquals(loadConfig({ ABN_PUBLIC_URL: "https://abn.example/" }).publicUrl, "https://abn.example");
+});
+
+for (
+  const [env, name] of [
+    [{ ABN_PORT: "eighty" }, "ABN_PORT"],
+    [{ ABN_PORT: "70000" }, "ABN_PORT"],
+    [{ ABN_STORAGE: "ftp" }, "ABN_STORAGE"],
+    [{ ABN_STORAGE: "s3" }, "ABN_S3_BUCKET"],
+    [{ ABN_STORAGE: "s3", ABN_S3_BUCKET: "Bad_Bucket" }, "ABN_S3_BUCKET"],
+    [{ ABN_MAX_UPLOAD_BYTES: "-1" }, "ABN_MAX_UPLOAD_BYTES"],
+    [{ ABN_PRESIGN_TTL_SECONDS: "1.5" }, "ABN_PRESIGN_TTL_SECONDS"],
+    [{ ABN_CLEANUP_INTERVAL_SECONDS: "21600" }, "ABN_CLEANUP_INTERVAL_SECONDS"],
+    [{ ABN_PUBLIC_URL: "not a url" }, "ABN_PUBLIC_URL"],
+    [{ ABN_PUBLIC_URL: "http://h/api/v1" }, "ABN_PUBLIC_URL"],
+    [{ ABN_S3_FORCE_PATH_STYLE: "maybe" }, "ABN_S3_FORCE_PATH_STYLE"],
+    [{ ABN_TLS_CERT: "/c.pem" }, "ABN_TLS_CERT"],
+    [{ ABN_S3_ACCESS_KEY_ID: "id" }, "ABN_S3_ACCESS_KEY_ID"],
+  ] as [Record<string, string>, string][]
+) {
+  Deno.test(`loadConfig refuses ${JSON.stringify(env)} naming ${name}`, () => {
+    const error = assertThrows(() => loadConfig(env), ConfigError);
+    assertEquals(error.message.includes(name), true, error.message);
+    assertEquals(error.message.includes("\n"), false);
+  });
+}

@@ -1,0 +1,78 @@
+import { assert, assertApiError, assertEquals } from "../_assert.ts";
+import { startTestServer } from "../_server.ts";
+import { generateKey, revokeKey } from "../../src/db/api_keys.ts";
+import { setOrgActive } from "../../src/db/orgs.ts";
+import { listKeys } from "../../src/db/api_keys.ts";
+
+Deno.test("auth answers 401 JSON for missing, malformed, unknown and revoked keys", async () => {
+  const server = await startTestServer();
+  try {
+    const get = (authorization?: string) =>
+      fetch(`${server.api}/keys/`, {
+        headers: authorization === undefined ? {} : { authorization },
+      });
+    await assertApiError(await get(), 401, "unauthorized");
+    await assertApiError(await get(server.apiKey), 401, "unauthorized"); // bare key, no "Bearer "
+    await assertApiError(await get(`bearer ${server.apiKey}`), 401, "unauthorized");
+    await assertApiError(await get(`Bearer  ${server.apiKey}`), 401, "unauthorized");
+    await assertApiError(await get(`Basic ${server.apiKey}`), 401, "unauthorized");
+    await assertApiError(await get("Bearer abn_nothing"), 401, "unauthorized");
+    await assertApiError(await get(`Bearer ${generateKey()}`), 401, "unauthorized");
+    const ok = await get(`Bearer ${server.apiKey}`);
+    assertEquals(ok.status, 200);
+    const body = await ok.json();
+    assertEquals(body.organization.org_id, server.orgId);
+    assertEquals(body.keys.length, 1);
+    assertEquals(body.keys[0].status, "active");
+    assertEquals(JSON.stringify(body).includes(server.apiKey), false);
+    const keyId = listKeys(server.service.db, server.orgId)[0].key_id;
+    revokeKey(server.service.db, keyId);
+    await assertApiError(await get(`Bearer ${server.apiKey}`), 401, "unauthorized");
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("auth answers 403 for a key of a deactivated organization, and 200 again once reactivated", async () => {
+  const server = await startTestServer();
+  try {
+    const get = () => fetch(`${server.api}/keys/`, { headers: { authorization: `Bearer ${server.apiKey}` } });
+    setOrgActive(server.service.db, server.orgId, false);
+    await assertApiError(await get(), 403, "org_deactivated");
+    setOrgActive(server.service.db, server.orgId, true);
+    const ok = await get();
+    assertEquals(ok.status, 200);
+    await ok.body?.cancel();
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("every response carries X-Request-Id and unknown paths answer 404 JSON", async () => {
+  const server = await startTestServer();
+  try {
+    const res = await fetch(`${server.url}/no/such/path`);
+    const error = await assertApiError(res, 404, "not_found");
+    assert(error.request_id.length > 8);
+    const health = await fetch(`${server.url}/healthz`);
+    assertEquals(health.status, 200);
+    assertEquals(await health.json(), { status: "ok" });
+    assert(health.headers.get("x-request-id"));
+    const wrong = await fetch(`${server.api}/datasets/upload/`, { method: "GET" });
+    await assertApiError(wrong, 405, "method_not_allowed");
+    assertEquals(wrong.headers.get("allow"), "POST");
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("healthz answers 503 when the database is closed", async () => {
+  const server = await startTestServer();
+  try {
+    server.service.db.close();
+    await assertApiError(await fetch(`${server.url}/healthz`), 503, "service_unavailable");
+  } finally {
+    server.service.close = () => Promise.resolve();
+    await server.close();
+  }
+});

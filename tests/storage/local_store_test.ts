@@ -1,0 +1,130 @@
+import { assert, assertEquals } from "../_assert.ts";
+import { LocalStore } from "../../src/storage/local_store.ts";
+import { UrlSigner } from "../../src/storage/url_signer.ts";
+
+async function newStore() {
+  const dir = await Deno.makeTempDir({ prefix: "abn-local-" });
+  const store = new LocalStore({
+    dataDir: dir,
+    signer: new UrlSigner(new Uint8Array(32).fill(7)),
+    publicUrl: "http://127.0.0.1:1",
+  });
+  await store.open();
+  return { dir, store };
+}
+
+async function readAll(stream: ReadableStream<Uint8Array>): Promise<string> {
+  return await new Response(stream).text();
+}
+
+Deno.test("LocalStore writer makes the object visible only at commit", async () => {
+  const { dir, store } = await newStore();
+  const key = "org/o1/experiments/e1/latest.csv";
+  const w = await store.createWriter(key);
+  await w.write(new TextEncoder().encode("a,b\n"));
+  assertEquals(await store.head(key), null);
+  await w.write(new TextEncoder().encode("1,2\n"));
+  const info = await w.commit();
+  assertEquals(info.size, 8);
+  assertEquals((await store.head(key))?.etag, info.etag);
+  assertEquals(await readAll((await store.get(key))!.body), "a,b\n1,2\n");
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("LocalStore abort leaves the previous object byte-identical and no temporary file", async () => {
+  const { dir, store } = await newStore();
+  const key = "org/o1/experiments/e1/latest.csv";
+  const first = await store.createWriter(key);
+  await first.write(new TextEncoder().encode("old"));
+  const before = await first.commit();
+  const second = await store.createWriter(key);
+  await second.write(new TextEncoder().encode("new content"));
+  await second.abort();
+  await second.abort();
+  assertEquals(await readAll((await store.get(key))!.body), "old");
+  assertEquals((await store.head(key))?.etag, before.etag);
+  assertEquals((await Array.fromAsync(Deno.readDir(store.tmpDir))).length, 0);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("LocalStore etag changes when the object is replaced by identical bytes", async () => {
+  const { dir, store } = await newStore();
+  const key = "org/o1/experiments/e1/latest.csv";
+  const etags = [];
+  for (let i = 0; i < 2; i++) {
+    const w = await store.createWriter(key);
+    await w.write(new TextEncoder().encode("same"));
+    etags.push((await w.commit()).etag);
+  }
+  assert(etags[0] !== etags[1]);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("LocalStore lists by prefix in key order with pages and isolates prefixes", async () => {
+  const { dir, store } = await newStore();
+  for (const org of ["a", "ab"]) {
+    for (const e of ["e3", "e1", "e2", "e5", "e4"]) {
+      const w = await store.createWriter(`org/${org}/experiments/${e}/latest.csv`);
+      await w.write(new Uint8Array([49]));
+      await w.commit();
+    }
+  }
+  const first = await store.list("org/a/experiments/", { limit: 2 });
+  assertEquals(first.objects.map((o) => o.key.split("/")[3]), ["e1", "e2"]);
+  const second = await store.list("org/a/experiments/", { limit: 2, cursor: first.nextCursor });
+  assertEquals(second.objects.map((o) => o.key.split("/")[3]), ["e3", "e4"]);
+  const third = await store.list("org/a/experiments/", { limit: 2, cursor: second.nextCursor });
+  assertEquals(third.objects.map((o) => o.key.split("/")[3]), ["e5"]);
+  assertEquals(third.nextCursor, null);
+  assertEquals((await store.list("org/", {})).objects.length, 10);
+  await store.delete("org/a/experiments/e1/latest.csv");
+  await store.delete("org/a/experiments/e1/latest.csv");
+  assertEquals((await store.list("org/a/experiments/")).objects.length, 4);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("LocalStore sweep removes stale temporaries but not open ones", async () => {
+  const { dir, store } = await newStore();
+  await Deno.writeTextFile(`${store.tmpDir}/stale.part`, "x");
+  const w = await store.createWriter("org/o/experiments/e/latest.csv");
+  await w.write(new Uint8Array([1]));
+  assertEquals(await store.sweep(), 1);
+  assertEquals((await Array.fromAsync(Deno.readDir(store.tmpDir))).length, 1);
+  await w.abort();
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("LocalStore refuses keys that would leave the storage folder", async () => {
+  const { dir, store } = await newStore();
+  for (const key of ["../x", "org/../../x", "/etc/passwd", "org//x", "org/./x"]) {
+    let refused = false;
+    try {
+      await store.head(key);
+    } catch (error) {
+      refused = error instanceof TypeError;
+    }
+    assert(refused, key);
+  }
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("UrlSigner accepts its own signature and refuses altered, expired or re-pointed ones", () => {
+  const signer = new UrlSigner(new Uint8Array(32).fill(3));
+  const now = 1_000_000;
+  const q = new URLSearchParams(signer.sign("PUT", "org/a/experiments/e/latest.csv", now + 60));
+  assertEquals(signer.verify("PUT", "org/a/experiments/e/latest.csv", q, now).result, "ok");
+  assertEquals(signer.verify("PUT", "org/a/experiments/e/latest.csv", q, now + 61).result, "expired");
+  assertEquals(signer.verify("PUT", "org/b/experiments/e/latest.csv", q, now).result, "invalid");
+  assertEquals(signer.verify("GET", "org/a/experiments/e/latest.csv", q, now).result, "invalid");
+  const longer = new URLSearchParams(q);
+  longer.set("expires", String(now + 6000));
+  assertEquals(signer.verify("PUT", "org/a/experiments/e/latest.csv", longer, now).result, "invalid");
+  const sized = new URLSearchParams(signer.sign("PUT", "k/x", now + 60, 10));
+  assertEquals(signer.verify("PUT", "k/x", sized, now), { result: "ok", size: 10 });
+  sized.set("size", "11");
+  assertEquals(signer.verify("PUT", "k/x", sized, now).result, "invalid");
+  sized.delete("size");
+  assertEquals(signer.verify("PUT", "k/x", sized, now).result, "invalid");
+  const other = new UrlSigner(new Uint8Array(32).fill(4));
+  assertEquals(other.verify("PUT", "org/a/experiments/e/latest.csv", q, now).result, "invalid");
+});
