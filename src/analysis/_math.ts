@@ -35,10 +35,10 @@ function stirlingRemainder(x: number): number {
   const r2 = r * r;
   return r * (1 / 12 +
     r2 * (-1 / 360 +
-      r2 * (1 / 1260 +
-        r2 * (-1 / 1680 +
-          r2 * (1 / 1188 +
-            r2 * (-691 / 360360 + r2 * (1 / 156 + r2 * (-3617 / 122400))))))));
+        r2 * (1 / 1260 +
+            r2 * (-1 / 1680 +
+                r2 * (1 / 1188 +
+                    r2 * (-691 / 360360 + r2 * (1 / 156 + r2 * (-3617 / 122400))))))));
 }
 
 /** ln Γ(x) for x > 0: Lanczos below 10, Stirling's series with its remainder from 10 on. */

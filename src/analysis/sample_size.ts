@@ -66,7 +66,9 @@ export function conversionSampleSize(
   if (p2 > 1) p2 = baseline * (1 - mde);
   if (!(p2 >= 0 && p2 <= 1) || p2 === baseline) {
     return unavailable(
-      `Target sample size unavailable: a ${mde * 100} % change of the control's conversion ` +
+      `Target sample size unavailable: a ${
+        Number((mde * 100).toPrecision(6))
+      } % change of the control's conversion ` +
         `rate ${baseline} is not a valid rate`,
     );
   }

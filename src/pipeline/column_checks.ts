@@ -1,4 +1,12 @@
-import { BINARY, hasText, isDate, MAX_CHECKED_CELL, NUMBER, numberKind, TEXT } from "./cell_checks.ts";
+import {
+  BINARY,
+  hasText,
+  isDate,
+  MAX_CHECKED_CELL,
+  NUMBER,
+  numberKind,
+  TEXT,
+} from "./cell_checks.ts";
 import { excerpt } from "./_bytes.ts";
 import { ValidationError } from "./validation_error.ts";
 
@@ -34,7 +42,8 @@ export class ColumnChecks {
   /** The first failed check of the current row, if any. */
   rowError: ValidationError | null = null;
 
-  readonly #decimalComma: boolean;
+  /** A decimal comma is accepted in numbers (semicolon-delimited files). */
+  readonly decimalComma: boolean;
   readonly #found: Uint8Array;
   readonly #text: Uint8Array;
   #carry = new Uint8Array(MAX_CHECKED_CELL);
@@ -46,7 +55,7 @@ export class ColumnChecks {
   /** `names` are the trimmed header names; `maxColumns` bounds the field index the scanner passes. */
   constructor(names: readonly string[], delimiter: "," | ";", maxColumns: number) {
     this.names = names;
-    this.#decimalComma = delimiter === ";";
+    this.decimalComma = delimiter === ";";
     this.kinds = new Uint8Array(Math.max(maxColumns, names.length) + 2);
     this.#found = new Uint8Array(names.length);
     this.#text = new Uint8Array(names.length);
@@ -67,7 +76,7 @@ export class ColumnChecks {
     }
     const kind = this.kinds[field];
     if (kind === METRIC) {
-      this.#metric(field, numberKind(buf, start, end, this.#decimalComma));
+      this.metric(field, numberKind(buf, start, end, this.decimalComma));
     } else if (kind === DATE) {
       if (!isDate(buf, start, end)) this.#badDate(buf.subarray(start, end), line);
     } else if (kind === REQUIRED) {
@@ -103,14 +112,15 @@ export class ColumnChecks {
     if (kind === REQUIRED) {
       if (!hadText && !hasText(buf, start, end)) this.#empty(field, line);
     } else if (carry === null) {
-      if (kind === METRIC) this.#metric(field, TEXT);
+      if (kind === METRIC) this.metric(field, TEXT);
       else this.#badDate(this.#carry, line);
     } else {
       this.cell(field, carry, 0, carry.length, line);
     }
   }
 
-  #metric(field: number, kind: number): void {
+  /** Records the `numberKind` of a metric candidate's cell; text makes it a dimension. */
+  metric(field: number, kind: number): void {
     if (kind === TEXT) {
       this.#text[field] = 1;
       this.kinds[field] = SKIP;

@@ -3,6 +3,8 @@ import { uploadRoutes } from "./upload.ts";
 import { initiateRoutes } from "./initiate.ts";
 import { datasetRoutes } from "./datasets.ts";
 import { keyRoutes } from "./keys.ts";
+import { analysisRoutes } from "./analysis.ts";
+import { storageEventRoutes } from "./storage_events.ts";
 import { storagePutRoutes } from "./storage_put.ts";
 
 /** Every API route table, in the order they are matched. */
@@ -10,6 +12,8 @@ export const apiRoutes: RouteTable[] = [
   uploadRoutes,
   initiateRoutes,
   datasetRoutes,
+  analysisRoutes,
   keyRoutes,
   storagePutRoutes,
+  storageEventRoutes,
 ];

@@ -1,0 +1,323 @@
+/**
+ * Splits CSV bytes pushed in chunks into rows of field ranges, RFC 4180 style, without decoding:
+ * `,` or `;` delimiter sniffed from the header, quoted fields with `""` escapes and line ends
+ * inside, CRLF or LF, blank lines skipped, a leading UTF-8 BOM stripped. Only a row split over
+ * chunks is copied (to a carry buffer); every other row is handed over as ranges of the chunk.
+ *
+ * Input that the upload checks would refuse (a stray quote, a wrong field count, an unclosed
+ * quote, a row over `MAX_ROW_BYTES`) throws an `Error` naming the physical line.
+ */
+
+const LF = 0x0a;
+const CR = 0x0d;
+const QUOTE = 0x22;
+const COMMA = 0x2c;
+const SEMICOLON = 0x3b;
+
+/** Longest row kept across chunks (the upload checks refuse lines over 1 MiB). */
+export const MAX_ROW_BYTES = 16 * 1024 * 1024;
+
+/** Receives the header and then each data row. */
+export interface CsvRowSink {
+  /** The trimmed header names and the sniffed delimiter. */
+  header(names: string[], delimiter: "," | ";"): void;
+  /**
+   * One data row: field `i` is `buf[start[i]..end[i])`, quotes removed and escapes undone. The
+   * arrays and `buf` are reused after the call returns. `line` is the row's first physical line.
+   */
+  row(buf: Uint8Array, start: Int32Array, end: Int32Array, line: number): void;
+}
+
+export class CsvRowSplitter {
+  readonly #sink: CsvRowSink;
+  #delimiter = COMMA;
+  /** Fields per row; 0 until the header is read. */
+  #fields = 0;
+  #start = new Int32Array(0);
+  #end = new Int32Array(0);
+  #carry = new Uint8Array(4096);
+  #carryLength = 0;
+  /** Whether the carried bytes end inside quotes. */
+  #quoted = false;
+  #scratch = new Uint8Array(256);
+  /** Physical line on which the next row starts. */
+  #line = 1;
+  #firstRow = true;
+  #finished = false;
+  readonly #decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+  constructor(sink: CsvRowSink) {
+    this.#sink = sink;
+  }
+
+  /** Splits `chunk`; only an incomplete last row is copied, so the caller may reuse `chunk`. */
+  push(chunk: Uint8Array): void {
+    if (this.#finished) throw new Error("Cannot read CSV: the input was already finished");
+    const end = chunk.length;
+    let pos = 0;
+    while (pos < end) {
+      if (this.#carryLength > 0 || this.#fields === 0) {
+        const lf = this.#rowEnd(chunk, pos, end);
+        const stop = lf < 0 ? end : lf + 1;
+        this.#keep(chunk, pos, stop);
+        pos = stop;
+        if (lf < 0) return;
+        this.#quoted = false;
+        this.#takeCarry(false);
+        continue;
+      }
+      for (;;) {
+        const next = this.#row(chunk, pos, end, false);
+        if (next < 0) break;
+        pos = next;
+        if (pos === end) return;
+      }
+      let quoted = false;
+      for (let i = pos; i < end; i++) if (chunk[i] === QUOTE) quoted = !quoted;
+      this.#quoted = quoted;
+      this.#keep(chunk, pos, end);
+      return;
+    }
+  }
+
+  /** Reads the last row (which needs no line end); throws when there was no header. */
+  finish(): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    if (this.#carryLength > 0) this.#takeCarry(true);
+    if (this.#fields === 0) throw new Error("Cannot read CSV: there is no header row");
+  }
+
+  /** Index of the line feed ending the row that continues at `buf[pos]`, or -1. */
+  #rowEnd(buf: Uint8Array, pos: number, end: number): number {
+    let quoted = this.#quoted;
+    for (let i = pos; i < end; i++) {
+      const b = buf[i];
+      if (b === QUOTE) quoted = !quoted;
+      else if (b === LF && !quoted) return i;
+    }
+    this.#quoted = quoted;
+    return -1;
+  }
+
+  #keep(buf: Uint8Array, from: number, to: number): void {
+    const length = this.#carryLength + to - from;
+    if (length > MAX_ROW_BYTES) {
+      throw new Error(`Cannot parse line ${this.#line}: the row is longer than ${MAX_ROW_BYTES} bytes`);
+    }
+    if (length > this.#carry.length) {
+      const carry = new Uint8Array(Math.max(length, 2 * this.#carry.length));
+      carry.set(this.#carry.subarray(0, this.#carryLength));
+      this.#carry = carry;
+    }
+    this.#carry.set(buf.subarray(from, to), this.#carryLength);
+    this.#carryLength = length;
+  }
+
+  #takeCarry(final: boolean): void {
+    const carry = this.#carry;
+    const length = this.#carryLength;
+    this.#carryLength = 0;
+    if (this.#fields === 0) {
+      this.#header(carry.subarray(0, length));
+      return;
+    }
+    let pos = 0;
+    while (pos < length) {
+      const next = this.#row(carry, pos, length, final);
+      if (next < 0) throw new Error(`Cannot parse line ${this.#line}: unbalanced quotes`);
+      pos = next;
+    }
+  }
+
+  #header(bytes: Uint8Array): void {
+    let start = 0;
+    if (this.#firstRow && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) start = 3;
+    this.#firstRow = false;
+    const line = this.#line;
+    for (const b of bytes) if (b === LF) this.#line++;
+    let end = bytes.length;
+    if (end > start && bytes[end - 1] === LF) end--;
+    if (end > start && bytes[end - 1] === CR) end--;
+    if (end === start) return; // a blank line before the header
+    const text = this.#decoder.decode(bytes.subarray(start, end));
+    const delimiter = sniffDelimiter(text);
+    if (delimiter === null) {
+      throw new Error(`Cannot parse line ${line}: the delimiter must be a comma or a semicolon`);
+    }
+    const names = splitHeader(text, delimiter, line).map((name) => name.trim());
+    this.#delimiter = delimiter === "," ? COMMA : SEMICOLON;
+    this.#fields = names.length;
+    this.#start = new Int32Array(names.length);
+    this.#end = new Int32Array(names.length);
+    this.#sink.header(names, delimiter);
+  }
+
+  /**
+   * Reads the row starting at `buf[pos]` (pos < end) and hands it to the sink. Answers where the
+   * next row starts, or -1 when the row does not end before `end` and more input may follow.
+   */
+  #row(buf: Uint8Array, pos: number, end: number, final: boolean): number {
+    let i = pos;
+    let b = buf[i];
+    if (b === LF || (b === CR && (i + 1 < end ? buf[i + 1] === LF : final))) {
+      this.#line++;
+      return b === LF ? i + 1 : Math.min(i + 2, end);
+    }
+    if (b === CR && i + 1 >= end) return -1;
+    const fields = this.#fields;
+    const delimiter = this.#delimiter;
+    const start = this.#start;
+    const stop = this.#end;
+    let f = 0;
+    let escaped = false;
+    let lines = 1;
+    for (;;) {
+      if (i < end && buf[i] === QUOTE) {
+        let j = i + 1;
+        for (;;) {
+          if (j >= end) {
+            if (final) throw new Error(`Cannot parse line ${this.#line}: a quoted field is not closed`);
+            return -1;
+          }
+          b = buf[j];
+          if (b === QUOTE) {
+            if (j + 1 >= end) {
+              if (final) break;
+              return -1;
+            }
+            if (buf[j + 1] !== QUOTE) break;
+            escaped = true;
+            j += 2;
+          } else {
+            if (b === LF) lines++;
+            j++;
+          }
+        }
+        if (f < fields) {
+          start[f] = i + 1;
+          stop[f] = j;
+        }
+        f++;
+        i = j + 1;
+        if (i >= end) break;
+        b = buf[i];
+        if (b === delimiter) {
+          i++;
+          continue;
+        }
+        if (b === LF) {
+          i++;
+          break;
+        }
+        if (b === CR && i + 1 >= end && !final) return -1;
+        if (b === CR && (i + 1 >= end || buf[i + 1] === LF)) {
+          i = Math.min(i + 2, end);
+          break;
+        }
+        throw new Error(`Cannot parse line ${this.#line + lines - 1}: text after a closing quote`);
+      }
+      let j = i;
+      for (; j < end; j++) {
+        b = buf[j];
+        if (b === delimiter || b === LF) break;
+        if (b === QUOTE) {
+          throw new Error(
+            `Cannot parse line ${this.#line + lines - 1}: unexpected quote in an unquoted field`,
+          );
+        }
+      }
+      if (j >= end && !final) return -1;
+      if (f < fields) {
+        start[f] = i;
+        stop[f] = j < end && b === delimiter ? j : j > i && buf[j - 1] === CR ? j - 1 : j;
+      }
+      f++;
+      if (j >= end) {
+        i = end;
+        break;
+      }
+      i = j + 1;
+      if (b === LF) break;
+    }
+    const line = this.#line;
+    this.#line += lines;
+    if (f !== fields) {
+      throw new Error(`Cannot parse line ${line}: expected ${fields} fields, got ${f}`);
+    }
+    this.#sink.row(escaped ? this.#unescape(buf) : buf, start, stop, line);
+    return i;
+  }
+
+  /** Copies the row's fields with `""` read as `"` into the scratch buffer and points at them. */
+  #unescape(buf: Uint8Array): Uint8Array {
+    const start = this.#start;
+    const end = this.#end;
+    let total = 0;
+    for (let f = 0; f < this.#fields; f++) total += end[f] - start[f];
+    if (total > this.#scratch.length) this.#scratch = new Uint8Array(Math.max(total, 2 * this.#scratch.length));
+    const out = this.#scratch;
+    let o = 0;
+    for (let f = 0; f < this.#fields; f++) {
+      const from = start[f];
+      const to = end[f];
+      start[f] = o;
+      for (let k = from; k < to; k++) {
+        out[o++] = buf[k];
+        if (buf[k] === QUOTE) k++;
+      }
+      end[f] = o;
+    }
+    return out;
+  }
+}
+
+/**
+ * The delimiter of a header line: the one of `,` and `;` that occurs more often outside quotes,
+ * comma on a tie, as the upload checks pick it; `null` when neither occurs.
+ */
+function sniffDelimiter(text: string): "," | ";" | null {
+  let commas = 0;
+  let semicolons = 0;
+  let quoted = false;
+  for (const c of text) {
+    if (c === '"') quoted = !quoted;
+    else if (quoted) continue;
+    else if (c === ",") commas++;
+    else if (c === ";") semicolons++;
+  }
+  if (commas === 0 && semicolons === 0) return null;
+  return semicolons > commas ? ";" : ",";
+}
+
+/** Splits the header line into its unquoted fields. */
+function splitHeader(text: string, delimiter: string, line: number): string[] {
+  const fields: string[] = [];
+  let i = 0;
+  for (;;) {
+    if (text[i] === '"') {
+      let j = i + 1;
+      for (;;) {
+        j = text.indexOf('"', j);
+        if (j < 0) throw new Error(`Cannot parse line ${line}: a quoted field is not closed`);
+        if (text[j + 1] !== '"') break;
+        j += 2;
+      }
+      fields.push(text.slice(i + 1, j).replaceAll('""', '"'));
+      i = j + 1;
+      if (i < text.length && text[i] !== delimiter) {
+        throw new Error(`Cannot parse line ${line}: text after a closing quote`);
+      }
+    } else {
+      let j = text.indexOf(delimiter, i);
+      if (j < 0) j = text.length;
+      if (text.slice(i, j).includes('"')) {
+        throw new Error(`Cannot parse line ${line}: unexpected quote in an unquoted field`);
+      }
+      fields.push(text.slice(i, j));
+      i = j;
+    }
+    if (i >= text.length) return fields;
+    i++;
+  }
+}

@@ -1,0 +1,224 @@
+/**
+ * The per-user pass of the aggregation: receives CSV rows as byte ranges and keeps, per user, the
+ * variant, the first day and per metric column the sum and the first days with a value and with
+ * a 1, in a `UserTable` record. Non-zero metric cells are also logged with their day (a
+ * `ValueLog`), because the daily sums can only drop a user seen in two variants at the end.
+ * `summarize` (in `_summary.ts`) turns this state into the `Aggregate`.
+ */
+import { DAY_LIMIT, hasText, isBinaryCell, readDay, readNumber } from "./_csv_cells.ts";
+import type { CsvRowSink } from "./_csv_rows.ts";
+import { UserTable } from "./_user_table.ts";
+import { ValueLog } from "./_value_log.ts";
+
+export type MetricKind = "conversion" | "numeric";
+
+/** A user's variant word once the user was seen in two variants. */
+export const EXCLUDED = -1;
+
+/**
+ * Record layout, in 32-bit words: 0 id length (the table's), 1 variant, 2 first day, 3 unused,
+ * then one block per metric column from `metricWord[k]`: the sum (a double at +0), the first day
+ * with a value (+2) and the first day with a 1 (+3); a column read as conversion by the caller's
+ * setting also keeps the maximum (a double at +4) and the first day with a 0 (+6).
+ *
+ * Days are stored as `DAY_LIMIT - day`, so that 0 (a fresh record) means "none" and a later
+ * day is a smaller number: "first day" is a plain maximum.
+ */
+export const VARIANT_WORD = 1;
+export const FIRST_DAY_WORD = 2;
+export const SUM = 0;
+export const FIRST_VALUE = 2;
+export const FIRST_ONE = 3;
+export const MAX = 4;
+export const FIRST_ZERO = 6;
+
+const SPACE = 0x20;
+const TAB = 0x09;
+/** Variants compared byte by byte before falling back to a `Map` of decoded names. */
+const LINEAR_VARIANTS = 64;
+
+export class Tally implements CsvRowSink {
+  rows = 0;
+  excluded = 0;
+  users = new UserTable(2);
+  readonly variantNames: string[] = [];
+  /** Days seen, in order of appearance. */
+  readonly days: number[] = [];
+  /** Metric candidates: every column but user_id, variant and date. */
+  metricNames: string[] = [];
+  metricWord = new Int32Array(0);
+  /** 1 while every non-empty cell was a number. */
+  candidate = new Uint8Array(0);
+  /** 1 once a cell had a value. */
+  hasValue = new Uint8Array(0);
+  /** 1 while every value was written as 0 or 1. */
+  binary = new Uint8Array(0);
+  /** 1 for columns read as conversion by the caller's setting (they keep maximum and first 0). */
+  forcedConversion = new Uint8Array(0);
+  /** Non-zero values per candidate; dropped with the candidate. */
+  logs: (ValueLog | null)[] = [];
+
+  readonly #kinds: Readonly<Record<string, MetricKind>>;
+  #userField = 0;
+  #variantField = 0;
+  #dayField = 0;
+  #metricField = new Int32Array(0);
+  #decimalComma = false;
+  #daySeen = new Uint8Array(0);
+  readonly #variantBytes: Uint8Array[] = [];
+  readonly #variantIndex = new Map<string, number>();
+  #lastVariant = -1;
+  readonly #decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+  constructor(kinds: Readonly<Record<string, MetricKind>> = {}) {
+    this.#kinds = kinds;
+  }
+
+  header(names: string[], delimiter: "," | ";"): void {
+    const field = (name: string): number => {
+      const found = names.indexOf(name);
+      if (found < 0) throw new Error(`Cannot read CSV: the header has no ${name} column`);
+      return found;
+    };
+    const seen = new Set<string>();
+    for (const name of names) {
+      if (seen.has(name)) throw new Error(`Cannot read CSV: the column name "${name}" appears twice`);
+      seen.add(name);
+    }
+    this.#userField = field("user_id");
+    this.#variantField = field("variant");
+    this.#dayField = field("date");
+    this.#decimalComma = delimiter === ";";
+    const metricFields = names.flatMap((name, i) =>
+      name === "user_id" || name === "variant" || name === "date" ? [] : [i]
+    );
+    const count = metricFields.length;
+    this.metricNames = metricFields.map((i) => names[i]);
+    this.#metricField = Int32Array.from(metricFields);
+    this.metricWord = new Int32Array(count);
+    this.candidate = new Uint8Array(count).fill(1);
+    this.hasValue = new Uint8Array(count);
+    this.binary = new Uint8Array(count).fill(1);
+    this.forcedConversion = new Uint8Array(count);
+    this.logs = metricFields.map(() => new ValueLog());
+    let words = 4;
+    for (let k = 0; k < count; k++) {
+      this.metricWord[k] = words;
+      this.forcedConversion[k] = Object.hasOwn(this.#kinds, this.metricNames[k]) &&
+          this.#kinds[this.metricNames[k]] === "conversion"
+        ? 1
+        : 0;
+      words += this.forcedConversion[k] === 1 ? 8 : 4;
+    }
+    this.users = new UserTable(words);
+    this.#daySeen = new Uint8Array(DAY_LIMIT);
+  }
+
+  row(buf: Uint8Array, start: Int32Array, end: Int32Array, line: number): void {
+    this.rows++;
+    let s = start[this.#userField];
+    let e = end[this.#userField];
+    if (s < e && (isBlank(buf[s]) || isBlank(buf[e - 1]))) {
+      while (s < e && isBlank(buf[s])) s++;
+      while (e > s && isBlank(buf[e - 1])) e--;
+    }
+    const users = this.users;
+    const record = users.lookup(buf, s, e);
+    const variant = this.#variant(buf, start[this.#variantField], end[this.#variantField]);
+    const day = readDay(buf, start[this.#dayField], end[this.#dayField]);
+    if (day < 0) {
+      const text = this.#decoder.decode(buf.subarray(start[this.#dayField], end[this.#dayField]));
+      throw new Error(`Cannot parse line ${line}: the date "${text}" is not written YYYY-MM-DD`);
+    }
+    if (this.#daySeen[day] === 0) {
+      this.#daySeen[day] = 1;
+      this.days.push(day);
+    }
+    const first = DAY_LIMIT - day;
+    const i32 = users.i32;
+    const w = 2 * record;
+    let counted = true;
+    if (users.isNew) {
+      i32[w + VARIANT_WORD] = variant;
+      i32[w + FIRST_DAY_WORD] = first;
+    } else {
+      const known = i32[w + VARIANT_WORD];
+      if (known === variant) {
+        if (first > i32[w + FIRST_DAY_WORD]) i32[w + FIRST_DAY_WORD] = first;
+      } else {
+        counted = false;
+        if (known !== EXCLUDED) {
+          i32[w + VARIANT_WORD] = EXCLUDED;
+          this.excluded++;
+        }
+      }
+    }
+    const candidate = this.candidate;
+    const metricField = this.#metricField;
+    for (let k = 0; k < metricField.length; k++) {
+      if (candidate[k] === 0) continue;
+      s = start[metricField[k]];
+      e = end[metricField[k]];
+      if (s === e) continue;
+      const x = readNumber(buf, s, e, this.#decimalComma);
+      if (x !== x) {
+        if (hasText(buf, s, e)) this.#drop(k);
+        continue;
+      }
+      this.hasValue[k] = 1;
+      if (
+        this.binary[k] === 1 &&
+        ((x !== 0 && x !== 1) || !isBinaryCell(buf, s, e, this.#decimalComma))
+      ) this.binary[k] = 0;
+      if (!counted) continue;
+      const m = w + this.metricWord[k];
+      const fresh = i32[m + FIRST_VALUE] === 0;
+      users.f64[m >> 1] += x;
+      if (first > i32[m + FIRST_VALUE]) i32[m + FIRST_VALUE] = first;
+      if (x === 1 && first > i32[m + FIRST_ONE]) i32[m + FIRST_ONE] = first;
+      if (this.forcedConversion[k] === 1) {
+        if (fresh || x > users.f64[(m + MAX) >> 1]) users.f64[(m + MAX) >> 1] = x;
+        if (x === 0 && first > i32[m + FIRST_ZERO]) i32[m + FIRST_ZERO] = first;
+      }
+      if (x !== 0) this.logs[k]!.append(record, day, x);
+    }
+  }
+
+  /** Stops accumulating column `k`: a cell held text, so it is a dimension. */
+  #drop(k: number): void {
+    this.candidate[k] = 0;
+    this.logs[k] = null;
+  }
+
+  /** The index of the variant named `buf[start..end)`, registering a new one. */
+  #variant(buf: Uint8Array, start: number, end: number): number {
+    while (start < end && isBlank(buf[start])) start++;
+    while (end > start && isBlank(buf[end - 1])) end--;
+    const known = this.#variantBytes;
+    const last = this.#lastVariant;
+    if (last >= 0 && sameBytes(known[last], buf, start, end)) return last;
+    const linear = Math.min(known.length, LINEAR_VARIANTS);
+    for (let v = 0; v < linear; v++) {
+      if (sameBytes(known[v], buf, start, end)) return this.#lastVariant = v;
+    }
+    const name = this.#decoder.decode(buf.subarray(start, end));
+    let v = this.#variantIndex.get(name);
+    if (v === undefined) {
+      v = this.variantNames.length;
+      this.variantNames.push(name);
+      known.push(buf.slice(start, end));
+      this.#variantIndex.set(name, v);
+    }
+    return this.#lastVariant = v;
+  }
+}
+
+function isBlank(b: number): boolean {
+  return b === SPACE || b === TAB;
+}
+
+function sameBytes(a: Uint8Array, buf: Uint8Array, start: number, end: number): boolean {
+  if (a.length !== end - start) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== buf[start + i]) return false;
+  return true;
+}

@@ -1,0 +1,226 @@
+/**
+ * Analysis settings of one experiment (`PUT /datasets/{experiment_id}/settings/`): the shape check
+ * done when they are saved, and the check against the data done when a dataset is analysed.
+ */
+
+import { ApiError } from "../http/errors.ts";
+import type { Aggregate } from "./aggregate_types.ts";
+
+export type MetricKind = "conversion" | "numeric";
+
+/** The settings JSON; every field is optional. */
+export interface Settings {
+  key_metric?: string;
+  control?: string;
+  /** Variant → share of traffic; shares sum to 1 (± 1e-9) and name exactly the variants. */
+  expected_split?: Record<string, number>;
+  /** Minimum detectable effect, relative (0.05 = 5 %). */
+  mde?: number;
+  alpha?: number;
+  power?: number;
+  target_users_per_variant?: number;
+  metric_kinds?: Record<string, MetricKind>;
+}
+
+/** Defaults used where a setting is absent. */
+export const SETTINGS_DEFAULTS = Object.freeze({ mde: 0.05, alpha: 0.05, power: 0.8 });
+
+const SPLIT_TOLERANCE = 1e-9;
+const FIELDS = [
+  "key_metric",
+  "control",
+  "expected_split",
+  "mde",
+  "alpha",
+  "power",
+  "target_users_per_variant",
+  "metric_kinds",
+];
+
+function invalid(message: string): ApiError {
+  return new ApiError("invalid_settings", message);
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "object") return "an object";
+  return String(value);
+}
+
+function nonEmptyString(field: string, value: unknown): string {
+  if (typeof value !== "string" || value.length === 0) {
+    throw invalid(`Invalid settings: ${field} must be a non-empty string, got ${describe(value)}`);
+  }
+  return value;
+}
+
+function numberInRange(
+  field: string,
+  value: unknown,
+  check: (x: number) => boolean,
+  range: string,
+): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || !check(value)) {
+    throw invalid(`Invalid settings: ${field} must be a number ${range}, got ${describe(value)}`);
+  }
+  return value;
+}
+
+function split(value: unknown): Record<string, number> {
+  if (!isPlainObject(value)) {
+    throw invalid(
+      `Invalid settings: expected_split must be an object of variant shares, got ${
+        describe(value)
+      }`,
+    );
+  }
+  const entries = Object.entries(value);
+  if (entries.length === 0) throw invalid("Invalid settings: expected_split names no variant");
+  const result: Record<string, number> = {};
+  let total = 0;
+  for (const [name, share] of entries) {
+    if (typeof share !== "number" || !Number.isFinite(share) || share <= 0) {
+      throw invalid(
+        `Invalid settings: expected_split share of "${name}" must be a positive number, got ${
+          describe(share)
+        }`,
+      );
+    }
+    result[name] = share;
+    total += share;
+  }
+  if (Math.abs(total - 1) > SPLIT_TOLERANCE) {
+    throw invalid(`Invalid settings: expected_split shares must sum to 1, got ${total}`);
+  }
+  return result;
+}
+
+function metricKinds(value: unknown): Record<string, MetricKind> {
+  if (!isPlainObject(value)) {
+    throw invalid(
+      `Invalid settings: metric_kinds must be an object of column kinds, got ${describe(value)}`,
+    );
+  }
+  const result: Record<string, MetricKind> = {};
+  for (const [name, kind] of Object.entries(value)) {
+    if (kind !== "conversion" && kind !== "numeric") {
+      throw invalid(
+        `Invalid settings: metric_kinds of "${name}" must be "conversion" or "numeric", got ${
+          describe(kind)
+        }`,
+      );
+    }
+    result[name] = kind;
+  }
+  return result;
+}
+
+/**
+ * Checks the shape of settings JSON and returns a clean copy. All fields are optional; a field set
+ * to null counts as absent; an unknown field is refused (it is most likely a misspelt one).
+ *
+ * @throws {ApiError} `invalid_settings` naming the offending field.
+ */
+export function validateSettings(input: unknown): Settings {
+  if (!isPlainObject(input)) {
+    throw invalid(`Invalid settings: expected a JSON object, got ${describe(input)}`);
+  }
+  const unknown = Object.keys(input).filter((key) => !FIELDS.includes(key));
+  if (unknown.length > 0) {
+    throw invalid(
+      `Invalid settings: unknown field ${unknown.map((k) => `"${k}"`).join(", ")} (known: ${
+        FIELDS.join(", ")
+      })`,
+    );
+  }
+  const settings: Settings = {};
+  const { key_metric, control, expected_split, mde, alpha, power } = input;
+  const target = input.target_users_per_variant;
+  if (key_metric != null) settings.key_metric = nonEmptyString("key_metric", key_metric);
+  if (control != null) settings.control = nonEmptyString("control", control);
+  if (expected_split != null) settings.expected_split = split(expected_split);
+  if (mde != null) {
+    settings.mde = numberInRange("mde", mde, (x) => x > 0 && x <= 10, "in (0, 10]");
+  }
+  if (alpha != null) {
+    settings.alpha = numberInRange("alpha", alpha, (x) => x > 0 && x < 1, "in (0, 1)");
+  }
+  if (power != null) {
+    settings.power = numberInRange("power", power, (x) => x > 0 && x < 1, "in (0, 1)");
+  }
+  if (target != null) {
+    if (typeof target !== "number" || !Number.isSafeInteger(target) || target < 1) {
+      throw invalid(
+        `Invalid settings: target_users_per_variant must be a positive integer, got ${
+          describe(target)
+        }`,
+      );
+    }
+    settings.target_users_per_variant = target;
+  }
+  if (input.metric_kinds != null) settings.metric_kinds = metricKinds(input.metric_kinds);
+  return settings;
+}
+
+function quoteList(names: string[]): string {
+  return names.length === 0 ? "none" : names.map((n) => `"${n}"`).join(", ");
+}
+
+/**
+ * Checks settings against an aggregated dataset: the key metric, the control and every
+ * metric_kinds column must exist; a column holding other values than 0 and 1 cannot be declared a
+ * conversion; the expected split must name exactly the variants present.
+ *
+ * @throws {ApiError} `invalid_settings` with a message naming what does not match.
+ */
+export function checkSettingsAgainstData(settings: Settings, aggregate: Aggregate): void {
+  const metricNames = aggregate.metrics.map((m) => m.name);
+  if (settings.key_metric !== undefined && !metricNames.includes(settings.key_metric)) {
+    throw invalid(
+      `Invalid settings: key_metric "${settings.key_metric}" is not a metric column of the ` +
+        `dataset (metric columns: ${quoteList(metricNames)})`,
+    );
+  }
+  if (settings.control !== undefined && !aggregate.variants.includes(settings.control)) {
+    throw invalid(
+      `Invalid settings: control "${settings.control}" is not a variant of the dataset ` +
+        `(variants: ${quoteList(aggregate.variants)})`,
+    );
+  }
+  for (const [name, kind] of Object.entries(settings.metric_kinds ?? {})) {
+    const metric = aggregate.metrics.find((m) => m.name === name);
+    if (metric === undefined) {
+      throw invalid(
+        `Invalid settings: metric_kinds names "${name}", which is not a metric column of the ` +
+          `dataset (metric columns: ${quoteList(metricNames)})`,
+      );
+    }
+    if (kind === "conversion" && metric.detectedKind === "numeric") {
+      throw invalid(
+        `Invalid settings: metric_kinds declares "${name}" a conversion, but the column holds ` +
+          `values other than 0 and 1`,
+      );
+    }
+  }
+  if (settings.expected_split !== undefined) {
+    const named = Object.keys(settings.expected_split);
+    const missing = aggregate.variants.filter((v) => !named.includes(v));
+    const extra = named.filter((v) => !aggregate.variants.includes(v));
+    if (missing.length > 0 || extra.length > 0) {
+      const details = [
+        missing.length > 0 ? `missing ${quoteList(missing)}` : "",
+        extra.length > 0 ? `not in the data ${quoteList(extra)}` : "",
+      ].filter((s) => s !== "").join("; ");
+      throw invalid(
+        `Invalid settings: expected_split must name exactly the variants ` +
+          `${quoteList(aggregate.variants)} (${details})`,
+      );
+    }
+  }
+}

@@ -1,0 +1,254 @@
+/**
+ * Bayesian win probability on one metric: each variant's chance to beat the control and chance to
+ * be the best, plus the relative lift over the control with a 95 % interval.
+ *
+ * - conversion: Beta(1 + conversions, 1 + users − conversions) posteriors (uniform priors);
+ *   P(B > A) exactly by Evan Miller's closed-form sum.
+ * - numeric: each mean approximately Normal(mean, variance / users), variance the sample variance.
+ * - chance to be best: exact for two variants, seeded Monte Carlo for three or more.
+ * - lift = mean_B / mean_A − 1, interval by the delta method on the ratio of the two means:
+ *   Var(m_B/m_A) ≈ (se_B² + (m_B/m_A)²·se_A²) / m_A², with se² = sample variance / users.
+ *
+ * A variant without enough data (conversion: no users; numeric: fewer than two users, so no
+ * variance) gets null chances; the chance to be best is shared among the others. Nothing in the
+ * output is NaN or infinite.
+ */
+
+import { logBeta, normalCdf, normalQuantile, sampleVariance, SeededRandom } from "./_math.ts";
+
+/** Per-variant totals of one metric, over the users with a value. */
+export interface VariantTotals {
+  name: string;
+  users: number;
+  /** Sum of per-user values (conversion: the number of converted users). */
+  sum: number;
+  /** Sum of squared per-user values. */
+  sumSquares: number;
+}
+
+/** Options of {@linkcode winProbability}. */
+export interface WinProbabilityOptions {
+  kind: "conversion" | "numeric";
+  /** Name of the control variant; must be one of the variants. */
+  control: string;
+  /** Monte Carlo draws for the chance to be best with three or more variants. Default 250 000. */
+  draws?: number;
+  /** Seed of the Monte Carlo draws. Default 20240521. */
+  seed?: number;
+}
+
+/** One entry of `win_probability.variants` in the analysis JSON. */
+export interface VariantWinProbability {
+  name: string;
+  chance_to_beat_control: number | null;
+  chance_to_be_best: number | null;
+  /** Relative lift over the control (absent for the control itself). */
+  lift?: number | null;
+  lift_ci95?: [number, number] | null;
+}
+
+/** Parameters of a beta distribution. */
+export interface BetaParameters {
+  alpha: number;
+  beta: number;
+}
+
+export const DEFAULT_DRAWS = 250_000;
+export const DEFAULT_SEED = 20240521;
+const Z_975 = normalQuantile(0.975);
+
+/** S = Σ_{i=0}^{αB−1} B(αA+i, βA+βB) / ((βB+i) B(1+i, βB) B(αA, βA)), in log space. */
+function millerSum(a: BetaParameters, b: BetaParameters): number {
+  // Term 0 is B(αA, βA+βB) / B(αA, βA); term i+1 / term i = (αA+i)(βB+i) / ((αA+βA+βB+i)(1+i)).
+  let logTerm = logBeta(a.alpha, a.beta + b.beta) - logBeta(a.alpha, a.beta);
+  let maxLog = logTerm;
+  let scaled = 1; // Σ exp(logTerm − maxLog)
+  const total = a.alpha + a.beta + b.beta;
+  for (let i = 0; i < b.alpha - 1; i++) {
+    logTerm += Math.log((a.alpha + i) * (b.beta + i) / ((total + i) * (1 + i)));
+    if (logTerm > maxLog) {
+      scaled = scaled * Math.exp(maxLog - logTerm) + 1;
+      maxLog = logTerm;
+    } else {
+      scaled += Math.exp(logTerm - maxLog);
+    }
+  }
+  return Math.exp(maxLog + Math.log(scaled));
+}
+
+function clampProbability(p: number): number {
+  return Math.min(1, Math.max(0, p));
+}
+
+/**
+ * P(X_B > X_A) for independent X_A ~ Beta(a), X_B ~ Beta(b) with integer parameters, exactly
+ * (Evan Miller, "Formulas for Bayesian A/B Testing"). The sum runs over αB terms; by the identities
+ * P(B > A) = 1 − P(A > B) and P(B > A) = P(1−A > 1−B) it is taken over whichever of αA, αB, βA, βB
+ * is smallest.
+ */
+export function betaChanceToBeat(a: BetaParameters, b: BetaParameters): number {
+  for (const p of [a.alpha, a.beta, b.alpha, b.beta]) {
+    if (!Number.isInteger(p) || p < 1) {
+      throw new RangeError(
+        `Cannot compare beta distributions: parameter ${p} is not an integer ≥ 1`,
+      );
+    }
+  }
+  const smallest = Math.min(a.alpha, a.beta, b.alpha, b.beta);
+  const flipA = { alpha: a.beta, beta: a.alpha };
+  const flipB = { alpha: b.beta, beta: b.alpha };
+  let p: number;
+  if (smallest === b.alpha) p = millerSum(a, b);
+  else if (smallest === a.alpha) p = 1 - millerSum(b, a);
+  else if (smallest === a.beta) p = millerSum(flipB, flipA);
+  else p = 1 - millerSum(flipA, flipB);
+  return clampProbability(p);
+}
+
+/** P(X_B > X_A) for independent normals; equal means with no spread count as a tie, 0.5. */
+export function normalChanceToBeat(
+  a: { mean: number; se: number },
+  b: { mean: number; se: number },
+): number {
+  const spread = Math.sqrt(a.se * a.se + b.se * b.se);
+  const difference = b.mean - a.mean;
+  if (spread === 0) return difference > 0 ? 1 : difference < 0 ? 0 : 0.5;
+  return clampProbability(normalCdf(difference / spread));
+}
+
+interface Evaluated {
+  index: number;
+  mean: number;
+  se: number | null;
+  beta: BetaParameters | null;
+}
+
+function evaluate(totals: VariantTotals, index: number, kind: "conversion" | "numeric"): Evaluated {
+  const { users, sum, sumSquares } = totals;
+  const mean = users > 0 ? sum / users : NaN;
+  if (kind === "conversion") {
+    const conversions = Math.min(users, Math.max(0, Math.round(sum)));
+    const variance = users >= 2 ? mean * (1 - mean) * users / (users - 1) : null;
+    return {
+      index,
+      mean,
+      se: variance === null ? null : Math.sqrt(variance / users),
+      beta: users >= 1 ? { alpha: 1 + conversions, beta: 1 + users - conversions } : null,
+    };
+  }
+  const variance = sampleVariance(users, sum, sumSquares);
+  return { index, mean, se: variance === null ? null : Math.sqrt(variance / users), beta: null };
+}
+
+function isComparable(v: Evaluated, kind: "conversion" | "numeric"): boolean {
+  return kind === "conversion" ? v.beta !== null : v.se !== null && Number.isFinite(v.mean);
+}
+
+function chanceToBeat(a: Evaluated, b: Evaluated, kind: "conversion" | "numeric"): number {
+  if (kind === "conversion") return betaChanceToBeat(a.beta!, b.beta!);
+  return normalChanceToBeat({ mean: a.mean, se: a.se! }, { mean: b.mean, se: b.se! });
+}
+
+/** Chance to be best by Monte Carlo; ties (possible only for normals without spread) are shared. */
+function monteCarloBest(
+  variants: Evaluated[],
+  kind: "conversion" | "numeric",
+  draws: number,
+  seed: number,
+): number[] {
+  const random = new SeededRandom(seed);
+  const k = variants.length;
+  const wins = new Float64Array(k);
+  const values = new Float64Array(k);
+  for (let draw = 0; draw < draws; draw++) {
+    let best = -Infinity;
+    let ties = 0;
+    for (let j = 0; j < k; j++) {
+      const v = variants[j];
+      const x = kind === "conversion"
+        ? random.beta(v.beta!.alpha, v.beta!.beta)
+        : v.mean + v.se! * random.normal();
+      values[j] = x;
+      if (x > best) {
+        best = x;
+        ties = 1;
+      } else if (x === best) {
+        ties++;
+      }
+    }
+    for (let j = 0; j < k; j++) if (values[j] === best) wins[j] += 1 / ties;
+  }
+  return Array.from(wins, (w) => w / draws);
+}
+
+function liftOf(control: Evaluated, variant: Evaluated): Pick<
+  VariantWinProbability,
+  "lift" | "lift_ci95"
+> {
+  const ma = control.mean;
+  const mb = variant.mean;
+  if (!Number.isFinite(ma) || !Number.isFinite(mb) || ma === 0) {
+    return { lift: null, lift_ci95: null };
+  }
+  const ratio = mb / ma;
+  const lift = ratio - 1;
+  if (!Number.isFinite(lift)) return { lift: null, lift_ci95: null };
+  if (control.se === null || variant.se === null) return { lift, lift_ci95: null };
+  const se = Math.sqrt(variant.se * variant.se + ratio * ratio * control.se * control.se) /
+    Math.abs(ma);
+  const low = lift - Z_975 * se;
+  const high = lift + Z_975 * se;
+  if (!Number.isFinite(low) || !Number.isFinite(high)) return { lift, lift_ci95: null };
+  return { lift, lift_ci95: [low, high] };
+}
+
+/**
+ * Win probabilities of every variant against `options.control`, in the order given. The control
+ * gets `chance_to_beat_control: null` and no lift fields.
+ */
+export function winProbability(
+  variants: VariantTotals[],
+  options: WinProbabilityOptions,
+): VariantWinProbability[] {
+  const { kind, control, draws = DEFAULT_DRAWS, seed = DEFAULT_SEED } = options;
+  if (!Number.isInteger(draws) || draws < 1) {
+    throw new RangeError(`Cannot estimate the chance to be best: draws=${draws}`);
+  }
+  const controlIndex = variants.findIndex((v) => v.name === control);
+  if (controlIndex < 0) {
+    throw new RangeError(`Cannot compare variants: the control "${control}" is not among them`);
+  }
+  const evaluated = variants.map((v, i) => evaluate(v, i, kind));
+  const comparable = evaluated.filter((v) => isComparable(v, kind));
+  const controlData = evaluated[controlIndex];
+  const controlComparable = isComparable(controlData, kind);
+
+  const best: (number | null)[] = variants.map(() => null);
+  if (comparable.length === 1) {
+    best[comparable[0].index] = 1;
+  } else if (comparable.length === 2) {
+    const [first, second] = comparable;
+    const p = chanceToBeat(first, second, kind);
+    best[first.index] = 1 - p;
+    best[second.index] = p;
+  } else if (comparable.length > 2) {
+    const chances = monteCarloBest(comparable, kind, draws, seed);
+    comparable.forEach((v, j) => best[v.index] = chances[j]);
+  }
+
+  return variants.map((variant, i): VariantWinProbability => {
+    if (i === controlIndex) {
+      return { name: variant.name, chance_to_beat_control: null, chance_to_be_best: best[i] };
+    }
+    const data = evaluated[i];
+    const beat = controlComparable && isComparable(data, kind)
+      ? chanceToBeat(controlData, data, kind)
+      : null;
+    return {
+      name: variant.name,
+      chance_to_beat_control: beat,
+      chance_to_be_best: best[i],
+      ...liftOf(controlData, data),
+    };
+  });
+}

@@ -1,0 +1,74 @@
+/**
+ * Runs a job every `intervalMs`, never overlapping: the next run is scheduled after the previous
+ * one finished. A failing run is logged and counted; the next one runs as usual.
+ */
+import type { Metrics } from "../metrics.ts";
+
+export interface PeriodicJobOptions {
+  name: string;
+  intervalMs: number;
+  run: () => Promise<Record<string, unknown> | void>;
+  metrics: Metrics;
+  log?: (line: string) => void;
+  /** Delay before the first run; default intervalMs. */
+  firstDelayMs?: number;
+}
+
+export class PeriodicJob {
+  #options: PeriodicJobOptions;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #running: Promise<void> | null = null;
+  #stopped = false;
+
+  constructor(options: PeriodicJobOptions) {
+    this.#options = options;
+  }
+
+  start(): void {
+    this.#schedule(this.#options.firstDelayMs ?? this.#options.intervalMs);
+  }
+
+  #schedule(delay: number): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#running = this.runOnce().finally(() => {
+        this.#running = null;
+        this.#schedule(this.#options.intervalMs);
+      });
+    }, delay);
+  }
+
+  /** One run now (used by the timer, tests and the event endpoint). Never throws. */
+  async runOnce(): Promise<void> {
+    const { name, metrics } = this.#options;
+    const log = this.#options.log ?? ((line: string) => console.log(line));
+    const started = performance.now();
+    try {
+      const result = await this.#options.run();
+      metrics.timerRuns.inc({ job: name, outcome: "ok" });
+      if (result && Object.keys(result).length > 0) {
+        log(JSON.stringify({
+          level: "info",
+          time: new Date().toISOString(),
+          msg: `timer ${name}`,
+          duration_ms: Math.round(performance.now() - started),
+          ...result,
+        }));
+      }
+    } catch (error) {
+      metrics.timerRuns.inc({ job: name, outcome: "failed" });
+      log(JSON.stringify({
+        level: "error",
+        time: new Date().toISOString(),
+        msg: `timer ${name} failed`,
+        error: error instanceof Error ? error.message : String(error),
+      }));
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    if (this.#running) await this.#running;
+  }
+}

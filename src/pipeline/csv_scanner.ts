@@ -1,0 +1,365 @@
+import { COMMA, CR, LF, NUL, QUOTE, SEMICOLON } from "./_bytes.ts";
+import { hasText, isDate, numberKind } from "./cell_checks.ts";
+import { type ColumnChecks, DATE, METRIC, REQUIRED } from "./column_checks.ts";
+import type { Utf8Check } from "./utf8_check.ts";
+import { ValidationError } from "./validation_error.ts";
+
+/** Options of `CsvScanner`. */
+export interface CsvScannerOptions {
+  delimiter: "," | ";";
+  /** Fields every row must have: the header's count. */
+  fieldCount: number;
+  /** Cell checks per column; `cells.kinds` says which fields to hand over. */
+  cells: ColumnChecks;
+  /** Shared with the header stage, which may end inside a chunk. */
+  utf8: Utf8Check;
+  /** Line number of the first byte; default 2 (after a one-line header). */
+  line?: number;
+  /** Byte offset of the first byte in the upload; default 0. */
+  offset?: number;
+  /** Longest row in bytes, line end excluded; default 1 MiB. */
+  maxLineBytes?: number;
+  /** Most fields in a row; default 1000. */
+  maxColumns?: number;
+}
+
+// Scanner states between bytes.
+const FIELD = 0; // at the start of a field
+const UNQUOTED = 1; // inside an unquoted field
+const QUOTED = 2; // inside a quoted field
+const QUOTE_SEEN = 3; // just after a quote inside a quoted field: an escape or the closing quote
+const CLOSED = 4; // after a closing quote: a delimiter or line end must follow
+const CR_SEEN = 5; // after a carriage return outside quotes: a line feed must follow
+
+/** Marks the bytes that end the tight loops: 1 in unquoted fields, 2 in quoted fields, 3 both. */
+function byteClasses(delimiter: number): Uint8Array {
+  const classes = new Uint8Array(256);
+  for (let b = 0x80; b < 256; b++) classes[b] = 3;
+  classes[NUL] = 3;
+  classes[LF] = 3;
+  classes[QUOTE] = 3;
+  classes[CR] = 1;
+  classes[delimiter] = 1;
+  return classes;
+}
+
+/**
+ * Scans the data rows after the header in one pass over each chunk: RFC 4180 quoting, CRLF or
+ * LF line ends, the field count of every row, NUL bytes, UTF-8 (bytes `>= 0x80` only), the row
+ * and column limits, and blank lines (skipped, still counted). Complete cells of checked
+ * columns go to `ColumnChecks`; cells cut by a chunk end are carried over there. Chunks are
+ * never kept. Errors are `ValidationError`s naming the physical line.
+ */
+export class CsvScanner {
+  readonly #delimiter: number;
+  readonly #classes: Uint8Array;
+  readonly #fieldCount: number;
+  readonly #cells: ColumnChecks;
+  readonly #utf8: Utf8Check;
+  readonly #maxLineBytes: number;
+  readonly #maxColumns: number;
+
+  #state = FIELD;
+  #field = 0;
+  #line: number;
+  #offset: number;
+  /** Offset of the current row's first byte and the line it started on. */
+  #rowStart: number;
+  #rowLine: number;
+  #quoteLine = 0;
+  #rows = 0;
+
+  constructor(options: CsvScannerOptions) {
+    this.#delimiter = options.delimiter === ";" ? SEMICOLON : COMMA;
+    this.#classes = byteClasses(this.#delimiter);
+    this.#fieldCount = options.fieldCount;
+    this.#cells = options.cells;
+    this.#utf8 = options.utf8;
+    this.#maxLineBytes = options.maxLineBytes ?? 1_048_576;
+    this.#maxColumns = options.maxColumns ?? 1000;
+    this.#line = options.line ?? 2;
+    this.#offset = options.offset ?? 0;
+    this.#rowStart = this.#offset;
+    this.#rowLine = this.#line;
+  }
+
+  /** Data rows seen so far (blank lines excluded). */
+  get rows(): number {
+    return this.#rows;
+  }
+
+  /** Physical lines so far, counting a last line without a line feed. */
+  get lines(): number {
+    const atLineStart = this.#state === FIELD && this.#field === 0 &&
+      this.#rowStart === this.#offset;
+    return atLineStart ? this.#line - 1 : this.#line;
+  }
+
+  /** Scans `buf[from..]`. Throws a `ValidationError` at the first problem. */
+  push(buf: Uint8Array, from = 0): void {
+    const n = buf.length;
+    const classes = this.#classes;
+    const delimiter = this.#delimiter;
+    const cells = this.#cells;
+    const kinds = cells.kinds;
+    const maxLineBytes = this.#maxLineBytes;
+    const base = this.#offset - from; // upload offset of buf[0]
+    let state = this.#state;
+    let field = this.#field;
+    let line = this.#line;
+    let rowStart = this.#rowStart;
+    let i = from;
+    let cellStart = from;
+    let quoteAt = from;
+
+    if (this.#utf8.pending) {
+      i = this.#utf8.resume(buf, i);
+      if (i < 0) throw this.#invalidUtf8(line, base + from);
+    }
+
+    while (i < n) {
+      if (state === FIELD) {
+        if (field === 0) {
+          const rows = this.#rows;
+          const next = this.#fastRows(buf, i, n);
+          if (this.#rows !== rows) {
+            line += this.#rows - rows;
+            i = next;
+            rowStart = base + i;
+            this.#rowLine = line;
+            if (i === n) break;
+          }
+        }
+        if (buf[i] === QUOTE) {
+          state = QUOTED;
+          this.#quoteLine = line;
+          cellStart = ++i;
+          continue;
+        }
+        state = UNQUOTED;
+        cellStart = i;
+      }
+      if (state === UNQUOTED) {
+        while (i < n && (classes[buf[i]] & 1) === 0) i++;
+        if (i === n) break;
+        const b = buf[i];
+        if (b === delimiter) {
+          if (kinds[field] !== 0) cells.cell(field, buf, cellStart, i, line);
+          i++;
+          field++;
+          state = FIELD;
+          if (field >= this.#maxColumns) throw this.#tooManyColumns();
+          if (base + i - rowStart > maxLineBytes) throw this.#tooLong();
+        } else if (b === LF || b === CR) {
+          if (field !== 0 || base + i !== rowStart) {
+            if (kinds[field] !== 0) cells.cell(field, buf, cellStart, i, line);
+            this.#endRow(field, base + i - rowStart);
+          }
+          if (b === LF) {
+            line++;
+            rowStart = base + i + 1;
+            this.#rowLine = line;
+            state = FIELD;
+          } else {
+            state = CR_SEEN;
+          }
+          field = 0;
+          i++;
+        } else if (b >= 0x80) {
+          const next = this.#utf8.sequence(buf, i);
+          if (next < 0) throw this.#invalidUtf8(line, base + i);
+          i = next;
+        } else if (b === QUOTE) {
+          throw this.#syntax(line, "unexpected quote in an unquoted field");
+        } else {
+          throw this.#nul(line);
+        }
+        continue;
+      }
+      if (state === QUOTED) {
+        while (i < n && (classes[buf[i]] & 2) === 0) i++;
+        if (i === n) break;
+        const b = buf[i];
+        if (b === QUOTE) {
+          state = QUOTE_SEEN;
+          quoteAt = i++;
+        } else if (b === LF) {
+          line++;
+          i++;
+        } else if (b >= 0x80) {
+          const next = this.#utf8.sequence(buf, i);
+          if (next < 0) throw this.#invalidUtf8(line, base + i);
+          i = next;
+        } else {
+          throw this.#nul(line);
+        }
+        continue;
+      }
+      if (state === QUOTE_SEEN) {
+        if (buf[i] === QUOTE) {
+          state = QUOTED; // an escaped quote
+          i++;
+          continue;
+        }
+        if (kinds[field] !== 0) cells.cell(field, buf, cellStart, quoteAt, line);
+        state = CLOSED;
+      }
+      if (state === CLOSED) {
+        const b = buf[i];
+        if (b === delimiter) {
+          i++;
+          field++;
+          state = FIELD;
+          if (field >= this.#maxColumns) throw this.#tooManyColumns();
+          if (base + i - rowStart > maxLineBytes) throw this.#tooLong();
+        } else if (b === LF || b === CR) {
+          this.#endRow(field, base + i - rowStart);
+          field = 0;
+          if (b === LF) {
+            line++;
+            rowStart = base + i + 1;
+            this.#rowLine = line;
+            state = FIELD;
+          } else {
+            state = CR_SEEN;
+          }
+          i++;
+        } else {
+          throw this.#syntax(line, "text after a closing quote");
+        }
+        continue;
+      }
+      // CR_SEEN
+      if (buf[i] !== LF) throw this.#syntax(line, "carriage return not followed by a line feed");
+      line++;
+      i++;
+      rowStart = base + i;
+      this.#rowLine = line;
+      state = FIELD;
+    }
+
+    this.#state = state;
+    this.#field = field;
+    this.#line = line;
+    this.#rowStart = rowStart;
+    this.#offset = base + n;
+    if (state === UNQUOTED || state === QUOTED) {
+      if (kinds[field] !== 0) cells.partial(field, buf, cellStart, n);
+    } else if (state === QUOTE_SEEN) {
+      if (kinds[field] !== 0) cells.partial(field, buf, cellStart, quoteAt);
+    }
+    if ((state !== FIELD || field !== 0) && state !== CR_SEEN) {
+      if (base + n - rowStart > maxLineBytes) throw this.#tooLong();
+    }
+  }
+
+  /**
+   * The fast path for plain rows that lie wholly in `buf` from `i`: no quotes, no byte
+   * `>= 0x80`, every cell in its simplest form. Checks whole rows with the cell checks fused
+   * into the scan; at the first row it cannot take, it stops and answers that row's start, and
+   * the general state machine takes that row. Counts the rows it took in `#rows`.
+   */
+  #fastRows(buf: Uint8Array, i: number, n: number): number {
+    const classes = this.#classes;
+    const delimiter = this.#delimiter;
+    const cells = this.#cells;
+    const kinds = cells.kinds;
+    const decimalComma = cells.decimalComma;
+    const last = this.#fieldCount - 1;
+    const maxLineBytes = this.#maxLineBytes;
+    let rowStart = i;
+    let rows = 0;
+    row: for (;;) {
+      for (let field = 0; field <= last; field++) {
+        const kind = kinds[field];
+        const start = i;
+        if (kind === DATE) {
+          if (i + 10 >= n || !isDate(buf, i, i + 10)) break row;
+          i += 10;
+        } else {
+          while (i < n && (classes[buf[i]] & 1) === 0) i++;
+          if (i >= n) break row;
+          if (kind === METRIC) {
+            cells.metric(field, numberKind(buf, start, i, decimalComma));
+          } else if (kind === REQUIRED && !hasText(buf, start, i)) {
+            break row;
+          }
+        }
+        const b = buf[i];
+        if (field !== last) {
+          if (b !== delimiter) break row;
+          i++;
+        } else if (b === LF) {
+          i++;
+        } else if (b === CR && i + 1 < n && buf[i + 1] === LF) {
+          i += 2;
+        } else {
+          break row;
+        }
+      }
+      if (i - rowStart > maxLineBytes) break;
+      rows++;
+      rowStart = i;
+    }
+    this.#rows += rows;
+    return rowStart;
+  }
+
+  /** End of input: ends the last row and refuses an open sequence or quote. */
+  finish(): void {
+    const line = this.#line;
+    if (this.#utf8.pending) throw this.#invalidUtf8(line, this.#offset);
+    const state = this.#state;
+    const field = this.#field;
+    if (state === QUOTED) {
+      throw this.#syntax(this.#quoteLine, "a quoted field is not closed");
+    }
+    const empty = new Uint8Array(0);
+    if (state === UNQUOTED || state === QUOTE_SEEN || (state === FIELD && field !== 0)) {
+      if (this.#cells.kinds[field] !== 0) this.#cells.cell(field, empty, 0, 0, line);
+      this.#endRow(field, this.#offset - this.#rowStart);
+    } else if (state === CLOSED) {
+      this.#endRow(field, this.#offset - this.#rowStart);
+    }
+  }
+
+  /** A row of `length` bytes ended with `field` as its last field index. */
+  #endRow(field: number, length: number): void {
+    const line = this.#rowLine;
+    if (length > this.#maxLineBytes) throw this.#tooLong();
+    if (field + 1 !== this.#fieldCount) {
+      throw this.#syntax(line, `expected ${this.#fieldCount} fields, got ${field + 1}`);
+    }
+    const error = this.#cells.rowError;
+    if (error !== null) throw error;
+    this.#rows++;
+  }
+
+  #syntax(line: number, detail: string): ValidationError {
+    return new ValidationError("invalid_csv", `Cannot parse line ${line}: ${detail}`, line);
+  }
+
+  #tooLong(): ValidationError {
+    return this.#syntax(this.#rowLine, `line is longer than ${this.#maxLineBytes} bytes`);
+  }
+
+  #tooManyColumns(): ValidationError {
+    return this.#syntax(this.#rowLine, `more than ${this.#maxColumns} columns`);
+  }
+
+  #nul(line: number): ValidationError {
+    return new ValidationError(
+      "binary_content",
+      `Binary content on line ${line}: the file contains a NUL byte`,
+      line,
+    );
+  }
+
+  #invalidUtf8(line: number, offset: number): ValidationError {
+    return new ValidationError(
+      "invalid_utf8",
+      `Cannot decode line ${line}: the file is not valid UTF-8 (byte ${offset})`,
+      line,
+    );
+  }
+}

@@ -1,0 +1,159 @@
+import { CR, LF, NUL, QUOTE } from "./_bytes.ts";
+import { type Header, parseHeader } from "./header.ts";
+import type { Utf8Check } from "./utf8_check.ts";
+import { ValidationError } from "./validation_error.ts";
+
+/** Options of `HeaderReader`. */
+export interface HeaderReaderOptions {
+  /** Longest header line in bytes; default 1 MiB. */
+  maxLineBytes?: number;
+  /** Most columns; default 1000. */
+  maxColumns?: number;
+}
+
+/**
+ * Collects the header: the first non-blank line, which ends at the first line feed outside
+ * quotes. Skips a leading UTF-8 BOM and blank lines before it (they still count as lines),
+ * checks its bytes for NUL and UTF-8 as they arrive, and refuses it once it passes
+ * `maxLineBytes`. Only the header's bytes are copied.
+ */
+export class HeaderReader {
+  readonly #utf8: Utf8Check;
+  readonly #maxLineBytes: number;
+  readonly #maxColumns: number;
+  #bytes = new Uint8Array(1024);
+  #length = 0;
+  #quoted = false;
+  #quoteLine = 0;
+  /** Line of the byte being read, and the line the header started on. */
+  #line = 1;
+  #startLine = 1;
+  #offset = 0;
+  #header: Header | null = null;
+
+  constructor(utf8: Utf8Check, options: HeaderReaderOptions = {}) {
+    this.#utf8 = utf8;
+    this.#maxLineBytes = options.maxLineBytes ?? 1_048_576;
+    this.#maxColumns = options.maxColumns ?? 1000;
+  }
+
+  /** The parsed header, once complete. */
+  get header(): Header | null {
+    return this.#header;
+  }
+
+  /** The line after the header: where the data starts. */
+  get nextLine(): number {
+    return this.#line;
+  }
+
+  /**
+   * Reads header bytes from `buf[from..]`. Answers the index just after the header's line feed,
+   * or `-1` when the chunk ended first. Throws a `ValidationError` on a bad header.
+   */
+  push(buf: Uint8Array, from = 0): number {
+    const n = buf.length;
+    let i = from;
+    if (
+      this.#offset === 0 && n - i >= 3 && buf[i] === 0xef && buf[i + 1] === 0xbb &&
+      buf[i + 2] === 0xbf
+    ) {
+      i += 3; // a leading UTF-8 BOM is not part of the first name
+    }
+    this.#offset += n - from;
+    if (this.#utf8.pending) i = this.#checkUtf8(buf, i, true);
+    let start = i;
+    while (i < n) {
+      const b = buf[i];
+      if (b === LF) {
+        if (this.#quoted) {
+          this.#line++;
+        } else {
+          this.#append(buf, start, i);
+          this.#line++;
+          if (this.#complete()) return i + 1;
+          start = i + 1;
+          this.#startLine = this.#line;
+        }
+      } else if (b === QUOTE) {
+        this.#quoted = !this.#quoted;
+        if (this.#quoted) this.#quoteLine = this.#line;
+      } else if (b === NUL) {
+        throw new ValidationError(
+          "binary_content",
+          `Binary content on line ${this.#line}: the file contains a NUL byte`,
+          this.#line,
+        );
+      } else if (b >= 0x80) {
+        i = this.#checkUtf8(buf, i, false);
+        continue;
+      }
+      i++;
+    }
+    this.#append(buf, start, n);
+    return -1;
+  }
+
+  /** End of input: completes a header without a final line feed. Answers `null` when there is none. */
+  finish(): Header | null {
+    if (this.#utf8.pending) throw this.#invalidUtf8();
+    if (this.#quoted) {
+      throw new ValidationError(
+        "invalid_csv",
+        `Cannot parse line ${this.#quoteLine}: a quoted field is not closed`,
+        this.#quoteLine,
+      );
+    }
+    this.#complete();
+    return this.#header;
+  }
+
+  #checkUtf8(buf: Uint8Array, i: number, resume: boolean): number {
+    const next = resume ? this.#utf8.resume(buf, i) : this.#utf8.sequence(buf, i);
+    if (next < 0) throw this.#invalidUtf8();
+    return next;
+  }
+
+  #invalidUtf8(): ValidationError {
+    return new ValidationError(
+      "invalid_utf8",
+      `Cannot decode line ${this.#line}: the file is not valid UTF-8`,
+      this.#line,
+    );
+  }
+
+  #append(buf: Uint8Array, start: number, end: number): void {
+    const length = this.#length + end - start;
+    if (length > this.#maxLineBytes + 1) {
+      throw new ValidationError(
+        "invalid_csv",
+        `Cannot parse line ${this.#startLine}: line is longer than ${this.#maxLineBytes} bytes`,
+        this.#startLine,
+      );
+    }
+    if (length > this.#bytes.length) {
+      const bigger = new Uint8Array(Math.max(length, this.#bytes.length * 2));
+      bigger.set(this.#bytes.subarray(0, this.#length));
+      this.#bytes = bigger;
+    }
+    this.#bytes.set(buf.subarray(start, end), this.#length);
+    this.#length = length;
+  }
+
+  /** A line ended: parses it as the header unless it is blank. */
+  #complete(): boolean {
+    let line = this.#bytes.subarray(0, this.#length);
+    if (line.length > 0 && line[line.length - 1] === CR) line = line.subarray(0, line.length - 1);
+    this.#length = 0;
+    if (line.length === 0) return false;
+    if (line.length > this.#maxLineBytes) {
+      throw new ValidationError(
+        "invalid_csv",
+        `Cannot parse line ${this.#startLine}: line is longer than ${this.#maxLineBytes} bytes`,
+        this.#startLine,
+      );
+    }
+    this.#header = parseHeader(line, this.#startLine, this.#maxColumns);
+    return true;
+  }
+}

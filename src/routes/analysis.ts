@@ -1,0 +1,101 @@
+/**
+ * `GET /datasets/{id}/analysis/` and `GET|PUT /datasets/{id}/settings/`.
+ */
+import type { Ctx, RouteTable } from "../app.ts";
+import { json } from "../app.ts";
+import { parseExperimentId } from "../http/experiment_id.ts";
+import { getAnalysis } from "../db/analyses.ts";
+import { getSettings, saveSettings } from "../db/settings.ts";
+import { checkSettingsAgainstData, validateSettings } from "../analysis/settings.ts";
+import type { Aggregate } from "../analysis/aggregate_types.ts";
+import { datasetKey } from "../storage/object_store.ts";
+import { requireDataset } from "./datasets.ts";
+import { readJsonObject } from "./initiate.ts";
+
+const EMPTY = {
+  control: null,
+  key_metric: null,
+  variants: null,
+  srm: null,
+  sample: null,
+  metrics: null,
+  win_probability: null,
+  daily: null,
+  warnings: [],
+};
+
+async function analysis(ctx: Ctx): Promise<Response> {
+  const principal = ctx.auth();
+  const { experimentId, key, info } = await requireDataset(ctx, principal.orgId);
+  const row = getAnalysis(ctx.deps.db, principal.orgId, experimentId);
+  const current = row !== null && row.etag === info.etag;
+  if (!current || row.status === "pending") {
+    // Self-healing: make sure this delivery is on its way (two-step deliveries not yet scanned).
+    ctx.deps.deliveries.publish({
+      orgId: principal.orgId,
+      experimentId,
+      key,
+      info,
+      validated: false,
+      source: "scan",
+    });
+  }
+  const dataset = {
+    size_bytes: info.size,
+    size_mb: info.size / 1048576,
+    rows: current ? row.rows : null,
+    etag: info.etag,
+    delivered_at: info.lastModified.toISOString(),
+  };
+  const status = current ? row.status : "pending";
+  const { _data: _, ...result } = current && row.status === "ready" && row.result
+    ? JSON.parse(row.result)
+    : EMPTY;
+  return json(ctx, {
+    experiment_id: experimentId,
+    status,
+    error: current && row.status === "failed" ? row.error : null,
+    dataset,
+    ...result,
+    analysed_at: current ? row.finished_at : null,
+  });
+}
+
+async function readSettings(ctx: Ctx): Promise<Response> {
+  const principal = ctx.auth();
+  const experimentId = parseExperimentId(ctx.params.experiment_id);
+  return json(ctx, getSettings(ctx.deps.db, principal.orgId, experimentId) ?? {});
+}
+
+async function writeSettings(ctx: Ctx): Promise<Response> {
+  const principal = ctx.auth();
+  const experimentId = parseExperimentId(ctx.params.experiment_id);
+  const body = await readJsonObject(ctx.req);
+  const settings = validateSettings(body);
+  const key = datasetKey(principal.orgId, experimentId);
+  const info = await ctx.deps.store.head(key);
+  if (info) {
+    const row = getAnalysis(ctx.deps.db, principal.orgId, experimentId);
+    const data = row?.status === "ready" && row.result ? JSON.parse(row.result)._data : null;
+    if (data) checkSettingsAgainstData(settings, data as Aggregate);
+  }
+  saveSettings(ctx.deps.db, principal.orgId, experimentId, settings as Record<string, unknown>);
+  if (info && info.size <= ctx.deps.config.maxUploadBytes) {
+    ctx.deps.deliveries.publish({
+      orgId: principal.orgId,
+      experimentId,
+      key,
+      info,
+      validated: false,
+      source: "settings",
+    });
+  }
+  return json(ctx, settings);
+}
+
+export const analysisRoutes: RouteTable = [
+  ["GET", "/api/v1/datasets/:experiment_id/analysis/", analysis],
+  ["GET", "/api/v1/datasets/:experiment_id/settings/", readSettings],
+  ["PUT", "/api/v1/datasets/:experiment_id/settings/", writeSettings],
+];
+

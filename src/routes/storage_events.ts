@@ -1,0 +1,48 @@
+/**
+ * `POST /api/v1/storage-events/`: S3/MinIO bucket notifications (`Records[].s3.object.key`) that
+ * trigger the post-delivery hook at once instead of at the next scan. Enabled by
+ * `ABN_STORAGE_EVENTS_TOKEN`; the token comes as `Authorization: Bearer <token>`, as the bare
+ * header value, or as `?token=`.
+ */
+import { timingSafeEqualText } from "../db/api_keys.ts";
+import type { Ctx, RouteTable } from "../app.ts";
+import { json } from "../app.ts";
+import { ApiError } from "../http/errors.ts";
+import { parseDatasetKey } from "../deliveries.ts";
+import { readJsonObject } from "./initiate.ts";
+
+async function storageEvents(ctx: Ctx): Promise<Response> {
+  const expected = ctx.deps.config.storageEventsToken;
+  if (!expected) throw new ApiError("not_found", "Storage events are not enabled (ABN_STORAGE_EVENTS_TOKEN)");
+  const header = ctx.req.headers.get("authorization") ?? "";
+  const given = header.startsWith("Bearer ")
+    ? header.slice(7)
+    : header || (ctx.url.searchParams.get("token") ?? "");
+  if (!timingSafeEqualText(given, expected)) {
+    throw new ApiError("unauthorized", "Invalid storage events token");
+  }
+  const body = await readJsonObject(ctx.req);
+  const records = Array.isArray(body.Records) ? body.Records : [];
+  let accepted = 0;
+  for (const record of records) {
+    const rawKey = record?.s3?.object?.key;
+    if (typeof rawKey !== "string") continue;
+    let key: string;
+    try {
+      key = decodeURIComponent(rawKey.replace(/\+/g, " "));
+    } catch {
+      continue;
+    }
+    const target = parseDatasetKey(key);
+    if (!target) continue;
+    const info = await ctx.deps.store.head(key);
+    if (!info || info.size > ctx.deps.config.maxUploadBytes) continue;
+    ctx.deps.deliveries.publish({ ...target, key, info, validated: false, source: "event" });
+    accepted++;
+  }
+  return json(ctx, { accepted });
+}
+
+export const storageEventRoutes: RouteTable = [
+  ["POST", "/api/v1/storage-events/", storageEvents],
+];
