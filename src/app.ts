@@ -59,7 +59,9 @@ export type AppHandler = (req: Request, info?: Deno.ServeHandlerInfo) => Promise
 export function createApp(deps: AppDeps, routeTables: RouteTable[]): AppHandler {
   const router = new Router<{ pattern: string; handler: Handler }>();
   for (const table of [healthRoutes, ...routeTables]) {
-    for (const [method, pattern, handler] of table) router.add(method, pattern, { pattern, handler });
+    for (const [method, pattern, handler] of table) {
+      router.add(method, pattern, { pattern, handler });
+    }
   }
   const log = deps.log ?? ((line: string) => console.log(line));
 
@@ -165,7 +167,9 @@ export function toErrorResponse(
     level: "error",
     request_id: requestId,
     msg: "unexpected error",
-    error: error instanceof Error ? `${error.name}: ${error.message}\n${error.stack}` : String(error),
+    error: error instanceof Error
+      ? `${error.name}: ${error.message}\n${error.stack}`
+      : String(error),
   }));
   return errorResponse(
     "internal_error",

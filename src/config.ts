@@ -111,7 +111,9 @@ export function loadConfig(env: Env): Readonly<Config> {
   }
   if (bucket !== "" && !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) {
     throw new ConfigError(
-      `Invalid ABN_S3_BUCKET=${JSON.stringify(bucket)}: expected an S3 bucket name (3-63 of a-z 0-9 . -)`,
+      `Invalid ABN_S3_BUCKET=${
+        JSON.stringify(bucket)
+      }: expected an S3 bucket name (3-63 of a-z 0-9 . -)`,
     );
   }
   const accessKeyId = text(env, "ABN_S3_ACCESS_KEY_ID");

@@ -33,7 +33,9 @@ export class DeliveryHub {
       try {
         listener(delivery);
       } catch (error) {
-        console.error(JSON.stringify({ level: "error", msg: "delivery listener failed", error: String(error) }));
+        console.error(
+          JSON.stringify({ level: "error", msg: "delivery listener failed", error: String(error) }),
+        );
       }
     }
   }

@@ -56,7 +56,11 @@ export class Gauge {
   }
 
   render(): string {
-    return [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`, `${this.name} ${this.#read()}`]
+    return [
+      `# HELP ${this.name} ${this.help}`,
+      `# TYPE ${this.name} gauge`,
+      `${this.name} ${this.#read()}`,
+    ]
       .join("\n");
   }
 }

@@ -44,6 +44,37 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
   }
   if (options.dev) await bootstrapDev(service.db, config.dataDir);
 
+  // Deno's server.shutdown() cuts request bodies still being read, so draining is ours: on a
+  // signal, new requests get 503 while in-flight ones finish, then the server shuts down.
+  let inFlight = 0;
+  let draining = false;
+  let drained: (() => void) | null = null;
+  const handler = async (req: Request, info: Deno.ServeHandlerInfo) => {
+    if (draining) {
+      req.body?.cancel().catch(() => {});
+      return new Response(
+        JSON.stringify({
+          error: {
+            code: "service_unavailable",
+            message: "The service is shutting down; retry in a few seconds",
+            request_id: crypto.randomUUID(),
+          },
+        }),
+        {
+          status: 503,
+          headers: { "content-type": "application/json", connection: "close", "retry-after": "5" },
+        },
+      );
+    }
+    inFlight++;
+    try {
+      return await service.handler(req, info);
+    } finally {
+      inFlight--;
+      if (draining && inFlight === 0) drained?.();
+    }
+  };
+
   const controller = new AbortController();
   const tls = config.tlsCert && config.tlsKey
     ? { cert: await Deno.readTextFile(config.tlsCert), key: await Deno.readTextFile(config.tlsKey) }
@@ -63,18 +94,31 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         storage: config.storage,
       });
     },
-  }, service.handler);
+  }, handler);
 
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     logLine({ msg: "shutting down", signal });
-    const grace = setTimeout(() => {
-      logLine({ msg: "grace period over; closing remaining connections" });
-      controller.abort();
-    }, options.shutdownGraceMs ?? 10_000);
-    server.shutdown().finally(() => clearTimeout(grace));
+    draining = true;
+    const idle = inFlight === 0
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => drained = resolve);
+    let grace: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      grace = setTimeout(() => {
+        logLine({ msg: "grace period over; closing remaining connections", in_flight: inFlight });
+        resolve();
+      }, options.shutdownGraceMs ?? 10_000);
+    });
+    Promise.race([idle, timeout]).then(async () => {
+      clearTimeout(grace);
+      // Responses already returned are still being written: shutdown() waits for them, briefly.
+      const hard = setTimeout(() => controller.abort(), 2_000);
+      await server.shutdown().catch(() => {});
+      clearTimeout(hard);
+    });
   };
   const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
   for (const s of signals) Deno.addSignalListener(s, () => stop(s));

@@ -46,7 +46,9 @@ export async function createService(
   const dbDir = config.dbPath.slice(0, config.dbPath.lastIndexOf("/"));
   if (dbDir) await Deno.mkdir(dbDir, { recursive: true });
   const db = openDatabase(config.dbPath);
-  const signer = new UrlSigner(await loadOrCreateSecret(`${config.dataDir}/secrets/url-signing.key`));
+  const signer = new UrlSigner(
+    await loadOrCreateSecret(`${config.dataDir}/secrets/url-signing.key`),
+  );
   const store = options.store ?? (config.storage === "s3"
     // Loaded on demand: the AWS SDK is only paid for when S3 is configured.
     ? new (await import("./storage/s3_store.ts")).S3Store({

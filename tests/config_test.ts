@@ -19,11 +19,17 @@ Deno.test("loadConfig answers the documented defaults", () => {
 });
 
 Deno.test("loadConfig uses 127.0.0.1 in the public URL when listening on 0.0.0.0", () => {
-  assertEquals(loadConfig({ ABN_HOST: "0.0.0.0", ABN_PORT: "9000" }).publicUrl, "http://127.0.0.1:9000");
+  assertEquals(
+    loadConfig({ ABN_HOST: "0.0.0.0", ABN_PORT: "9000" }).publicUrl,
+    "http://127.0.0.1:9000",
+  );
 });
 
 Deno.test("loadConfig strips a trailing slash from ABN_PUBLIC_URL", () => {
-  assertEquals(loadConfig({ ABN_PUBLIC_URL: "https://abn.example/" }).publicUrl, "https://abn.example");
+  assertEquals(
+    loadConfig({ ABN_PUBLIC_URL: "https://abn.example/" }).publicUrl,
+    "https://abn.example",
+  );
 });
 
 for (

@@ -103,7 +103,9 @@ export class CsvRowSplitter {
   #keep(buf: Uint8Array, from: number, to: number): void {
     const length = this.#carryLength + to - from;
     if (length > MAX_ROW_BYTES) {
-      throw new Error(`Cannot parse line ${this.#line}: the row is longer than ${MAX_ROW_BYTES} bytes`);
+      throw new Error(
+        `Cannot parse line ${this.#line}: the row is longer than ${MAX_ROW_BYTES} bytes`,
+      );
     }
     if (length > this.#carry.length) {
       const carry = new Uint8Array(Math.max(length, 2 * this.#carry.length));
@@ -177,7 +179,9 @@ export class CsvRowSplitter {
         let j = i + 1;
         for (;;) {
           if (j >= end) {
-            if (final) throw new Error(`Cannot parse line ${this.#line}: a quoted field is not closed`);
+            if (final) {
+              throw new Error(`Cannot parse line ${this.#line}: a quoted field is not closed`);
+            }
             return -1;
           }
           b = buf[j];
@@ -255,7 +259,9 @@ export class CsvRowSplitter {
     const end = this.#end;
     let total = 0;
     for (let f = 0; f < this.#fields; f++) total += end[f] - start[f];
-    if (total > this.#scratch.length) this.#scratch = new Uint8Array(Math.max(total, 2 * this.#scratch.length));
+    if (total > this.#scratch.length) {
+      this.#scratch = new Uint8Array(Math.max(total, 2 * this.#scratch.length));
+    }
     const out = this.#scratch;
     let o = 0;
     for (let f = 0; f < this.#fields; f++) {

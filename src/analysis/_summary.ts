@@ -96,7 +96,9 @@ export function summarize(tally: Tally, kinds: Readonly<Record<string, MetricKin
       metric.sum[p] += value;
       metric.squares[p] += value * value;
       metric.dailyUsers[slot(firstValue) + p]++;
-      if (metric.kind === "conversion" && binary && firstOne !== 0) metric.dailySum[slot(firstOne) + p]++;
+      if (metric.kind === "conversion" && binary && firstOne !== 0) {
+        metric.dailySum[slot(firstOne) + p]++;
+      }
     }
   }
 
@@ -106,7 +108,16 @@ export function summarize(tally: Tally, kinds: Readonly<Record<string, MetricKin
       addLoggedValues(log, i32, position, dayRank, firstDay, variantCount, metric.dailySum);
     } else if (tally.binary[metric.k] === 0) {
       const zeroWord = tally.metricWord[metric.k] + FIRST_ZERO;
-      addRunningMaxima(log, i32, zeroWord, position, dayRank, firstDay, variantCount, metric.dailySum);
+      addRunningMaxima(
+        log,
+        i32,
+        zeroWord,
+        position,
+        dayRank,
+        firstDay,
+        variantCount,
+        metric.dailySum,
+      );
     }
     for (const table of [metric.dailyUsers, metric.dailySum]) runningTotals(table, variantCount);
   }

@@ -82,7 +82,9 @@ export class Tally implements CsvRowSink {
     };
     const seen = new Set<string>();
     for (const name of names) {
-      if (seen.has(name)) throw new Error(`Cannot read CSV: the column name "${name}" appears twice`);
+      if (seen.has(name)) {
+        throw new Error(`Cannot read CSV: the column name "${name}" appears twice`);
+      }
       seen.add(name);
     }
     this.#userField = field("user_id");

@@ -94,7 +94,12 @@ export class AnalysisService {
     const t0 = performance.now();
     const { orgId, experimentId, key } = delivery;
     let etag = delivery.info.etag;
-    let outcome: { status: "ready" | "failed"; error: string | null; rows: number | null; result: unknown };
+    let outcome: {
+      status: "ready" | "failed";
+      error: string | null;
+      rows: number | null;
+      result: unknown;
+    };
     try {
       const object = await store.get(key);
       if (!object) return; // deleted meanwhile

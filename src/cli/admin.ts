@@ -57,13 +57,18 @@ export async function runAdmin(
           io.err(`No organization ${id}`);
           return 1;
         }
-        io.out(asJson ? JSON.stringify({ org_id: id, active: action === "activate" }) : `${id} ${action}d`);
+        io.out(
+          asJson
+            ? JSON.stringify({ org_id: id, active: action === "activate" })
+            : `${id} ${action}d`,
+        );
         return 0;
       }
       case "org list": {
         const orgs = listOrgs(db);
-        if (asJson) io.out(JSON.stringify(orgs.map((o) => ({ org_id: o.id, ...o, id: undefined }))));
-        else {
+        if (asJson) {
+          io.out(JSON.stringify(orgs.map((o) => ({ org_id: o.id, ...o, id: undefined }))));
+        } else {
           for (const o of orgs) {
             io.out(`${o.id}\t${o.active ? "active" : "deactivated"}\t${o.created_at}\t${o.name}`);
           }
@@ -91,9 +96,9 @@ export async function runAdmin(
         else {
           for (const k of keys) {
             io.out(
-              `${k.key_id}\t${k.prefix}…\t${k.active ? "active" : "revoked"}\tcreated ${k.created_at}\tlast used ${
-                k.last_used_at ?? "never"
-              }`,
+              `${k.key_id}\t${k.prefix}…\t${
+                k.active ? "active" : "revoked"
+              }\tcreated ${k.created_at}\tlast used ${k.last_used_at ?? "never"}`,
             );
           }
         }

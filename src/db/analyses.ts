@@ -64,7 +64,12 @@ export function saveResult(
   orgId: string,
   experimentId: string,
   etag: string,
-  outcome: { status: "ready" | "failed"; error: string | null; rows: number | null; result: unknown },
+  outcome: {
+    status: "ready" | "failed";
+    error: string | null;
+    rows: number | null;
+    result: unknown;
+  },
   startedAt: string,
 ): boolean {
   const changes = db.prepare(
@@ -85,7 +90,10 @@ export function saveResult(
 }
 
 export function deleteAnalysis(db: Database, orgId: string, experimentId: string): void {
-  db.prepare("DELETE FROM analyses WHERE org_id = ? AND experiment_id = ?").run(orgId, experimentId);
+  db.prepare("DELETE FROM analyses WHERE org_id = ? AND experiment_id = ?").run(
+    orgId,
+    experimentId,
+  );
 }
 
 /** Every analysis row (the timer compares them with what storage holds). */

@@ -2,7 +2,11 @@ import type { Database } from "./database.ts";
 import { nowIso } from "./database.ts";
 
 /** The saved analysis settings of an experiment (raw JSON object), or null. */
-export function getSettings(db: Database, orgId: string, experimentId: string): Record<string, unknown> | null {
+export function getSettings(
+  db: Database,
+  orgId: string,
+  experimentId: string,
+): Record<string, unknown> | null {
   const row = db.prepare("SELECT json FROM settings WHERE org_id = ? AND experiment_id = ?")
     .get(orgId, experimentId) as { json: string } | undefined;
   return row ? JSON.parse(row.json) : null;

@@ -17,7 +17,9 @@ export type Match<H> =
   | { kind: "not_found" };
 
 function split(path: string): string[] {
-  return path.split("/").filter((part, i, all) => !(part === "" && (i === 0 || i === all.length - 1)));
+  return path.split("/").filter((part, i, all) =>
+    !(part === "" && (i === 0 || i === all.length - 1))
+  );
 }
 
 export class Router<H> {

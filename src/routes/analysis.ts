@@ -61,7 +61,7 @@ async function analysis(ctx: Ctx): Promise<Response> {
   });
 }
 
-async function readSettings(ctx: Ctx): Promise<Response> {
+function readSettings(ctx: Ctx): Response {
   const principal = ctx.auth();
   const experimentId = parseExperimentId(ctx.params.experiment_id);
   return json(ctx, getSettings(ctx.deps.db, principal.orgId, experimentId) ?? {});
@@ -98,4 +98,3 @@ export const analysisRoutes: RouteTable = [
   ["GET", "/api/v1/datasets/:experiment_id/settings/", readSettings],
   ["PUT", "/api/v1/datasets/:experiment_id/settings/", writeSettings],
 ];
-

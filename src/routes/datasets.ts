@@ -28,14 +28,22 @@ export function tooLarge(experimentId: string, size: number, limit: number): Api
   );
 }
 
-export function describe(db: Database, orgId: string, experimentId: string, info: ObjectInfo, limit: number) {
+export function describe(
+  db: Database,
+  orgId: string,
+  experimentId: string,
+  info: ObjectInfo,
+  limit: number,
+) {
   return {
     experiment_id: experimentId,
     size_bytes: info.size,
     size_mb: info.size / 1048576,
     updated_at: info.lastModified.toISOString(),
     etag: info.etag,
-    analysis_status: info.size > limit ? "too_large" : analysisStatus(db, orgId, experimentId, info.etag),
+    analysis_status: info.size > limit
+      ? "too_large"
+      : analysisStatus(db, orgId, experimentId, info.etag),
   };
 }
 
@@ -72,7 +80,13 @@ async function list(ctx: Ctx): Promise<Response> {
     const parsed = parseDatasetKey(info.key);
     if (!parsed || parsed.orgId !== principal.orgId) continue;
     datasets.push(
-      describe(ctx.deps.db, principal.orgId, parsed.experimentId, info, ctx.deps.config.maxUploadBytes),
+      describe(
+        ctx.deps.db,
+        principal.orgId,
+        parsed.experimentId,
+        info,
+        ctx.deps.config.maxUploadBytes,
+      ),
     );
   }
   return json(ctx, { datasets, next_cursor: page.nextCursor });

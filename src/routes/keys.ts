@@ -9,7 +9,8 @@ export const keyRoutes: RouteTable = [
     const principal = ctx.auth();
     const org = getOrg(ctx.deps.db, principal.orgId);
     return json(ctx, {
-      organization: org && { org_id: org.id, name: org.name, active: org.active, created_at: org.created_at },
+      organization: org &&
+        { org_id: org.id, name: org.name, active: org.active, created_at: org.created_at },
       current_key_id: principal.keyId,
       keys: listKeys(ctx.deps.db, principal.orgId).map((k) => ({
         key_id: k.key_id,

@@ -13,7 +13,9 @@ import { readJsonObject } from "./initiate.ts";
 
 async function storageEvents(ctx: Ctx): Promise<Response> {
   const expected = ctx.deps.config.storageEventsToken;
-  if (!expected) throw new ApiError("not_found", "Storage events are not enabled (ABN_STORAGE_EVENTS_TOKEN)");
+  if (!expected) {
+    throw new ApiError("not_found", "Storage events are not enabled (ABN_STORAGE_EVENTS_TOKEN)");
+  }
   const header = ctx.req.headers.get("authorization") ?? "";
   const given = header.startsWith("Bearer ")
     ? header.slice(7)

@@ -23,7 +23,10 @@ async function storagePut(ctx: Ctx): Promise<Response> {
     : { result: "invalid" as const, size: undefined };
   try {
     if (!target || check.result === "invalid") {
-      throw new ApiError("invalid_signature", "The upload URL is not valid: its signature does not match");
+      throw new ApiError(
+        "invalid_signature",
+        "The upload URL is not valid: its signature does not match",
+      );
     }
     ctx.logFields.org_id = target.orgId;
     ctx.logFields.experiment_id = target.experimentId;
@@ -50,7 +53,9 @@ async function storagePut(ctx: Ctx): Promise<Response> {
     let bytes = 0;
     try {
       bytes = await receiveBody(ctx.req.body, writer, {
-        maxBytes: check.size !== undefined ? Math.min(check.size, config.maxUploadBytes) : config.maxUploadBytes,
+        maxBytes: check.size !== undefined
+          ? Math.min(check.size, config.maxUploadBytes)
+          : config.maxUploadBytes,
         idleTimeoutMs: config.bodyIdleTimeoutSeconds * 1000,
         signal: ctx.req.signal,
       });

@@ -27,7 +27,9 @@ export function checkDeclaredLength(req: Request, maxBytes: number): void {
     req.body?.cancel().catch(() => {});
     throw new ApiError(
       "payload_too_large",
-      `The file is larger than the limit of ${maxBytes} bytes (${(maxBytes / 1048576).toFixed(0)} MB)`,
+      `The file is larger than the limit of ${maxBytes} bytes (${
+        (maxBytes / 1048576).toFixed(0)
+      } MB)`,
       { connection: "close" },
     );
   }
@@ -80,7 +82,8 @@ async function upload(ctx: Ctx): Promise<Response> {
         success: true,
         size_mb: bytes / 1048576,
         experiment_id: experimentId,
-        message: `Dataset stored for experiment ${experimentId}: ${summary.rows} rows, ${bytes} bytes`,
+        message:
+          `Dataset stored for experiment ${experimentId}: ${summary.rows} rows, ${bytes} bytes`,
         size_bytes: bytes,
         rows: summary.rows,
         sha256: hash.digest("hex"),

@@ -76,6 +76,9 @@ export class S3Writer implements ObjectWriter {
   }
 
   commit(): Promise<ObjectInfo> {
+    if (this.#state === "failed" && this.#failure !== null) {
+      return Promise.reject(storageFailure(`cannot store ${this.#options.key}`, this.#failure));
+    }
     if (this.#state !== "open") {
       return Promise.reject(
         new StorageError(`Cannot commit ${this.#options.key}: the object was already finished`),

@@ -107,7 +107,12 @@ export class LocalStore implements ObjectStore {
           await Deno.rename(tmp, target);
           await syncDirectory(dir);
           const stat = await Deno.stat(target);
-          return { key, size: stat.size, etag: etagOf(stat), lastModified: stat.mtime ?? new Date() };
+          return {
+            key,
+            size: stat.size,
+            etag: etagOf(stat),
+            lastModified: stat.mtime ?? new Date(),
+          };
         } catch (error) {
           await discard();
           throw new StorageError("Cannot commit to local storage", { cause: error });

@@ -89,6 +89,8 @@ export class S3Store implements ObjectStore {
   readonly driver = "s3" as const;
   readonly bucket: string;
   #options: S3StoreOptions;
+  #partSize: number;
+  #queueSize: number;
   #client: S3Like;
   #presigner: S3Client;
   /** Clients this store made and must destroy on `close()`. */
@@ -99,21 +101,18 @@ export class S3Store implements ObjectStore {
     if (partSize < 5 * MIB) {
       throw new RangeError(`Invalid partSize: S3 needs at least 5 MiB, got ${partSize}`);
     }
-    this.#options = { ...options, partSize, queueSize: options.queueSize ?? 4 };
+    this.#options = options;
+    this.#partSize = partSize;
+    this.#queueSize = options.queueSize ?? 4;
     this.bucket = options.bucket;
+    const own = options.client === undefined ? createClient(options, options.endpoint) : null;
+    if (own !== null) this.#owned.push(own);
+    this.#client = own ?? options.client!;
     const publicEndpoint = options.publicEndpoint ?? options.endpoint;
-    const samePresigner = options.client === undefined && publicEndpoint === options.endpoint;
-    if (options.client === undefined) {
-      const client = createClient(options, options.endpoint);
-      this.#owned.push(client);
-      this.#client = client;
+    if (own !== null && publicEndpoint === options.endpoint) {
+      this.#presigner = own;
     } else {
-      this.#client = options.client;
-    }
-    if (samePresigner) {
-      this.#presigner = this.#client as S3Client;
-    } else {
-      // Signed for the host the client will use, with the same credentials.
+      // Signed for the host clients will use (same credentials), so the signature matches it.
       this.#presigner = createClient(options, publicEndpoint);
       this.#owned.push(this.#presigner);
     }
@@ -154,8 +153,8 @@ export class S3Store implements ObjectStore {
         client: this.#client,
         bucket: this.bucket,
         key,
-        partSize: this.#options.partSize!,
-        queueSize: this.#options.queueSize!,
+        partSize: this.#partSize,
+        queueSize: this.#queueSize,
         bufferBytes: MIB,
       }),
     );

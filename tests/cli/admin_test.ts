@@ -42,7 +42,9 @@ Deno.test("admin CLI manages organizations and keys while the server runs; chang
     assertEquals(res.status, 200);
     await res.body?.cancel();
 
-    const keys = JSON.parse((await runMain(["admin", "key", "list", org_id, "--json"], env)).stdout);
+    const keys = JSON.parse(
+      (await runMain(["admin", "key", "list", org_id, "--json"], env)).stdout,
+    );
     assertEquals(keys.length, 1);
     assertEquals(keys[0].key_id, key_id);
     assertEquals(JSON.stringify(keys).includes(api_key), false);
@@ -75,14 +77,18 @@ Deno.test("serve --dev creates the dev organization once and writes its key file
     const server = await spawnServer({ ABN_DATA_DIR: dataDir }, ["serve", "--dev"]);
     const key = (await Deno.readTextFile(`${dataDir}/dev-api-key`)).trim();
     assert(server.output().includes(key));
-    const res = await fetch(`${server.url}/api/v1/keys/`, { headers: { authorization: `Bearer ${key}` } });
+    const res = await fetch(`${server.url}/api/v1/keys/`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
     assertEquals(res.status, 200);
     assertEquals((await res.json()).organization.name, "dev");
     await server.stop();
     const again = await spawnServer({ ABN_DATA_DIR: dataDir }, ["serve", "--dev"]);
     assertEquals(again.output().includes(key), false);
     await again.stop();
-    const orgs = JSON.parse((await runMain(["admin", "org", "list", "--json"], { ABN_DATA_DIR: dataDir })).stdout);
+    const orgs = JSON.parse(
+      (await runMain(["admin", "org", "list", "--json"], { ABN_DATA_DIR: dataDir })).stdout,
+    );
     assertEquals(orgs.length, 1);
   } finally {
     await Deno.remove(dataDir, { recursive: true });

@@ -36,7 +36,8 @@ Deno.test("auth answers 401 JSON for missing, malformed, unknown and revoked key
 Deno.test("auth answers 403 for a key of a deactivated organization, and 200 again once reactivated", async () => {
   const server = await startTestServer();
   try {
-    const get = () => fetch(`${server.api}/keys/`, { headers: { authorization: `Bearer ${server.apiKey}` } });
+    const get = () =>
+      fetch(`${server.api}/keys/`, { headers: { authorization: `Bearer ${server.apiKey}` } });
     setOrgActive(server.service.db, server.orgId, false);
     await assertApiError(await get(), 403, "org_deactivated");
     setOrgActive(server.service.db, server.orgId, true);

@@ -12,7 +12,11 @@ function initiate(server: DriverServer, body: unknown, apiKey = server.apiKey): 
   });
 }
 
-async function grant(server: DriverServer, experimentId: string, extra: Record<string, unknown> = {}) {
+async function grant(
+  server: DriverServer,
+  experimentId: string,
+  extra: Record<string, unknown> = {},
+) {
   const res = await initiate(server, { experiment_id: experimentId, ...extra });
   const text = await res.text();
   assertEquals(res.status, 200, text);
@@ -23,7 +27,10 @@ function put(url: string, body: BodyInit): Promise<Response> {
   return fetch(url, { method: "PUT", headers: { "content-type": "text/csv" }, body });
 }
 
-async function waitFor<T>(fn: () => Promise<T | null | undefined | false>, ms = 10_000): Promise<T> {
+async function waitFor<T>(
+  fn: () => Promise<T | null | undefined | false>,
+  ms = 10_000,
+): Promise<T> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
     const value = await fn();
@@ -33,39 +40,44 @@ async function waitFor<T>(fn: () => Promise<T | null | undefined | false>, ms = 
   throw new Error("timed out waiting");
 }
 
-driverTest("initiate answers the upload grant and the PUT stores the file at the key", async (server) => {
-  const g = await grant(server, "exp-2s");
-  assertEquals(g.experiment_id, "exp-2s");
-  assertEquals(g.key, `org/${server.orgId}/experiments/exp-2s/latest.csv`);
-  assertEquals(g.expires_in, 900);
-  assertEquals(g.bucket, server.driver === "s3" ? server.s3!.bucket : "local");
-  assertEquals(typeof g.upload_url, "string");
-  assertEquals(/x-amz-checksum/i.test(g.upload_url), false);
-  const res = await put(g.upload_url, VALID);
-  assertEquals(res.status, 200, await res.text());
-  assertEquals(await server.stored(server.orgId, "exp-2s"), VALID);
-  // The synchronised list shows it at once, and only to its organization.
-  const list = await (await fetch(`${server.api}/datasets/`, {
-    headers: { authorization: `Bearer ${server.apiKey}` },
-  })).json();
-  assertEquals(list.datasets.map((d: { experiment_id: string }) => d.experiment_id), ["exp-2s"]);
-  assertEquals(list.datasets[0].size_bytes, VALID.length);
-  const other = server.newOrg("other");
-  const theirs = await (await fetch(`${server.api}/datasets/`, {
-    headers: { authorization: `Bearer ${other.apiKey}` },
-  })).json();
-  assertEquals(theirs.datasets, []);
-  const one = await fetch(`${server.api}/datasets/exp-2s/`, {
-    headers: { authorization: `Bearer ${server.apiKey}` },
-  });
-  assertEquals(one.status, 200);
-  assertEquals((await one.json()).size_bytes, VALID.length);
-  await assertApiError(
-    await fetch(`${server.api}/datasets/exp-2s/`, { headers: { authorization: `Bearer ${other.apiKey}` } }),
-    404,
-    "not_found",
-  );
-});
+driverTest(
+  "initiate answers the upload grant and the PUT stores the file at the key",
+  async (server) => {
+    const g = await grant(server, "exp-2s");
+    assertEquals(g.experiment_id, "exp-2s");
+    assertEquals(g.key, `org/${server.orgId}/experiments/exp-2s/latest.csv`);
+    assertEquals(g.expires_in, 900);
+    assertEquals(g.bucket, server.driver === "s3" ? server.s3!.bucket : "local");
+    assertEquals(typeof g.upload_url, "string");
+    assertEquals(/x-amz-checksum/i.test(g.upload_url), false);
+    const res = await put(g.upload_url, VALID);
+    assertEquals(res.status, 200, await res.text());
+    assertEquals(await server.stored(server.orgId, "exp-2s"), VALID);
+    // The synchronised list shows it at once, and only to its organization.
+    const list = await (await fetch(`${server.api}/datasets/`, {
+      headers: { authorization: `Bearer ${server.apiKey}` },
+    })).json();
+    assertEquals(list.datasets.map((d: { experiment_id: string }) => d.experiment_id), ["exp-2s"]);
+    assertEquals(list.datasets[0].size_bytes, VALID.length);
+    const other = server.newOrg("other");
+    const theirs = await (await fetch(`${server.api}/datasets/`, {
+      headers: { authorization: `Bearer ${other.apiKey}` },
+    })).json();
+    assertEquals(theirs.datasets, []);
+    const one = await fetch(`${server.api}/datasets/exp-2s/`, {
+      headers: { authorization: `Bearer ${server.apiKey}` },
+    });
+    assertEquals(one.status, 200);
+    assertEquals((await one.json()).size_bytes, VALID.length);
+    await assertApiError(
+      await fetch(`${server.api}/datasets/exp-2s/`, {
+        headers: { authorization: `Bearer ${other.apiKey}` },
+      }),
+      404,
+      "not_found",
+    );
+  },
+);
 
 driverTest("a two-step delivery is analysed without any further call", async (server) => {
   const g = await grant(server, "auto");
@@ -85,9 +97,17 @@ driverTest("initiate refuses bad JSON and invalid experiment ids with 400", asyn
   await assertApiError(await initiate(server, "[]"), 400, "invalid_json");
   await assertApiError(await initiate(server, {}), 400, "invalid_experiment_id");
   for (const id of ["with space", "a/b", "эксп", "x".repeat(129), "..", "a%2Fb", 42]) {
-    await assertApiError(await initiate(server, { experiment_id: id }), 400, "invalid_experiment_id");
+    await assertApiError(
+      await initiate(server, { experiment_id: id }),
+      400,
+      "invalid_experiment_id",
+    );
   }
-  await assertApiError(await initiate(server, { experiment_id: "ok" }, "abn_bad"), 401, "unauthorized");
+  await assertApiError(
+    await initiate(server, { experiment_id: "ok" }, "abn_bad"),
+    401,
+    "unauthorized",
+  );
 });
 
 driverTest("initiate answers 413 for a declared size over the limit", async (server) => {
@@ -106,41 +126,52 @@ driverTest("an expired upload URL answers 403 and leaves the file unchanged", as
   const g = await grant(server, "exp");
   assertEquals(g.expires_in, 1);
   await new Promise((r) => setTimeout(r, 2200));
-  const res = await put(g.upload_url, new TextEncoder().encode("user_id,variant,date,m\nq,A,2026-01-01,1\n"));
+  const res = await put(
+    g.upload_url,
+    new TextEncoder().encode("user_id,variant,date,m\nq,A,2026-01-01,1\n"),
+  );
   assertEquals(res.status, 403);
   await res.body?.cancel();
   assertEquals(await server.stored(server.orgId, "exp"), VALID);
 }, { ABN_PRESIGN_TTL_SECONDS: "1" });
 
-driverTest("an oversize two-step delivery answers 400 and is deleted by the timer", async (server) => {
-  const g = await grant(server, "huge");
-  const big = new Uint8Array(2000).fill(0x31);
-  const res = await put(g.upload_url, big);
-  if (server.driver === "local") {
-    // The local host can see the bytes and refuses them at once.
-    await assertApiError(res, 413, "payload_too_large");
-    return;
-  }
-  assertEquals(res.status, 200);
-  await assertApiError(
-    await fetch(`${server.api}/datasets/huge/`, { headers: { authorization: `Bearer ${server.apiKey}` } }),
-    400,
-    "dataset_too_large",
-  );
-  await assertApiError(
-    await fetch(`${server.api}/datasets/huge/analysis/`, {
-      headers: { authorization: `Bearer ${server.apiKey}` },
-    }),
-    400,
-    "dataset_too_large",
-  );
-  await waitFor(async () => (await server.stored(server.orgId, "huge")) === null, 10_000);
-  await assertApiError(
-    await fetch(`${server.api}/datasets/huge/`, { headers: { authorization: `Bearer ${server.apiKey}` } }),
-    404,
-    "not_found",
-  );
-}, { ABN_MAX_UPLOAD_BYTES: "1024", ABN_CLEANUP_INTERVAL_SECONDS: "1" });
+driverTest(
+  "an oversize two-step delivery answers 400 and is deleted by the timer",
+  async (server) => {
+    const g = await grant(server, "huge");
+    const big = new Uint8Array(2000).fill(0x31);
+    const res = await put(g.upload_url, big);
+    if (server.driver === "local") {
+      // The local host can see the bytes and refuses them at once.
+      await assertApiError(res, 413, "payload_too_large");
+      return;
+    }
+    assertEquals(res.status, 200);
+    await assertApiError(
+      await fetch(`${server.api}/datasets/huge/`, {
+        headers: { authorization: `Bearer ${server.apiKey}` },
+      }),
+      400,
+      "dataset_too_large",
+    );
+    await assertApiError(
+      await fetch(`${server.api}/datasets/huge/analysis/`, {
+        headers: { authorization: `Bearer ${server.apiKey}` },
+      }),
+      400,
+      "dataset_too_large",
+    );
+    await waitFor(async () => (await server.stored(server.orgId, "huge")) === null, 10_000);
+    await assertApiError(
+      await fetch(`${server.api}/datasets/huge/`, {
+        headers: { authorization: `Bearer ${server.apiKey}` },
+      }),
+      404,
+      "not_found",
+    );
+  },
+  { ABN_MAX_UPLOAD_BYTES: "1024", ABN_CLEANUP_INTERVAL_SECONDS: "1" },
+);
 
 Deno.test("a local upload URL altered to another key, expiry or method answers 403 and writes nothing", async () => {
   const { startDriverServer } = await import("../_drivers.ts");
@@ -159,7 +190,8 @@ Deno.test("a local upload URL altered to another key, expiry or method answers 4
     const longer = new URL(url);
     longer.searchParams.set("expires", String(Number(url.searchParams.get("expires")) + 3600));
     await assertApiError(await put(longer.href, VALID), 403, "invalid_signature");
-    const traversal = `${server.url}/storage/org/${server.orgId}/experiments/..%2F..%2Fx/latest.csv${url.search}`;
+    const traversal =
+      `${server.url}/storage/org/${server.orgId}/experiments/..%2F..%2Fx/latest.csv${url.search}`;
     const res = await put(traversal, VALID);
     assert(res.status === 403 || res.status === 404, String(res.status));
     await res.body?.cancel();

@@ -24,26 +24,29 @@ async function sha256(bytes: Uint8Array): Promise<string> {
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-driverTest("direct upload stores the file and answers 201 with the upload result", async (server) => {
-  const res = await upload(server, "exp-1", VALID);
-  const text = await res.text();
-  assertEquals(res.status, 201, text);
-  const body = JSON.parse(text);
-  assertEquals(body.success, true);
-  assertEquals(body.experiment_id, "exp-1");
-  assertEquals(body.size_mb, VALID.length / 1048576);
-  assertEquals(typeof body.message, "string");
-  assertEquals(body.sha256, await sha256(VALID));
-  assertEquals(await server.stored(server.orgId, "exp-1"), VALID);
-  // A path without the trailing slash is served the same.
-  const again = await fetch(`${server.api}/datasets/upload?experiment_id=exp-2`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${server.apiKey}` },
-    body: VALID,
-  });
-  assertEquals(again.status, 201);
-  await again.body?.cancel();
-});
+driverTest(
+  "direct upload stores the file and answers 201 with the upload result",
+  async (server) => {
+    const res = await upload(server, "exp-1", VALID);
+    const text = await res.text();
+    assertEquals(res.status, 201, text);
+    const body = JSON.parse(text);
+    assertEquals(body.success, true);
+    assertEquals(body.experiment_id, "exp-1");
+    assertEquals(body.size_mb, VALID.length / 1048576);
+    assertEquals(typeof body.message, "string");
+    assertEquals(body.sha256, await sha256(VALID));
+    assertEquals(await server.stored(server.orgId, "exp-1"), VALID);
+    // A path without the trailing slash is served the same.
+    const again = await fetch(`${server.api}/datasets/upload?experiment_id=exp-2`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.apiKey}` },
+      body: VALID,
+    });
+    assertEquals(again.status, 201);
+    await again.body?.cancel();
+  },
+);
 
 driverTest("direct upload replaces the previous file of the same experiment", async (server) => {
   assertEquals((await upload(server, "exp", VALID)).status, 201);
@@ -55,7 +58,11 @@ driverTest("direct upload replaces the previous file of the same experiment", as
 
 driverTest("direct upload streams a chunked multi-megabyte body", async (server) => {
   const rows: string[] = ["user_id,variant,date,converted,revenue"];
-  for (let i = 0; i < 200_000; i++) rows.push(`user${i},${i % 2 ? "B" : "A"},2026-01-0${1 + (i % 9)},${i % 3 === 0 ? 1 : 0},${i % 7}.5`);
+  for (let i = 0; i < 200_000; i++) {
+    rows.push(
+      `user${i},${i % 2 ? "B" : "A"},2026-01-0${1 + (i % 9)},${i % 3 === 0 ? 1 : 0},${i % 7}.5`,
+    );
+  }
   const bytes = encoder.encode(rows.join("\n") + "\n");
   const chunks: Uint8Array[] = [];
   for (let i = 0; i < bytes.length; i += 100_003) chunks.push(bytes.subarray(i, i + 100_003));
@@ -68,33 +75,61 @@ const REJECTIONS: [string, Uint8Array, number, string][] = [
   ["a ZIP archive", new Uint8Array([0x50, 0x4b, 0x03, 0x04, 1, 2, 3]), 400, "archive_detected"],
   ["a GZIP archive", new Uint8Array([0x1f, 0x8b, 8, 0, 0, 0]), 400, "archive_detected"],
   ["a RAR archive", encoder.encode("Rar!\x1a\x07\x01\x00rest"), 400, "archive_detected"],
-  ["a 7z archive", new Uint8Array([0x37, 0x7a, 0xbc, 0xaf, 0x27, 0x1c, 0, 4]), 400, "archive_detected"],
+  [
+    "a 7z archive",
+    new Uint8Array([0x37, 0x7a, 0xbc, 0xaf, 0x27, 0x1c, 0, 4]),
+    400,
+    "archive_detected",
+  ],
   [
     "invalid UTF-8",
     new Uint8Array([...encoder.encode("user_id,variant,date,m\nu,A,2026-01-01,"), 0xff, 0x0a]),
     400,
     "invalid_utf8",
   ],
-  ["a NUL byte", encoder.encode("user_id,variant,date,m\nu\0,A,2026-01-01,1\n"), 400, "binary_content"],
-  ["a tab-separated file", encoder.encode("user_id\tvariant\tdate\tm\nu\tA\t2026-01-01\t1\n"), 400, "invalid_csv"],
+  [
+    "a NUL byte",
+    encoder.encode("user_id,variant,date,m\nu\0,A,2026-01-01,1\n"),
+    400,
+    "binary_content",
+  ],
+  [
+    "a tab-separated file",
+    encoder.encode("user_id\tvariant\tdate\tm\nu\tA\t2026-01-01\t1\n"),
+    400,
+    "invalid_csv",
+  ],
   ["a short row", encoder.encode("user_id,variant,date,m\nu,A,2026-01-01\n"), 400, "invalid_csv"],
-  ["missing columns", encoder.encode("user,variant,date,m\nu,A,2026-01-01,1\n"), 400, "missing_columns"],
+  [
+    "missing columns",
+    encoder.encode("user,variant,date,m\nu,A,2026-01-01,1\n"),
+    400,
+    "missing_columns",
+  ],
   ["a bad date", encoder.encode("user_id,variant,date,m\nu,A,2026-13-45,1\n"), 400, "invalid_date"],
-  ["no metric column", encoder.encode("user_id,variant,date,country\nu,A,2026-01-01,DE\n"), 400, "no_metric_column"],
+  [
+    "no metric column",
+    encoder.encode("user_id,variant,date,country\nu,A,2026-01-01,DE\n"),
+    400,
+    "no_metric_column",
+  ],
   ["a header only", encoder.encode("user_id,variant,date,m\n"), 400, "no_data_rows"],
   ["an empty body", new Uint8Array(), 400, "no_data_rows"],
 ];
 
 for (const [what, bytes, status, code] of REJECTIONS) {
-  driverTest(`direct upload refuses ${what} with ${status} ${code} and keeps the previous file`, async (server) => {
-    assertEquals((await upload(server, "keep", VALID)).status, 201);
-    const error = await assertApiError(await upload(server, "keep", bytes), status, code);
-    assert(error.message.length > 10);
-    assertEquals(await server.stored(server.orgId, "keep"), VALID);
-    // Nothing is stored for an experiment whose first delivery was refused.
-    await assertApiError(await upload(server, "never", bytes), status, code);
-    assertEquals(await server.stored(server.orgId, "never"), null);
-  });
+  driverTest(
+    `direct upload refuses ${what} with ${status} ${code} and keeps the previous file`,
+    async (server) => {
+      assertEquals((await upload(server, "keep", VALID)).status, 201);
+      const error = await assertApiError(await upload(server, "keep", bytes), status, code);
+      assert(error.message.length > 10);
+      assertEquals(await server.stored(server.orgId, "keep"), VALID);
+      // Nothing is stored for an experiment whose first delivery was refused.
+      await assertApiError(await upload(server, "never", bytes), status, code);
+      assertEquals(await server.stored(server.orgId, "never"), null);
+    },
+  );
 }
 
 driverTest("direct upload names the first offending line", async (server) => {
@@ -103,13 +138,17 @@ driverTest("direct upload names the first offending line", async (server) => {
   assert(error.message.includes("line 4"), error.message);
 });
 
-driverTest("direct upload answers 413 for a declared length over the limit without reading the body", async (server) => {
-  assertEquals((await upload(server, "keep", VALID)).status, 201);
-  const big = new Uint8Array(2048).fill(0x41);
-  const res = await upload(server, "keep", big);
-  await assertApiError(res, 413, "payload_too_large");
-  assertEquals(await server.stored(server.orgId, "keep"), VALID);
-}, { ABN_MAX_UPLOAD_BYTES: "1024" });
+driverTest(
+  "direct upload answers 413 for a declared length over the limit without reading the body",
+  async (server) => {
+    assertEquals((await upload(server, "keep", VALID)).status, 201);
+    const big = new Uint8Array(2048).fill(0x41);
+    const res = await upload(server, "keep", big);
+    await assertApiError(res, 413, "payload_too_large");
+    assertEquals(await server.stored(server.orgId, "keep"), VALID);
+  },
+  { ABN_MAX_UPLOAD_BYTES: "1024" },
+);
 
 driverTest("direct upload counts a chunked body and refuses it at the limit", async (server) => {
   assertEquals((await upload(server, "keep", VALID)).status, 201);
@@ -135,17 +174,20 @@ driverTest("direct upload counts a chunked body and refuses it at the limit", as
   assertEquals(ok.status, 201, await ok.text());
 }, { ABN_MAX_UPLOAD_BYTES: "1024" });
 
-driverTest("direct upload refuses multipart/form-data telling to send raw bytes", async (server) => {
-  const form = new FormData();
-  form.append("file", new Blob([VALID]), "data.csv");
-  const res = await fetch(`${server.api}/datasets/upload/?experiment_id=m`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${server.apiKey}` },
-    body: form,
-  });
-  const error = await assertApiError(res, 400, "multipart_not_supported");
-  assert(/raw/i.test(error.message));
-});
+driverTest(
+  "direct upload refuses multipart/form-data telling to send raw bytes",
+  async (server) => {
+    const form = new FormData();
+    form.append("file", new Blob([VALID]), "data.csv");
+    const res = await fetch(`${server.api}/datasets/upload/?experiment_id=m`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.apiKey}` },
+      body: form,
+    });
+    const error = await assertApiError(res, 400, "multipart_not_supported");
+    assert(/raw/i.test(error.message));
+  },
+);
 
 driverTest("direct upload checks auth, then the experiment_id", async (server) => {
   await assertApiError(await upload(server, "bad id", VALID, {}, "nope"), 401, "unauthorized");

@@ -113,12 +113,18 @@ Deno.test("UrlSigner accepts its own signature and refuses altered, expired or r
   const now = 1_000_000;
   const q = new URLSearchParams(signer.sign("PUT", "org/a/experiments/e/latest.csv", now + 60));
   assertEquals(signer.verify("PUT", "org/a/experiments/e/latest.csv", q, now).result, "ok");
-  assertEquals(signer.verify("PUT", "org/a/experiments/e/latest.csv", q, now + 61).result, "expired");
+  assertEquals(
+    signer.verify("PUT", "org/a/experiments/e/latest.csv", q, now + 61).result,
+    "expired",
+  );
   assertEquals(signer.verify("PUT", "org/b/experiments/e/latest.csv", q, now).result, "invalid");
   assertEquals(signer.verify("GET", "org/a/experiments/e/latest.csv", q, now).result, "invalid");
   const longer = new URLSearchParams(q);
   longer.set("expires", String(now + 6000));
-  assertEquals(signer.verify("PUT", "org/a/experiments/e/latest.csv", longer, now).result, "invalid");
+  assertEquals(
+    signer.verify("PUT", "org/a/experiments/e/latest.csv", longer, now).result,
+    "invalid",
+  );
   const sized = new URLSearchParams(signer.sign("PUT", "k/x", now + 60, 10));
   assertEquals(signer.verify("PUT", "k/x", sized, now), { result: "ok", size: 10 });
   sized.set("size", "11");
