@@ -16,6 +16,7 @@ import { createApp } from "./app.ts";
 import { RateLimiter } from "./http/rate_limiter.ts";
 import { apiRoutes } from "./routes/mod.ts";
 import { startServices } from "./services.ts";
+import { createBatchedLog } from "./log.ts";
 
 export interface Service {
   config: Readonly<Config>;
@@ -64,6 +65,8 @@ export async function createService(
     : new LocalStore({ dataDir: config.dataDir, signer, publicUrl: config.publicUrl }));
   await store.open();
   const metrics = new Metrics();
+  const batched = options.log ? null : createBatchedLog();
+  const log = options.log ?? batched!;
   const deliveries = new DeliveryHub();
   const services: Record<string, unknown> = { signer };
   const deps = {
@@ -77,7 +80,7 @@ export async function createService(
       ? new RateLimiter(config.rateLimitPerMinute)
       : undefined,
     services,
-    log: options.log,
+    log,
   };
   const stopServices = await startServices(deps);
   const handler = createApp(deps, [...apiRoutes, ...(options.routes ?? [])]);
@@ -91,6 +94,7 @@ export async function createService(
     services,
     async close() {
       await stopServices();
+      batched?.flush();
       db.close();
     },
   };

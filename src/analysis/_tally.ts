@@ -1,5 +1,6 @@
 /**
- * The per-user pass of the aggregation: receives CSV rows as byte ranges and keeps, per user, the
+ * The per-user pass of the aggregation: receives CSV rows as byte ranges, reads their cells into a
+ * batch, then looks the batch's users up together and keeps, per user, the
  * variant, the first day and per metric column the sum and the first days with a value and with
  * a 1, in a `UserTable` record. Non-zero metric cells are also logged with their day (a
  * `ValueLog`), because the daily sums can only drop a user seen in two variants at the end.
@@ -7,7 +8,7 @@
  */
 import { DAY_LIMIT, hasText, isBinaryCell, readDay, readNumber } from "./_csv_cells.ts";
 import type { CsvRowSink } from "./_csv_rows.ts";
-import { UserTable } from "./_user_table.ts";
+import { hashId, UserTable } from "./_user_table.ts";
 import { ValueLog } from "./_value_log.ts";
 
 export type MetricKind = "conversion" | "numeric";
@@ -34,6 +35,11 @@ export const FIRST_ZERO = 6;
 
 const SPACE = 0x20;
 const TAB = 0x09;
+/**
+ * Rows read before their users are looked up together (see `UserTable.warm`): enough for the
+ * cache misses to overlap, few enough for the batch to stay in the cache.
+ */
+const BATCH = 256;
 /** Variants compared byte by byte before falling back to a `Map` of decoded names. */
 const LINEAR_VARIANTS = 64;
 
@@ -68,6 +74,18 @@ export class Tally implements CsvRowSink {
   readonly #variantBytes: Uint8Array[] = [];
   readonly #variantIndex = new Map<string, number>();
   #lastVariant = -1;
+  // The batch: per row the id (copied to #ids), its hash, the variant, the day and the values.
+  #batchSize = 0;
+  #ids = new Uint8Array(BATCH * 32);
+  #idFill = 0;
+  readonly #idStart = new Int32Array(BATCH);
+  readonly #idLength = new Int32Array(BATCH);
+  readonly #hash = new Int32Array(BATCH);
+  readonly #batchVariant = new Int32Array(BATCH);
+  readonly #batchDay = new Int32Array(BATCH);
+  /** Per row and metric column: the value, or NaN when empty. */
+  #values = new Float64Array(0);
+  #warmth = 0;
   readonly #decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
   constructor(kinds: Readonly<Record<string, MetricKind>> = {}) {
@@ -113,20 +131,36 @@ export class Tally implements CsvRowSink {
       words += this.forcedConversion[k] === 1 ? 8 : 4;
     }
     this.users = new UserTable(words);
+    this.#values = new Float64Array(BATCH * count);
     this.#daySeen = new Uint8Array(DAY_LIMIT);
   }
 
+  /**
+   * Reads the row's cells into the batch (the id bytes are copied, so the batch does not depend
+   * on `buf`) and learns which columns are numbers; the batch goes to the users when full.
+   */
   row(buf: Uint8Array, start: Int32Array, end: Int32Array, line: number): void {
     this.rows++;
+    const r = this.#batchSize;
     let s = start[this.#userField];
     let e = end[this.#userField];
     if (s < e && (isBlank(buf[s]) || isBlank(buf[e - 1]))) {
       while (s < e && isBlank(buf[s])) s++;
       while (e > s && isBlank(buf[e - 1])) e--;
     }
-    const users = this.users;
-    const record = users.lookup(buf, s, e);
-    const variant = this.#variant(buf, start[this.#variantField], end[this.#variantField]);
+    const length = e - s;
+    let at = this.#idFill;
+    if (at + length > this.#ids.length) {
+      this.#growIds(at + length);
+      at = this.#idFill;
+    }
+    const ids = this.#ids;
+    for (let i = 0; i < length; i++) ids[at + i] = buf[s + i];
+    this.#idFill = at + length;
+    this.#idStart[r] = at;
+    this.#idLength[r] = length;
+    this.#hash[r] = hashId(ids, at, length);
+    this.#batchVariant[r] = this.#variant(buf, start[this.#variantField], end[this.#variantField]);
     const day = readDay(buf, start[this.#dayField], end[this.#dayField]);
     if (day < 0) {
       const text = this.#decoder.decode(buf.subarray(start[this.#dayField], end[this.#dayField]));
@@ -136,28 +170,13 @@ export class Tally implements CsvRowSink {
       this.#daySeen[day] = 1;
       this.days.push(day);
     }
-    const first = DAY_LIMIT - day;
-    const i32 = users.i32;
-    const w = 2 * record;
-    let counted = true;
-    if (users.isNew) {
-      i32[w + VARIANT_WORD] = variant;
-      i32[w + FIRST_DAY_WORD] = first;
-    } else {
-      const known = i32[w + VARIANT_WORD];
-      if (known === variant) {
-        if (first > i32[w + FIRST_DAY_WORD]) i32[w + FIRST_DAY_WORD] = first;
-      } else {
-        counted = false;
-        if (known !== EXCLUDED) {
-          i32[w + VARIANT_WORD] = EXCLUDED;
-          this.excluded++;
-        }
-      }
-    }
+    this.#batchDay[r] = day;
     const candidate = this.candidate;
     const metricField = this.#metricField;
-    for (let k = 0; k < metricField.length; k++) {
+    const count = metricField.length;
+    const values = this.#values;
+    for (let k = 0; k < count; k++) {
+      values[r * count + k] = NaN;
       if (candidate[k] === 0) continue;
       s = start[metricField[k]];
       e = end[metricField[k]];
@@ -167,23 +186,69 @@ export class Tally implements CsvRowSink {
         if (hasText(buf, s, e)) this.#drop(k);
         continue;
       }
+      values[r * count + k] = x;
       this.hasValue[k] = 1;
       if (
         this.binary[k] === 1 &&
         ((x !== 0 && x !== 1) || !isBinaryCell(buf, s, e, this.#decimalComma))
       ) this.binary[k] = 0;
-      if (!counted) continue;
-      const m = w + this.metricWord[k];
-      const fresh = i32[m + FIRST_VALUE] === 0;
-      users.f64[m >> 1] += x;
-      if (first > i32[m + FIRST_VALUE]) i32[m + FIRST_VALUE] = first;
-      if (x === 1 && first > i32[m + FIRST_ONE]) i32[m + FIRST_ONE] = first;
-      if (this.forcedConversion[k] === 1) {
-        if (fresh || x > users.f64[(m + MAX) >> 1]) users.f64[(m + MAX) >> 1] = x;
-        if (x === 0 && first > i32[m + FIRST_ZERO]) i32[m + FIRST_ZERO] = first;
-      }
-      if (x !== 0) this.logs[k]!.append(record, day, x);
     }
+    if (++this.#batchSize === BATCH) this.flush();
+  }
+
+  /** Adds the batched rows to their users. */
+  flush(): void {
+    const size = this.#batchSize;
+    const users = this.users;
+    this.#warmth = users.warm(this.#hash, this.#idLength, size);
+    const count = this.#metricField.length;
+    const values = this.#values;
+    const candidate = this.candidate;
+    for (let r = 0; r < size; r++) {
+      const record = users.lookup(this.#ids, this.#idStart[r], this.#idLength[r], this.#hash[r]);
+      const variant = this.#batchVariant[r];
+      const day = this.#batchDay[r];
+      const first = DAY_LIMIT - day;
+      const i32 = users.i32;
+      const w = 2 * record;
+      if (users.isNew) {
+        i32[w + VARIANT_WORD] = variant;
+        i32[w + FIRST_DAY_WORD] = first;
+      } else {
+        const known = i32[w + VARIANT_WORD];
+        if (known !== variant) {
+          if (known !== EXCLUDED) {
+            i32[w + VARIANT_WORD] = EXCLUDED;
+            this.excluded++;
+          }
+          continue;
+        }
+        if (first > i32[w + FIRST_DAY_WORD]) i32[w + FIRST_DAY_WORD] = first;
+      }
+      const f64 = users.f64;
+      for (let k = 0; k < count; k++) {
+        const x = values[r * count + k];
+        if (x !== x || candidate[k] === 0) continue;
+        const m = w + this.metricWord[k];
+        const fresh = i32[m + FIRST_VALUE] === 0;
+        f64[m >> 1] += x;
+        if (first > i32[m + FIRST_VALUE]) i32[m + FIRST_VALUE] = first;
+        if (x === 1 && first > i32[m + FIRST_ONE]) i32[m + FIRST_ONE] = first;
+        if (this.forcedConversion[k] === 1) {
+          if (fresh || x > f64[(m + MAX) >> 1]) f64[(m + MAX) >> 1] = x;
+          if (x === 0 && first > i32[m + FIRST_ZERO]) i32[m + FIRST_ZERO] = first;
+        }
+        if (x !== 0) this.logs[k]!.append(record, day, x);
+      }
+    }
+    this.#batchSize = 0;
+    this.#idFill = 0;
+  }
+
+  #growIds(length: number): void {
+    const ids = new Uint8Array(Math.max(length, 2 * this.#ids.length));
+    ids.set(this.#ids.subarray(0, this.#idFill));
+    this.#ids = ids;
   }
 
   /** Stops accumulating column `k`: a cell held text, so it is a dimension. */

@@ -5,12 +5,26 @@
  * followed by the id bytes, padded to 8 bytes. A record is named by its start in 8-byte units,
  * so that `i32[2 * record + k]` is word k and `f64[record + k / 2]` the double at even word k.
  * Records are laid out in the order users were added, so walking them with `next` visits users in
- * first-seen order. Keeping a user's fields and id together costs one cache miss for the slot and
- * about one for the record per row.
+ * first-seen order.
+ *
+ * Random memory reads are what the aggregation waits for (a few hundred nanoseconds each when they
+ * depend on each other), so a user's fields and id share one record, and callers `warm` a batch
+ * of lookups first, letting the cache misses of many rows overlap.
  */
 
 const INITIAL_SLOTS = 1 << 16;
 const INITIAL_ARENA_BYTES = 1 << 20;
+
+/** The 32-bit hash of an id that `lookup` expects: FNV-1a over the bytes, then MurmurHash3's mix. */
+export function hashId(buf: Uint8Array, start: number, length: number): number {
+  let h = 0x811c9dc5 | 0;
+  for (let i = start; i < start + length; i++) h = Math.imul(h ^ buf[i], 0x01000193);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
 
 export class UserTable {
   /** Whether the last `lookup` added the user. */
@@ -39,25 +53,39 @@ export class UserTable {
   }
 
   /**
-   * Answers the record of the user whose id is `buf[start..end)`, adding the user (with zeroed
-   * fields) when new; `isNew` tells which.
+   * Loads, for each of the first `count` hashes, the slot and the record it points to, so that
+   * the `lookup`s that follow find them in the cache. The loads do not depend on each other, so
+   * the processor overlaps their cache misses; `lengths` are the ids' lengths (to reach the end
+   * of each record). Answers a number only so that the loads are not optimized away.
    */
-  lookup(buf: Uint8Array, start: number, end: number): number {
-    let h = 0x811c9dc5 | 0;
-    for (let i = start; i < end; i++) h = Math.imul(h ^ buf[i], 0x01000193);
-    h ^= h >>> 16;
-    h = Math.imul(h, 0x85ebca6b);
-    h ^= h >>> 13;
-    h = Math.imul(h, 0xc2b2ae35);
-    h ^= h >>> 16;
-    const length = end - start;
+  warm(hashes: Int32Array, lengths: Int32Array, count: number): number {
     const slots = this.#slots;
     const mask = this.#mask;
-    let slot = h & mask;
+    let sum = 0;
+    for (let r = 0; r < count; r++) sum += slots[2 * (hashes[r] & mask) + 1];
+    const i32 = this.i32;
+    const words = this.#words;
+    for (let r = 0; r < count; r++) {
+      const entry = slots[2 * (hashes[r] & mask) + 1];
+      if (entry === 0) continue;
+      const at = 2 * (entry - 1);
+      sum += i32[at] + i32[at + words + ((lengths[r] + 3) >> 2) - 1];
+    }
+    return sum;
+  }
+
+  /**
+   * Answers the record of the user whose id is `buf[start..start + length)` and whose
+   * `hashId` is `hash`, adding the user (with zeroed fields) when new; `isNew` tells which.
+   */
+  lookup(buf: Uint8Array, start: number, length: number, hash: number): number {
+    const slots = this.#slots;
+    const mask = this.#mask;
+    let slot = hash & mask;
     for (;;) {
       const entry = slots[2 * slot + 1];
       if (entry === 0) break;
-      if (slots[2 * slot] === h) {
+      if (slots[2 * slot] === hash) {
         const record = entry - 1;
         if (this.i32[2 * record] === length && this.#sameId(record, buf, start, length)) {
           this.isNew = false;
@@ -67,7 +95,7 @@ export class UserTable {
       slot = (slot + 1) & mask;
     }
     const record = this.#add(buf, start, length);
-    slots[2 * slot] = h;
+    slots[2 * slot] = hash;
     slots[2 * slot + 1] = record + 1;
     if (++this.size * 2 > mask) this.#rehash();
     this.isNew = true;

@@ -45,6 +45,7 @@ export class CsvAggregator {
   /** Reads the last row and answers the aggregate. */
   finish(): Aggregate {
     this.#splitter.finish();
+    this.#tally.flush();
     return summarize(this.#tally, this.#kinds);
   }
 }

@@ -3,7 +3,7 @@
  * a row whose ETag differs from the object's is a result of an older delivery.
  */
 import type { Database } from "./database.ts";
-import { nowIso } from "./database.ts";
+import { nowIso, stmt } from "./database.ts";
 
 export type AnalysisStatus = "pending" | "ready" | "failed";
 
@@ -22,7 +22,7 @@ export interface AnalysisRow {
 }
 
 export function getAnalysis(db: Database, orgId: string, experimentId: string): AnalysisRow | null {
-  return (db.prepare("SELECT * FROM analyses WHERE org_id = ? AND experiment_id = ?")
+  return (stmt(db, "SELECT * FROM analyses WHERE org_id = ? AND experiment_id = ?")
     .get(orgId, experimentId) as AnalysisRow | undefined) ?? null;
 }
 
@@ -33,7 +33,7 @@ export function analysisStatus(
   experimentId: string,
   etag: string,
 ): AnalysisStatus {
-  const row = db.prepare(
+  const row = stmt(db, 
     "SELECT status, etag FROM analyses WHERE org_id = ? AND experiment_id = ?",
   ).get(orgId, experimentId) as { status: AnalysisStatus; etag: string } | undefined;
   return row && row.etag === etag ? row.status : "pending";
@@ -48,7 +48,7 @@ export function markPending(
   sizeBytes: number,
   deliveredAt: string,
 ): void {
-  db.prepare(
+  stmt(db, 
     `INSERT INTO analyses (org_id, experiment_id, etag, size_bytes, status, delivered_at)
      VALUES (?, ?, ?, ?, 'pending', ?)
      ON CONFLICT (org_id, experiment_id) DO UPDATE SET
@@ -72,7 +72,7 @@ export function saveResult(
   },
   startedAt: string,
 ): boolean {
-  const changes = db.prepare(
+  const changes = stmt(db, 
     `UPDATE analyses SET status = ?, error = ?, rows = ?, result = ?, started_at = ?, finished_at = ?
      WHERE org_id = ? AND experiment_id = ? AND etag = ?`,
   ).run(
@@ -90,7 +90,7 @@ export function saveResult(
 }
 
 export function deleteAnalysis(db: Database, orgId: string, experimentId: string): void {
-  db.prepare("DELETE FROM analyses WHERE org_id = ? AND experiment_id = ?").run(
+  stmt(db, "DELETE FROM analyses WHERE org_id = ? AND experiment_id = ?").run(
     orgId,
     experimentId,
   );
@@ -98,7 +98,7 @@ export function deleteAnalysis(db: Database, orgId: string, experimentId: string
 
 /** Every analysis row (the timer compares them with what storage holds). */
 export function listAnalysisEtags(db: Database): Map<string, string> {
-  const rows = db.prepare("SELECT org_id, experiment_id, etag FROM analyses").all() as unknown as {
+  const rows = stmt(db, "SELECT org_id, experiment_id, etag FROM analyses").all() as unknown as {
     org_id: string;
     experiment_id: string;
     etag: string;

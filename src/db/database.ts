@@ -4,6 +4,7 @@
  * `PRAGMA user_version`.
  */
 import { DatabaseSync } from "node:sqlite";
+import type { StatementSync } from "node:sqlite";
 
 const MIGRATIONS: string[] = [
   `CREATE TABLE orgs (
@@ -92,4 +93,21 @@ export function databaseReachable(db: DatabaseSync): boolean {
 /** Current time as an ISO-8601 string, the format every timestamp column uses. */
 export function nowIso(): string {
   return new Date().toISOString();
+}
+
+const statements = new WeakMap<DatabaseSync, Map<string, StatementSync>>();
+
+/** A prepared statement, prepared once per database handle and reused (hot paths parse no SQL). */
+export function stmt(db: DatabaseSync, sql: string): StatementSync {
+  let cache = statements.get(db);
+  if (!cache) {
+    cache = new Map();
+    statements.set(db, cache);
+  }
+  let statement = cache.get(sql);
+  if (!statement) {
+    statement = db.prepare(sql);
+    cache.set(sql, statement);
+  }
+  return statement;
 }

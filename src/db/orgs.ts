@@ -1,5 +1,5 @@
 import type { Database } from "./database.ts";
-import { nowIso } from "./database.ts";
+import { nowIso, stmt } from "./database.ts";
 import { newId } from "./ids.ts";
 
 export interface Org {
@@ -27,29 +27,29 @@ export function createOrg(db: Database, name: string): Org {
     throw new RangeError("Cannot create organization: the name must be 1 to 200 characters");
   }
   const org = { id: newId("org"), name: trimmed, active: true, created_at: nowIso() };
-  db.prepare("INSERT INTO orgs (id, name, active, created_at) VALUES (?, ?, 1, ?)")
+  stmt(db, "INSERT INTO orgs (id, name, active, created_at) VALUES (?, ?, 1, ?)")
     .run(org.id, org.name, org.created_at);
   return org;
 }
 
 export function getOrg(db: Database, id: string): Org | null {
-  const row = db.prepare("SELECT * FROM orgs WHERE id = ?").get(id) as OrgRow | undefined;
+  const row = stmt(db, "SELECT * FROM orgs WHERE id = ?").get(id) as OrgRow | undefined;
   return row ? toOrg(row) : null;
 }
 
 export function findOrgByName(db: Database, name: string): Org | null {
-  const row = db.prepare("SELECT * FROM orgs WHERE name = ? ORDER BY created_at LIMIT 1")
+  const row = stmt(db, "SELECT * FROM orgs WHERE name = ? ORDER BY created_at LIMIT 1")
     .get(name) as OrgRow | undefined;
   return row ? toOrg(row) : null;
 }
 
 export function listOrgs(db: Database): Org[] {
-  return (db.prepare("SELECT * FROM orgs ORDER BY created_at, id").all() as unknown as OrgRow[])
+  return (stmt(db, "SELECT * FROM orgs ORDER BY created_at, id").all() as unknown as OrgRow[])
     .map(toOrg);
 }
 
 /** Activates or deactivates an organization; answers false when it does not exist. */
 export function setOrgActive(db: Database, id: string, active: boolean): boolean {
-  const result = db.prepare("UPDATE orgs SET active = ? WHERE id = ?").run(active ? 1 : 0, id);
+  const result = stmt(db, "UPDATE orgs SET active = ? WHERE id = ?").run(active ? 1 : 0, id);
   return Number(result.changes) > 0;
 }

@@ -35,10 +35,9 @@ export function daysInMonth(year: number, month: number): number {
   return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
 }
 
-function digit(buf: Uint8Array, i: number): number {
-  const d = buf[i] - ZERO;
-  return d >= 0 && d <= 9 ? d : -100_000;
-}
+/** Digit values by byte, and 10 000 for any other byte: one bad digit puts a date part out of range. */
+export const DIGIT_VALUES: Int32Array = new Int32Array(256).fill(10_000);
+for (let d = 0; d < 10; d++) DIGIT_VALUES[ZERO + d] = d;
 
 /** True when the cell is a calendar date written `YYYY-MM-DD` (years 0001 to 9999). */
 export function isDate(buf: Uint8Array, start: number, end: number): boolean {
@@ -49,11 +48,12 @@ export function isDate(buf: Uint8Array, start: number, end: number): boolean {
     if (end - start !== 10) return false;
   }
   if (buf[start + 4] !== MINUS || buf[start + 7] !== MINUS) return false;
-  const year = digit(buf, start) * 1000 + digit(buf, start + 1) * 100 +
-    digit(buf, start + 2) * 10 + digit(buf, start + 3);
-  const month = digit(buf, start + 5) * 10 + digit(buf, start + 6);
-  const day = digit(buf, start + 8) * 10 + digit(buf, start + 9);
-  if (year < 1 || month < 1 || month > 12 || day < 1) return false;
+  const D = DIGIT_VALUES;
+  const year = D[buf[start]] * 1000 + D[buf[start + 1]] * 100 + D[buf[start + 2]] * 10 +
+    D[buf[start + 3]];
+  const month = D[buf[start + 5]] * 10 + D[buf[start + 6]];
+  const day = D[buf[start + 8]] * 10 + D[buf[start + 9]];
+  if (year < 1 || year > 9999 || month < 1 || month > 12 || day < 1) return false;
   return day <= 28 || day <= daysInMonth(year, month);
 }
 

@@ -44,7 +44,8 @@ export class ColumnChecks {
 
   /** A decimal comma is accepted in numbers (semicolon-delimited files). */
   readonly decimalComma: boolean;
-  readonly #found: Uint8Array;
+  /** Per metric candidate: bit 1 a value was seen, bit 2 a value other than 0/1. */
+  readonly found: Uint8Array;
   readonly #text: Uint8Array;
   #carry = new Uint8Array(MAX_CHECKED_CELL);
   #carryLength = 0;
@@ -57,7 +58,7 @@ export class ColumnChecks {
     this.names = names;
     this.decimalComma = delimiter === ";";
     this.kinds = new Uint8Array(Math.max(maxColumns, names.length) + 2);
-    this.#found = new Uint8Array(names.length);
+    this.found = new Uint8Array(names.length);
     this.#text = new Uint8Array(names.length);
     names.forEach((name, field) => {
       this.kinds[field] = name === "user_id" || name === "variant"
@@ -125,9 +126,9 @@ export class ColumnChecks {
       this.#text[field] = 1;
       this.kinds[field] = SKIP;
     } else if (kind === BINARY) {
-      this.#found[field] |= HAS_VALUE;
+      this.found[field] |= HAS_VALUE;
     } else if (kind === NUMBER) {
-      this.#found[field] = HAS_VALUE | NOT_BINARY;
+      this.found[field] = HAS_VALUE | NOT_BINARY;
     }
   }
 
@@ -151,7 +152,7 @@ export class ColumnChecks {
   metrics(): MetricColumn[] {
     const metrics: MetricColumn[] = [];
     this.names.forEach((name, field) => {
-      const found = this.#found[field];
+      const found = this.found[field];
       if (this.#isCandidate(field) && this.#text[field] === 0 && (found & HAS_VALUE) !== 0) {
         metrics.push({ name, kind: (found & NOT_BINARY) !== 0 ? "numeric" : "conversion" });
       }
@@ -162,7 +163,7 @@ export class ColumnChecks {
   /** The other columns: text in some cell, or no value at all. */
   dimensions(): string[] {
     return this.names.filter((_, field) =>
-      this.#isCandidate(field) && (this.#text[field] === 1 || this.#found[field] === 0)
+      this.#isCandidate(field) && (this.#text[field] === 1 || this.found[field] === 0)
     );
   }
 

@@ -1,6 +1,6 @@
 import { COMMA, CR, LF, NUL, QUOTE, SEMICOLON } from "./_bytes.ts";
-import { hasText, isDate, numberKind } from "./cell_checks.ts";
-import { type ColumnChecks, DATE, METRIC, REQUIRED } from "./column_checks.ts";
+import type { ColumnChecks } from "./column_checks.ts";
+import { compileFastRows, type FastRows, type FastRowsContext } from "./_fast_rows.ts";
 import type { Utf8Check } from "./utf8_check.ts";
 import { ValidationError } from "./validation_error.ts";
 
@@ -21,6 +21,8 @@ export interface CsvScannerOptions {
   maxLineBytes?: number;
   /** Most fields in a row; default 1000. */
   maxColumns?: number;
+  /** Use the compiled fast path for plain rows; default true (tests compare both). */
+  fastPath?: boolean;
 }
 
 // Scanner states between bytes.
@@ -68,6 +70,8 @@ export class CsvScanner {
   #rowLine: number;
   #quoteLine = 0;
   #rows = 0;
+  readonly #fast: FastRows | null;
+  readonly #context: FastRowsContext;
 
   constructor(options: CsvScannerOptions) {
     this.#delimiter = options.delimiter === ";" ? SEMICOLON : COMMA;
@@ -81,6 +85,13 @@ export class CsvScanner {
     this.#offset = options.offset ?? 0;
     this.#rowStart = this.#offset;
     this.#rowLine = this.#line;
+    this.#context = { rows: 0, cells: this.#cells, classes: this.#classes, utf8: this.#utf8 };
+    this.#fast = options.fastPath === false
+      ? null
+      : compileFastRows(this.#cells.kinds, this.#fieldCount, {
+        delimiter: this.#delimiter,
+        maxLineBytes: this.#maxLineBytes,
+      });
   }
 
   /** Data rows seen so far (blank lines excluded). */
@@ -103,6 +114,8 @@ export class CsvScanner {
     const cells = this.#cells;
     const kinds = cells.kinds;
     const maxLineBytes = this.#maxLineBytes;
+    const fast = this.#fast;
+    const context = this.#context;
     const base = this.#offset - from; // upload offset of buf[0]
     let state = this.#state;
     let field = this.#field;
@@ -119,11 +132,11 @@ export class CsvScanner {
 
     while (i < n) {
       if (state === FIELD) {
-        if (field === 0) {
-          const rows = this.#rows;
-          const next = this.#fastRows(buf, i, n);
-          if (this.#rows !== rows) {
-            line += this.#rows - rows;
+        if (field === 0 && fast !== null) {
+          const next = fast(buf, i, n, context);
+          if (context.rows !== 0) {
+            this.#rows += context.rows;
+            line += context.rows;
             i = next;
             rowStart = base + i;
             this.#rowLine = line;
@@ -251,58 +264,6 @@ export class CsvScanner {
     if ((state !== FIELD || field !== 0) && state !== CR_SEEN) {
       if (base + n - rowStart > maxLineBytes) throw this.#tooLong();
     }
-  }
-
-  /**
-   * The fast path for plain rows that lie wholly in `buf` from `i`: no quotes, no byte
-   * `>= 0x80`, every cell in its simplest form. Checks whole rows with the cell checks fused
-   * into the scan; at the first row it cannot take, it stops and answers that row's start, and
-   * the general state machine takes that row. Counts the rows it took in `#rows`.
-   */
-  #fastRows(buf: Uint8Array, i: number, n: number): number {
-    const classes = this.#classes;
-    const delimiter = this.#delimiter;
-    const cells = this.#cells;
-    const kinds = cells.kinds;
-    const decimalComma = cells.decimalComma;
-    const last = this.#fieldCount - 1;
-    const maxLineBytes = this.#maxLineBytes;
-    let rowStart = i;
-    let rows = 0;
-    row: for (;;) {
-      for (let field = 0; field <= last; field++) {
-        const kind = kinds[field];
-        const start = i;
-        if (kind === DATE) {
-          if (i + 10 >= n || !isDate(buf, i, i + 10)) break row;
-          i += 10;
-        } else {
-          while (i < n && (classes[buf[i]] & 1) === 0) i++;
-          if (i >= n) break row;
-          if (kind === METRIC) {
-            cells.metric(field, numberKind(buf, start, i, decimalComma));
-          } else if (kind === REQUIRED && !hasText(buf, start, i)) {
-            break row;
-          }
-        }
-        const b = buf[i];
-        if (field !== last) {
-          if (b !== delimiter) break row;
-          i++;
-        } else if (b === LF) {
-          i++;
-        } else if (b === CR && i + 1 < n && buf[i + 1] === LF) {
-          i += 2;
-        } else {
-          break row;
-        }
-      }
-      if (i - rowStart > maxLineBytes) break;
-      rows++;
-      rowStart = i;
-    }
-    this.#rows += rows;
-    return rowStart;
   }
 
   /** End of input: ends the last row and refuses an open sequence or quote. */

@@ -12,8 +12,6 @@ export interface ReceiveOptions {
   maxBytes: number;
   /** A body that sends nothing for this long is abandoned with 408. */
   idleTimeoutMs: number;
-  /** Aborted when the client goes away. */
-  signal?: AbortSignal;
   /** Sees every chunk before it is stored; throws to refuse the body. */
   onChunk?: (chunk: Uint8Array) => void;
   /** Size of the batched writes; default 4 MiB. */
@@ -29,8 +27,10 @@ export async function receiveBody(
   if (body === null) return 0;
   const batchBytes = options.batchBytes ?? 4 * 1024 * 1024;
   const reader = body.getReader();
-  // Each batch is a fresh buffer: a writer may keep a chunk after write() resolves (S3 parts).
-  let batch = new Uint8Array(batchBytes);
+  // Two buffers take turns: one fills while the other is being written.
+  const buffers = [new Uint8Array(batchBytes), new Uint8Array(batchBytes)];
+  let turn = 0;
+  let batch = buffers[0];
   let filled = 0;
   let pending: Promise<void> | null = null;
   let total = 0;
@@ -41,7 +41,8 @@ export async function receiveBody(
     if (filled === 0) return;
     const data = batch.subarray(0, filled);
     pending = writer.write(data);
-    batch = new Uint8Array(batchBytes);
+    turn ^= 1;
+    batch = buffers[turn];
     filled = 0;
   };
 
@@ -68,9 +69,7 @@ export async function receiveBody(
         result = await Promise.race([reader.read(), idle()]);
       } catch (error) {
         if (error instanceof ApiError) throw error;
-        if (options.signal?.aborted) {
-          throw new ApiError("request_aborted", "The client closed the connection mid-upload");
-        }
+        // The client went away (or the connection broke) before the body ended.
         throw new ApiError("request_aborted", "The request body could not be read to its end");
       } finally {
         clearTimeout(timer);

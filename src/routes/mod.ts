@@ -6,6 +6,7 @@ import { keyRoutes } from "./keys.ts";
 import { analysisRoutes } from "./analysis.ts";
 import { storageEventRoutes } from "./storage_events.ts";
 import { storagePutRoutes } from "./storage_put.ts";
+import { uiRoutes } from "./ui.ts";
 
 /** Every API route table, in the order they are matched. */
 export const apiRoutes: RouteTable[] = [
@@ -16,4 +17,5 @@ export const apiRoutes: RouteTable[] = [
   keyRoutes,
   storagePutRoutes,
   storageEventRoutes,
+  uiRoutes,
 ];

@@ -57,7 +57,6 @@ async function storagePut(ctx: Ctx): Promise<Response> {
           ? Math.min(check.size, config.maxUploadBytes)
           : config.maxUploadBytes,
         idleTimeoutMs: config.bodyIdleTimeoutSeconds * 1000,
-        signal: ctx.req.signal,
       });
       if (check.size !== undefined && bytes !== check.size) {
         throw new ApiError(

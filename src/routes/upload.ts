@@ -59,7 +59,6 @@ async function upload(ctx: Ctx): Promise<Response> {
       bytes = await receiveBody(ctx.req.body, writer, {
         maxBytes: config.maxUploadBytes,
         idleTimeoutMs: config.bodyIdleTimeoutSeconds * 1000,
-        signal: ctx.req.signal,
         onChunk(chunk) {
           validator.push(chunk);
           hash.update(chunk);

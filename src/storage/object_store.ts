@@ -18,7 +18,10 @@ export interface ObjectInfo {
  * them and leaves any previous object under the same key exactly as it was.
  */
 export interface ObjectWriter {
-  /** Appends bytes; resolves when the store can take more (backpressure). */
+  /**
+   * Appends bytes; resolves when the store can take more (backpressure). The caller may reuse
+   * `chunk` once the promise resolves: a driver that needs the bytes longer copies them.
+   */
   write(chunk: Uint8Array): Promise<void>;
   /** Makes the object visible atomically and answers its info. */
   commit(): Promise<ObjectInfo>;

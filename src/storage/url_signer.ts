@@ -3,22 +3,21 @@
  * declared length. The secret is generated on first start and kept in the data directory (0600).
  */
 import { Buffer } from "node:buffer";
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { timingSafeEqual } from "node:crypto";
+import { HmacSha256 } from "../hmac.ts";
 
 export type SignatureCheck = "ok" | "expired" | "invalid";
 
 export class UrlSigner {
-  #secret: Uint8Array;
+  #hmac: HmacSha256;
 
   constructor(secret: Uint8Array) {
     if (secret.length < 32) throw new RangeError("UrlSigner needs a secret of at least 32 bytes");
-    this.#secret = secret;
+    this.#hmac = new HmacSha256(secret);
   }
 
   #mac(method: string, key: string, expires: number, size: number | undefined): string {
-    return createHmac("sha256", this.#secret)
-      .update(`${method}\n${key}\n${expires}\n${size ?? ""}`)
-      .digest("base64url");
+    return this.#hmac.digest(`${method}\n${key}\n${expires}\n${size ?? ""}`).toString("base64url");
   }
 
   /** The query string (without `?`) that authorizes `method` on `key` until `expires` (s). */

@@ -1,0 +1,88 @@
+/** Helpers shared by the benchmarks: child servers, peak memory, medians, tables. */
+
+export function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** Peak resident set (VmHWM) of a process, in MB; null where /proc is missing. */
+export async function peakRssMB(pid: number): Promise<number | null> {
+  try {
+    const status = await Deno.readTextFile(`/proc/${pid}/status`);
+    const m = /VmHWM:\s+(\d+) kB/.exec(status);
+    return m ? Number(m[1]) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+export function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+export interface Child {
+  pid: number;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Starts a Deno script as a child process and waits until `readyText` appears on stdout. */
+export async function startChild(
+  args: string[],
+  env: Record<string, string>,
+  readyText: string,
+  port: number,
+): Promise<Child> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args,
+    env,
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  while (!text.includes(readyText)) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`child exited before it was ready:\n${text}`);
+    text += decoder.decode(value, { stream: true });
+  }
+  // Keep draining stdout so the child never blocks on a full pipe.
+  (async () => {
+    try {
+      while (!(await reader.read()).done) { /* discard */ }
+    } catch { /* closed */ }
+  })();
+  return {
+    pid: child.pid,
+    url: `http://127.0.0.1:${port}`,
+    async stop() {
+      try {
+        child.kill("SIGKILL");
+      } catch { /* gone */ }
+      await child.status;
+    },
+  };
+}
+
+/** Runs curl and answers its stdout (`-w` output). */
+export async function curl(args: string[]): Promise<string> {
+  const out = await new Deno.Command("curl", { args, stdout: "piped", stderr: "piped" }).output();
+  if (!out.success) throw new Error(`curl failed: ${new TextDecoder().decode(out.stderr)}`);
+  return new TextDecoder().decode(out.stdout);
+}
+
+export function printTable(title: string, rows: Record<string, string | number>[]): void {
+  console.log(`\n## ${title}`);
+  if (rows.length === 0) return;
+  const cols = Object.keys(rows[0]);
+  const width = cols.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c]).length)));
+  const line = (cells: string[]) => "| " + cells.map((c, i) => c.padEnd(width[i])).join(" | ") + " |";
+  console.log(line(cols));
+  console.log("|" + width.map((w) => "-".repeat(w + 2)).join("|") + "|");
+  for (const r of rows) console.log(line(cols.map((c) => String(r[c]))));
+}

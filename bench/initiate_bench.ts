@@ -1,0 +1,118 @@
+/**
+ * Initiate throughput: wrk at 50 connections for 10 s against (a) a hello-world `Deno.serve` and
+ * (b) `POST /api/v1/datasets/initiate/` on the local driver and on the S3 driver (s3rver), in
+ * the same run. Needs `wrk` (Debian package).
+ *
+ *   deno run -A bench/initiate_bench.ts [SECONDS]
+ */
+import { freePort, printTable, startChild } from "./_util.ts";
+import { startS3rver } from "../tests/_s3rver.ts";
+
+const MAIN = new URL("../main.ts", import.meta.url).pathname;
+
+interface WrkResult {
+  rps: number;
+  p99ms: number;
+  errors: number;
+}
+
+async function wrk(url: string, seconds: number, script?: string): Promise<WrkResult> {
+  const args = ["-t2", "-c50", `-d${seconds}s`, "--latency", ...(script ? ["-s", script] : []), url];
+  const out = await new Deno.Command("wrk", { args, stdout: "piped", stderr: "piped" }).output();
+  const text = new TextDecoder().decode(out.stdout);
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1] ?? NaN);
+  const p99 = /99%\s+([\d.]+)(us|ms|s)/.exec(text);
+  const p99ms = p99 ? Number(p99[1]) * (p99[2] === "us" ? 0.001 : p99[2] === "s" ? 1000 : 1) : NaN;
+  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(text)?.[1] ?? 0);
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text);
+  const errors = non2xx + (socketErrors ? socketErrors.slice(1).reduce((a, b) => a + Number(b), 0) : 0);
+  return { rps, p99ms, errors };
+}
+
+async function service(env: Record<string, string>) {
+  const dataDir = await Deno.makeTempDir({ prefix: "abn-bench-init-" });
+  const full = { ...env, ABN_DATA_DIR: dataDir };
+  const run = async (args: string[]) =>
+    JSON.parse(
+      new TextDecoder().decode(
+        (await new Deno.Command(Deno.execPath(), {
+          args: ["run", "-A", MAIN, ...args],
+          env: full,
+          stdout: "piped",
+        }).output()).stdout,
+      ),
+    );
+  const { org_id } = await run(["admin", "org", "create", "bench", "--json"]);
+  const { api_key } = await run(["admin", "key", "create", org_id, "--json"]);
+  const port = freePort();
+  const child = await startChild(
+    ["run", "-A", MAIN, "serve"],
+    { ...full, ABN_PORT: String(port) },
+    '"msg":"listening"',
+    port,
+  );
+  const script = `${dataDir}/initiate.lua`;
+  await Deno.writeTextFile(
+    script,
+    `wrk.method = "POST"
+wrk.body = '{"experiment_id": "bench-exp"}'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer ${api_key}"
+`,
+  );
+  return {
+    url: `${child.url}/api/v1/datasets/initiate/`,
+    script,
+    async stop() {
+      await child.stop();
+      await Deno.remove(dataDir, { recursive: true });
+    },
+  };
+}
+
+export async function benchInitiate(seconds = 10) {
+  const helloPort = freePort();
+  const hello = await startChild(
+    ["run", "-A", new URL("./_hello_server.ts", import.meta.url).pathname, String(helloPort)],
+    {},
+    "ready",
+    helloPort,
+  );
+  const helloResult = await wrk(`${hello.url}/`, seconds);
+  await hello.stop();
+
+  const local = await service({});
+  const localResult = await wrk(local.url, seconds, local.script);
+  await local.stop();
+
+  const s3 = await startS3rver();
+  const s3svc = await service({
+    ABN_STORAGE: "s3",
+    ABN_S3_ENDPOINT: s3.endpoint,
+    ABN_S3_BUCKET: s3.bucket,
+    ABN_S3_REGION: s3.region,
+    ABN_S3_ACCESS_KEY_ID: s3.accessKeyId,
+    ABN_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+  });
+  const s3Result = await wrk(s3svc.url, seconds, s3svc.script);
+  await s3svc.stop();
+  await s3.stop();
+  return { hello: helloResult, local: localResult, s3: s3Result };
+}
+
+if (import.meta.main) {
+  const r = await benchInitiate(Number(Deno.args[0] ?? 10));
+  const row = (what: string, x: WrkResult, target: string) => ({
+    what,
+    "req/s": x.rps.toFixed(0),
+    "p99 ms": x.p99ms.toFixed(2),
+    errors: x.errors,
+    "ratio to hello": (x.rps / r.hello.rps).toFixed(2),
+    target,
+  });
+  printTable("Initiate at 50 connections (wrk)", [
+    row("hello-world Deno.serve", r.hello, ""),
+    row("initiate, local driver", r.local, "≥ 0.30, p99 < 20 ms"),
+    row("initiate, S3 driver", r.s3, "≥ 0.20, p99 < 20 ms"),
+  ]);
+}

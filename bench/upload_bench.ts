@@ -1,0 +1,133 @@
+/**
+ * Direct upload throughput and memory: (a) a baseline server that only streams the body to a
+ * file, (b) our direct upload to the local driver; same ~200 MB file, same curl client, medians.
+ * Then the service's peak RSS during one 200 MB upload and during 8 concurrent 25 MB uploads.
+ *
+ *   deno run -A bench/upload_bench.ts [FILE]
+ */
+import { writeCsv } from "./generate_csv.ts";
+import { curl, freePort, median, peakRssMB, printTable, startChild } from "./_util.ts";
+
+const MAIN = new URL("../main.ts", import.meta.url).pathname;
+
+async function startService(dataDir: string) {
+  const env = { ABN_DATA_DIR: dataDir };
+  const run = async (args: string[]) => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", MAIN, ...args],
+      env,
+      stdout: "piped",
+    }).output();
+    return JSON.parse(new TextDecoder().decode(out.stdout));
+  };
+  const { org_id } = await run(["admin", "org", "create", "bench", "--json"]);
+  const { api_key } = await run(["admin", "key", "create", org_id, "--json"]);
+  const port = freePort();
+  const child = await startChild(
+    ["run", "-A", MAIN, "serve"],
+    { ...env, ABN_PORT: String(port) },
+    '"msg":"listening"',
+    port,
+  );
+  return { child, apiKey: api_key as string };
+}
+
+async function timeUpload(url: string, file: string, headers: string[]): Promise<number> {
+  const out = await curl([
+    "-sS",
+    "-o",
+    "/dev/null",
+    "-w",
+    "%{http_code} %{time_total}",
+    "-X",
+    "POST",
+    "--data-binary",
+    `@${file}`,
+    "-H",
+    "Content-Type: text/csv",
+    ...headers.flatMap((h) => ["-H", h]),
+    url,
+  ]);
+  const [code, seconds] = out.trim().split(" ");
+  if (code !== "201") throw new Error(`upload answered ${code}`);
+  return Number(seconds);
+}
+
+export async function benchUpload(path?: string, runs = 3) {
+  const work = await Deno.makeTempDir({ prefix: "abn-bench-upload-" });
+  const file = path ?? `${work}/bench.csv`;
+  if (!path) await writeCsv(file, { rows: 4_700_000 });
+  const size = (await Deno.stat(file)).size;
+  const mb = size / 1e6;
+
+  const rawPort = freePort();
+  await Deno.mkdir(`${work}/raw`);
+  const raw = await startChild(
+    ["run", "-A", new URL("./_raw_upload_server.ts", import.meta.url).pathname, String(rawPort), `${work}/raw`],
+    {},
+    "ready",
+    rawPort,
+  );
+  const svc = await startService(`${work}/svc`);
+  const rawTimes: number[] = [];
+  const ourTimes: number[] = [];
+  try {
+    for (let i = 0; i < runs; i++) {
+      rawTimes.push(await timeUpload(`${raw.url}/`, file, []));
+      ourTimes.push(
+        await timeUpload(
+          `${svc.child.url}/api/v1/datasets/upload/?experiment_id=bench`,
+          file,
+          [`Authorization: Bearer ${svc.apiKey}`],
+        ),
+      );
+    }
+  } finally {
+    await raw.stop();
+  }
+  const rssSingle = await peakRssMB(svc.child.pid);
+  await svc.child.stop();
+
+  // 8 concurrent 25 MB uploads on a fresh service.
+  const small = `${work}/small.csv`;
+  await writeCsv(small, { rows: 600_000, seed: 2 });
+  const svc2 = await startService(`${work}/svc2`);
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: 8 }, (_, i) =>
+      timeUpload(
+        `${svc2.child.url}/api/v1/datasets/upload/?experiment_id=c${i}`,
+        small,
+        [`Authorization: Bearer ${svc2.apiKey}`],
+      )),
+  );
+  const concurrentSeconds = (performance.now() - t0) / 1000;
+  const rssConcurrent = await peakRssMB(svc2.child.pid);
+  await svc2.child.stop();
+  await Deno.remove(work, { recursive: true });
+
+  const rawMBs = mb / median(rawTimes);
+  const ourMBs = mb / median(ourTimes);
+  return {
+    fileMB: mb,
+    rawMBs,
+    ourMBs,
+    ratio: ourMBs / rawMBs,
+    rssSingleMB: rssSingle,
+    rssConcurrentMB: rssConcurrent,
+    concurrentSeconds,
+    smallMB: (await Deno.stat(file).catch(() => ({ size }))).size / 1e6,
+  };
+}
+
+if (import.meta.main) {
+  const r = await benchUpload(Deno.args[0]);
+  printTable("Direct upload (local driver) vs raw body-to-file", [
+    { what: "file", value: `${r.fileMB.toFixed(1)} MB` },
+    { what: "baseline: body → file + fsync", value: `${r.rawMBs.toFixed(0)} MB/s` },
+    { what: "ours: validate + store", value: `${r.ourMBs.toFixed(0)} MB/s` },
+    { what: "ratio (target ≥ 0.7)", value: r.ratio.toFixed(2) },
+    { what: "peak RSS, 200 MB upload (target < 150)", value: `${r.rssSingleMB?.toFixed(0)} MB` },
+    { what: "peak RSS, 8 × 25 MB concurrent (target < 300)", value: `${r.rssConcurrentMB?.toFixed(0)} MB` },
+  ]);
+}

@@ -1,0 +1,109 @@
+/**
+ * The service's API as the page uses it: the key lives in sessionStorage and travels only in the
+ * `Authorization: Bearer` header, never in a URL.
+ */
+
+const KEY_NAME = "abn.api_key";
+const BASE = "/api/v1";
+
+/** An API answer other than 2xx, or no answer at all (`status` 0). */
+export class ApiError extends Error {
+  /**
+   * @param {number} status
+   * @param {string} code
+   * @param {string} message
+   * @param {string | null} requestId
+   */
+  constructor(status, code, message, requestId) {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+    this.code = code;
+    this.requestId = requestId;
+  }
+}
+
+/** @returns {string | null} */
+export function storedKey() {
+  return sessionStorage.getItem(KEY_NAME);
+}
+
+/** @param {string} key */
+export function storeKey(key) {
+  sessionStorage.setItem(KEY_NAME, key);
+}
+
+export function forgetKey() {
+  sessionStorage.removeItem(KEY_NAME);
+}
+
+/** @type {(error: ApiError) => void} */
+let onAuthFailure = () => {};
+
+/**
+ * Called when a signed-in request answers 401 or 403 (key revoked, organization deactivated).
+ * @param {(error: ApiError) => void} handler
+ */
+export function setAuthFailureHandler(handler) {
+  onAuthFailure = handler;
+}
+
+/**
+ * Calls the API and answers its JSON.
+ * @param {string} path below `/api/v1`, e.g. `/datasets/`
+ * @param {{ method?: string, body?: unknown, key?: string }} [options]
+ *   `key` signs in with that key instead of the stored one (and skips the auth-failure handler)
+ * @returns {Promise<any>}
+ * @throws {ApiError}
+ */
+export async function api(path, options = {}) {
+  const key = options.key ?? storedKey();
+  /** @type {Record<string, string>} */
+  const headers = { accept: "application/json" };
+  if (key) headers.authorization = `Bearer ${key}`;
+  if (options.body !== undefined) headers["content-type"] = "application/json";
+  let response;
+  try {
+    response = await fetch(BASE + path, {
+      method: options.method ?? "GET",
+      headers,
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      cache: "no-store",
+      credentials: "omit",
+    });
+  } catch {
+    throw new ApiError(
+      0,
+      "network",
+      "The service cannot be reached. Check your connection; the page retries by itself.",
+      null,
+    );
+  }
+  const requestId = response.headers.get("x-request-id");
+  /** @type {any} */
+  let body = null;
+  try {
+    body = await response.json();
+  } catch {
+    body = null;
+  }
+  if (response.ok) return body;
+  const error = new ApiError(
+    response.status,
+    body?.error?.code ?? "http_" + response.status,
+    body?.error?.message ?? `The service answered ${response.status}.`,
+    body?.error?.request_id ?? requestId,
+  );
+  if ((response.status === 401 || response.status === 403) && options.key === undefined) {
+    onAuthFailure(error);
+  }
+  throw error;
+}
+
+/**
+ * A path segment for an experiment id (ids are `A-Za-z0-9._-`, encoded all the same).
+ * @param {string} experimentId
+ */
+export function datasetPath(experimentId) {
+  return `/datasets/${encodeURIComponent(experimentId)}/`;
+}
