@@ -4,6 +4,7 @@
  */
 import type { Config } from "./config.ts";
 import type { Database } from "./db/database.ts";
+import { isDatabaseUnavailable } from "./db/database.ts";
 import type { LastUsedRecorder } from "./db/api_keys.ts";
 import type { ObjectStore } from "./storage/object_store.ts";
 import { StorageError } from "./storage/object_store.ts";
@@ -113,7 +114,11 @@ export function createApp(deps: AppDeps, routeTables: RouteTable[]): AppHandler 
       logFields.error_code = (error instanceof ApiError) ? error.code : "internal_error";
     }
     const seconds = (performance.now() - started) / 1000;
-    deps.metrics.requests.inc({ route, method: req.method, status: String(response.status) });
+    deps.metrics.requests.inc({
+      route,
+      method: metricMethod(req.method),
+      status: String(response.status),
+    });
     deps.metrics.requestSeconds.observe(seconds, { route });
     log(JSON.stringify({
       level: "info",
@@ -128,6 +133,13 @@ export function createApp(deps: AppDeps, routeTables: RouteTable[]): AppHandler 
     }));
     return response;
   };
+}
+
+const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]);
+
+/** The method as a metrics label: any other token is `OTHER`, so clients cannot grow the registry. */
+function metricMethod(method: string): string {
+  return KNOWN_METHODS.has(method) ? method : "OTHER";
 }
 
 function withHeader(response: Response, name: string, value: string): Response {
@@ -161,6 +173,20 @@ export function toErrorResponse(
       "storage_error",
       "Storage failed; nothing was changed. Retry after a few seconds.",
       requestId,
+    );
+  }
+  if (isDatabaseUnavailable(error)) {
+    log(JSON.stringify({
+      level: "error",
+      request_id: requestId,
+      msg: "database unavailable",
+      error: (error as Error).message,
+    }));
+    return errorResponse(
+      "service_unavailable",
+      "The database is busy or cannot be written right now; nothing was changed. Retry after a few seconds.",
+      requestId,
+      { "retry-after": "5" },
     );
   }
   log(JSON.stringify({

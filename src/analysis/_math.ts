@@ -340,7 +340,11 @@ export class SeededRandom {
       return this.gamma(shape + 1) * Math.pow(u === 0 ? Number.MIN_VALUE : u, 1 / shape);
     }
     const d = shape - 1 / 3;
-    const c = 1 / Math.sqrt(9 * d);
+    return this.#marsagliaTsang(d, 1 / Math.sqrt(9 * d));
+  }
+
+  /** Marsaglia–Tsang for shape ≥ 1 with its constants d = shape − ⅓ and c = 1/√(9d). */
+  #marsagliaTsang(d: number, c: number): number {
     for (;;) {
       let x: number;
       let v: number;
@@ -354,6 +358,24 @@ export class SeededRandom {
       if (u < 1 - 0.0331 * x2 * x2) return d * v;
       if (Math.log(u) < 0.5 * x2 + d * (1 - v + Math.log(v))) return d * v;
     }
+  }
+
+  /**
+   * A function drawing Beta(a, b) numbers from this source, with the gamma constants computed
+   * once (for the many draws of a Monte Carlo); a and b must be at least 1.
+   */
+  betaSampler(a: number, b: number): () => number {
+    if (!(a >= 1 && b >= 1) || a === Infinity || b === Infinity) {
+      throw new RangeError(`Cannot sample a beta variate: a=${a}, b=${b}`);
+    }
+    const da = a - 1 / 3;
+    const ca = 1 / Math.sqrt(9 * da);
+    const db = b - 1 / 3;
+    const cb = 1 / Math.sqrt(9 * db);
+    return () => {
+      const x = this.#marsagliaTsang(da, ca);
+      return x / (x + this.#marsagliaTsang(db, cb));
+    };
   }
 
   /** A Beta(a, b) number, as X / (X + Y) with X ~ Gamma(a) and Y ~ Gamma(b). */

@@ -6,18 +6,7 @@
  */
 import type { Aggregate, DailyVariantPoint, MetricVariantStats } from "./aggregate_types.ts";
 import { DAY_LIMIT, formatDay } from "./_csv_cells.ts";
-import {
-  EXCLUDED,
-  FIRST_DAY_WORD,
-  FIRST_ONE,
-  FIRST_VALUE,
-  FIRST_ZERO,
-  MAX,
-  type MetricKind,
-  SUM,
-  type Tally,
-  VARIANT_WORD,
-} from "./_tally.ts";
+import { EXCLUDED, type MetricKind, type Tally, VARIANT_WORD } from "./_tally.ts";
 import type { ValueLog } from "./_value_log.ts";
 
 /** Per metric: per variant stats, and per (day, variant) counts and sums before running totals. */
@@ -80,18 +69,18 @@ export function summarize(tally: Tally, kinds: Readonly<Record<string, MetricKin
     if (variant === EXCLUDED) continue;
     const p = position[variant];
     userCounts[p]++;
-    cumulative[slot(i32[w + FIRST_DAY_WORD]) + p]++;
+    cumulative[slot(i32[w + tally.firstDayWord]) + p]++;
     for (const metric of metrics) {
-      const m = w + tally.metricWord[metric.k];
-      const firstValue = i32[m + FIRST_VALUE];
+      const k = metric.k;
+      const firstValue = i32[w + tally.firstValueWord[k]];
       if (firstValue === 0) continue;
-      const firstOne = i32[m + FIRST_ONE];
-      const binary = tally.binary[metric.k] === 1;
+      const firstOne = i32[w + tally.firstOneWord[k]];
+      const binary = tally.binary[k] === 1;
       const value = metric.kind === "numeric"
-        ? f64[(m + SUM) >> 1]
+        ? f64[(w + tally.sumWord[k]) >> 1]
         : binary
         ? (firstOne === 0 ? 0 : 1)
-        : f64[(m + MAX) >> 1];
+        : f64[(w + tally.maxWord[k]) >> 1];
       metric.users[p]++;
       metric.sum[p] += value;
       metric.squares[p] += value * value;
@@ -107,7 +96,7 @@ export function summarize(tally: Tally, kinds: Readonly<Record<string, MetricKin
     if (metric.kind === "numeric") {
       addLoggedValues(log, i32, position, dayRank, firstDay, variantCount, metric.dailySum);
     } else if (tally.binary[metric.k] === 0) {
-      const zeroWord = tally.metricWord[metric.k] + FIRST_ZERO;
+      const zeroWord = tally.firstZeroWord[metric.k];
       addRunningMaxima(
         log,
         i32,

@@ -17,21 +17,16 @@ export type MetricKind = "conversion" | "numeric";
 export const EXCLUDED = -1;
 
 /**
- * Record layout, in 32-bit words: 0 id length (the table's), 1 variant, 2 first day, 3 unused,
- * then one block per metric column from `metricWord[k]`: the sum (a double at +0), the first day
- * with a value (+2) and the first day with a 1 (+3); a column read as conversion by the caller's
- * setting also keeps the maximum (a double at +4) and the first day with a 0 (+6).
+ * Record layout, in 32-bit words: 0 id length (the table's), 1 variant, then the doubles (per
+ * metric column its sum, and for columns read as conversion by the caller's setting also the
+ * maximum), then the first day, per metric column the first days with a value and with a 1, and
+ * for columns read as conversion by the setting the first day with a 0. For two metric columns
+ * and a 20-byte id that makes 64 bytes.
  *
  * Days are stored as `DAY_LIMIT - day`, so that 0 (a fresh record) means "none" and a later
  * day is a smaller number: "first day" is a plain maximum.
  */
 export const VARIANT_WORD = 1;
-export const FIRST_DAY_WORD = 2;
-export const SUM = 0;
-export const FIRST_VALUE = 2;
-export const FIRST_ONE = 3;
-export const MAX = 4;
-export const FIRST_ZERO = 6;
 
 const SPACE = 0x20;
 const TAB = 0x09;
@@ -52,7 +47,13 @@ export class Tally implements CsvRowSink {
   readonly days: number[] = [];
   /** Metric candidates: every column but user_id, variant and date. */
   metricNames: string[] = [];
-  metricWord = new Int32Array(0);
+  /** Record words (see above): the first day, and per metric column its fields (-1: none). */
+  firstDayWord = 2;
+  sumWord = new Int32Array(0);
+  maxWord = new Int32Array(0);
+  firstValueWord = new Int32Array(0);
+  firstOneWord = new Int32Array(0);
+  firstZeroWord = new Int32Array(0);
   /** 1 while every non-empty cell was a number. */
   candidate = new Uint8Array(0);
   /** 1 once a cell had a value. */
@@ -74,9 +75,10 @@ export class Tally implements CsvRowSink {
   readonly #variantBytes: Uint8Array[] = [];
   readonly #variantIndex = new Map<string, number>();
   #lastVariant = -1;
-  // The batch: per row the id (copied to #ids), its hash, the variant, the day and the values.
+  // The batch: per row the id (copied to #ids, each from a 4-byte boundary), its hash, the variant, the day and the values.
   #batchSize = 0;
   #ids = new Uint8Array(BATCH * 32);
+  #idWords = new Int32Array(this.#ids.buffer);
   #idFill = 0;
   readonly #idStart = new Int32Array(BATCH);
   readonly #idLength = new Int32Array(BATCH);
@@ -115,21 +117,22 @@ export class Tally implements CsvRowSink {
     const count = metricFields.length;
     this.metricNames = metricFields.map((i) => names[i]);
     this.#metricField = Int32Array.from(metricFields);
-    this.metricWord = new Int32Array(count);
     this.candidate = new Uint8Array(count).fill(1);
     this.hasValue = new Uint8Array(count);
     this.binary = new Uint8Array(count).fill(1);
-    this.forcedConversion = new Uint8Array(count);
+    this.forcedConversion = Uint8Array.from(
+      this.metricNames,
+      (name) => Object.hasOwn(this.#kinds, name) && this.#kinds[name] === "conversion" ? 1 : 0,
+    );
     this.logs = metricFields.map(() => new ValueLog());
-    let words = 4;
-    for (let k = 0; k < count; k++) {
-      this.metricWord[k] = words;
-      this.forcedConversion[k] = Object.hasOwn(this.#kinds, this.metricNames[k]) &&
-          this.#kinds[this.metricNames[k]] === "conversion"
-        ? 1
-        : 0;
-      words += this.forcedConversion[k] === 1 ? 8 : 4;
-    }
+    let words = 2;
+    const next = (size: number) => (words += size) - size;
+    this.sumWord = Int32Array.from(this.metricNames, () => next(2));
+    this.maxWord = Int32Array.from(this.forcedConversion, (flag) => flag ? next(2) : -1);
+    this.firstDayWord = next(1);
+    this.firstValueWord = Int32Array.from(this.metricNames, () => next(1));
+    this.firstOneWord = Int32Array.from(this.metricNames, () => next(1));
+    this.firstZeroWord = Int32Array.from(this.forcedConversion, (flag) => flag ? next(1) : -1);
     this.users = new UserTable(words);
     this.#values = new Float64Array(BATCH * count);
     this.#daySeen = new Uint8Array(DAY_LIMIT);
@@ -150,16 +153,18 @@ export class Tally implements CsvRowSink {
     }
     const length = e - s;
     let at = this.#idFill;
-    if (at + length > this.#ids.length) {
-      this.#growIds(at + length);
+    if (at + length + 4 > this.#ids.length) {
+      this.#growIds(at + length + 4);
       at = this.#idFill;
     }
     const ids = this.#ids;
     for (let i = 0; i < length; i++) ids[at + i] = buf[s + i];
-    this.#idFill = at + length;
-    this.#idStart[r] = at;
+    let padded = at + length;
+    while ((padded & 3) !== 0) ids[padded++] = 0;
+    this.#idFill = padded;
+    this.#idStart[r] = at >> 2;
     this.#idLength[r] = length;
-    this.#hash[r] = hashId(ids, at, length);
+    this.#hash[r] = hashId(this.#idWords, at >> 2, length);
     this.#batchVariant[r] = this.#variant(buf, start[this.#variantField], end[this.#variantField]);
     const day = readDay(buf, start[this.#dayField], end[this.#dayField]);
     if (day < 0) {
@@ -205,15 +210,21 @@ export class Tally implements CsvRowSink {
     const values = this.#values;
     const candidate = this.candidate;
     for (let r = 0; r < size; r++) {
-      const record = users.lookup(this.#ids, this.#idStart[r], this.#idLength[r], this.#hash[r]);
+      const record = users.lookup(
+        this.#idWords,
+        this.#idStart[r],
+        this.#idLength[r],
+        this.#hash[r],
+      );
       const variant = this.#batchVariant[r];
       const day = this.#batchDay[r];
       const first = DAY_LIMIT - day;
       const i32 = users.i32;
       const w = 2 * record;
+      const firstDayWord = w + this.firstDayWord;
       if (users.isNew) {
         i32[w + VARIANT_WORD] = variant;
-        i32[w + FIRST_DAY_WORD] = first;
+        i32[firstDayWord] = first;
       } else {
         const known = i32[w + VARIANT_WORD];
         if (known !== variant) {
@@ -223,20 +234,25 @@ export class Tally implements CsvRowSink {
           }
           continue;
         }
-        if (first > i32[w + FIRST_DAY_WORD]) i32[w + FIRST_DAY_WORD] = first;
+        if (first > i32[firstDayWord]) i32[firstDayWord] = first;
       }
       const f64 = users.f64;
       for (let k = 0; k < count; k++) {
         const x = values[r * count + k];
         if (x !== x || candidate[k] === 0) continue;
-        const m = w + this.metricWord[k];
-        const fresh = i32[m + FIRST_VALUE] === 0;
-        f64[m >> 1] += x;
-        if (first > i32[m + FIRST_VALUE]) i32[m + FIRST_VALUE] = first;
-        if (x === 1 && first > i32[m + FIRST_ONE]) i32[m + FIRST_ONE] = first;
+        const firstValue = w + this.firstValueWord[k];
+        const fresh = i32[firstValue] === 0;
+        f64[(w + this.sumWord[k]) >> 1] += x;
+        if (first > i32[firstValue]) i32[firstValue] = first;
+        if (x === 1) {
+          const firstOne = w + this.firstOneWord[k];
+          if (first > i32[firstOne]) i32[firstOne] = first;
+        }
         if (this.forcedConversion[k] === 1) {
-          if (fresh || x > f64[(m + MAX) >> 1]) f64[(m + MAX) >> 1] = x;
-          if (x === 0 && first > i32[m + FIRST_ZERO]) i32[m + FIRST_ZERO] = first;
+          const max = (w + this.maxWord[k]) >> 1;
+          if (fresh || x > f64[max]) f64[max] = x;
+          const firstZero = w + this.firstZeroWord[k];
+          if (x === 0 && first > i32[firstZero]) i32[firstZero] = first;
         }
         if (x !== 0) this.logs[k]!.append(record, day, x);
       }
@@ -246,9 +262,10 @@ export class Tally implements CsvRowSink {
   }
 
   #growIds(length: number): void {
-    const ids = new Uint8Array(Math.max(length, 2 * this.#ids.length));
+    const ids = new Uint8Array(Math.max(length + 3, 2 * this.#ids.length) & ~3);
     ids.set(this.#ids.subarray(0, this.#idFill));
     this.#ids = ids;
+    this.#idWords = new Int32Array(ids.buffer);
   }
 
   /** Stops accumulating column `k`: a cell held text, so it is a dimension. */

@@ -1,24 +1,36 @@
 /**
  * An open-addressing hash table of user ids over typed arrays, for a million users and more
- * without a `Map` or a string per user. Each user gets a record in one growable byte arena: a
- * fixed number of 32-bit words (word 0 holds the id's length, the others belong to the caller)
- * followed by the id bytes, padded to 8 bytes. A record is named by its start in 8-byte units,
+ * without a `Map` or a string per user. Each user gets a record in one growable arena: a fixed
+ * number of 32-bit words (word 0 holds the id's length, the others belong to the caller) followed
+ * by the id bytes, the record padded to 8 bytes. A record is named by its start in 8-byte units,
  * so that `i32[2 * record + k]` is word k and `f64[record + k / 2]` the double at even word k.
  * Records are laid out in the order users were added, so walking them with `next` visits users in
  * first-seen order.
  *
  * Random memory reads are what the aggregation waits for (a few hundred nanoseconds each when they
  * depend on each other), so a user's fields and id share one record, and callers `warm` a batch
- * of lookups first, letting the cache misses of many rows overlap.
+ * of lookups first, letting the cache misses of many rows overlap. Fresh memory is the other cost
+ * (each page's first touch is a page fault): the arena grows in place where the runtime supports
+ * resizable `ArrayBuffer`s, and the slots fill to 70 % before doubling.
  */
 
-const INITIAL_SLOTS = 1 << 16;
-const INITIAL_ARENA_BYTES = 1 << 20;
+const INITIAL_SLOTS = 1 << 12;
+const INITIAL_ARENA_BYTES = 1 << 16;
+/** Address space reserved for a resizable arena (committed only as it grows). */
+const MAX_ARENA_BYTES = 2 ** 32;
 
-/** The 32-bit hash of an id that `lookup` expects: FNV-1a over the bytes, then MurmurHash3's mix. */
-export function hashId(buf: Uint8Array, start: number, length: number): number {
-  let h = 0x811c9dc5 | 0;
-  for (let i = start; i < start + length; i++) h = Math.imul(h ^ buf[i], 0x01000193);
+/**
+ * The 32-bit hash of an id that `lookup` expects, over its bytes as little-endian 32-bit words
+ * `ids[at..at + ceil(length / 4))` (the last one zero-padded): MurmurHash3's rounds and mix.
+ */
+export function hashId(ids: Int32Array, at: number, length: number): number {
+  let h = length;
+  for (let i = at; i < at + ((length + 3) >> 2); i++) {
+    let k = Math.imul(ids[i], 0xcc9e2d51);
+    k = Math.imul((k << 15) | (k >>> 17), 0x1b873593);
+    h ^= k;
+    h = (Math.imul((h << 13) | (h >>> 19), 5) + 0xe6546b64) | 0;
+  }
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
@@ -36,20 +48,20 @@ export class UserTable {
   /** Views of the arena; replaced when it grows, so read them after each `lookup`. */
   i32: Int32Array;
   f64: Float64Array;
-  #u8: Uint8Array;
-  /** Words per record before the id bytes (even). */
+  #arena: ArrayBuffer;
+  /** Words per record before the id bytes. */
   readonly #words: number;
   /** Pairs (hash, record + 1); 0 marks a free slot. */
   #slots = new Int32Array(2 * INITIAL_SLOTS);
   #mask = INITIAL_SLOTS - 1;
+  #limit = Math.floor(INITIAL_SLOTS * 0.7);
 
   /** `words` is the number of 32-bit words before the id bytes, word 0 included; at least 2. */
   constructor(words: number) {
-    this.#words = Math.max(2, words + (words & 1));
-    const arena = new ArrayBuffer(INITIAL_ARENA_BYTES);
-    this.#u8 = new Uint8Array(arena);
-    this.i32 = new Int32Array(arena);
-    this.f64 = new Float64Array(arena);
+    this.#words = Math.max(2, words);
+    this.#arena = newArena();
+    this.i32 = new Int32Array(this.#arena);
+    this.f64 = new Float64Array(this.#arena);
   }
 
   /**
@@ -75,10 +87,11 @@ export class UserTable {
   }
 
   /**
-   * Answers the record of the user whose id is `buf[start..start + length)` and whose
-   * `hashId` is `hash`, adding the user (with zeroed fields) when new; `isNew` tells which.
+   * Answers the record of the user whose id is `length` bytes held as words from `ids[at]`
+   * (zero-padded) and whose `hashId` is `hash`, adding the user (with zeroed fields) when new;
+   * `isNew` tells which.
    */
-  lookup(buf: Uint8Array, start: number, length: number, hash: number): number {
+  lookup(ids: Int32Array, at: number, length: number, hash: number): number {
     const slots = this.#slots;
     const mask = this.#mask;
     let slot = hash & mask;
@@ -87,52 +100,55 @@ export class UserTable {
       if (entry === 0) break;
       if (slots[2 * slot] === hash) {
         const record = entry - 1;
-        if (this.i32[2 * record] === length && this.#sameId(record, buf, start, length)) {
+        if (this.i32[2 * record] === length && this.#sameId(record, ids, at, length)) {
           this.isNew = false;
           return record;
         }
       }
       slot = (slot + 1) & mask;
     }
-    const record = this.#add(buf, start, length);
+    const record = this.#add(ids, at, length);
     slots[2 * slot] = hash;
     slots[2 * slot + 1] = record + 1;
-    if (++this.size * 2 > mask) this.#rehash();
+    if (++this.size > this.#limit) this.#rehash();
     this.isNew = true;
     return record;
   }
 
   /** The record after `record` (`top` after the last). */
   next(record: number): number {
-    return record + (this.#words >> 1) + ((this.i32[2 * record] + 7) >> 3);
+    return record + ((4 * this.#words + this.i32[2 * record] + 7) >> 3);
   }
 
-  #sameId(record: number, buf: Uint8Array, start: number, length: number): boolean {
-    const u8 = this.#u8;
-    const at = 8 * record + 4 * this.#words;
-    for (let i = 0; i < length; i++) if (u8[at + i] !== buf[start + i]) return false;
+  #sameId(record: number, ids: Int32Array, at: number, length: number): boolean {
+    const i32 = this.i32;
+    const id = 2 * record + this.#words;
+    for (let i = 0; i < (length + 3) >> 2; i++) if (i32[id + i] !== ids[at + i]) return false;
     return true;
   }
 
-  #add(buf: Uint8Array, start: number, length: number): number {
+  #add(ids: Int32Array, at: number, length: number): number {
     const record = this.top;
-    const units = (this.#words >> 1) + ((length + 7) >> 3);
-    if (8 * (record + units) > this.#u8.length) this.#grow(8 * (record + units));
-    this.top = record + units;
-    this.i32[2 * record] = length;
-    const u8 = this.#u8;
-    const at = 8 * record + 4 * this.#words;
-    for (let i = 0; i < length; i++) u8[at + i] = buf[start + i];
+    const top = record + ((4 * this.#words + length + 7) >> 3);
+    if (8 * top > this.#arena.byteLength) this.#grow(8 * top);
+    this.top = top;
+    const i32 = this.i32;
+    i32[2 * record] = length;
+    const id = 2 * record + this.#words;
+    for (let i = 0; i < (length + 3) >> 2; i++) i32[id + i] = ids[at + i];
     return record;
   }
 
   #grow(bytes: number): void {
-    let size = this.#u8.length * 2;
+    let size = 2 * this.#arena.byteLength;
     while (size < bytes) size *= 2;
+    if (this.#arena.resizable && size <= this.#arena.maxByteLength) {
+      this.#arena.resize(size);
+      return;
+    }
     const arena = new ArrayBuffer(size);
-    const u8 = new Uint8Array(arena);
-    u8.set(this.#u8.subarray(0, 8 * this.top));
-    this.#u8 = u8;
+    new Uint8Array(arena).set(new Uint8Array(this.#arena, 0, 8 * this.top));
+    this.#arena = arena;
     this.i32 = new Int32Array(arena);
     this.f64 = new Float64Array(arena);
   }
@@ -152,5 +168,15 @@ export class UserTable {
     }
     this.#slots = slots;
     this.#mask = mask;
+    this.#limit = Math.floor(capacity * 0.7);
+  }
+}
+
+/** A resizable arena where the runtime can reserve the address space, else a plain one. */
+function newArena(): ArrayBuffer {
+  try {
+    return new ArrayBuffer(INITIAL_ARENA_BYTES, { maxByteLength: MAX_ARENA_BYTES });
+  } catch {
+    return new ArrayBuffer(INITIAL_ARENA_BYTES);
   }
 }

@@ -57,23 +57,25 @@ export const DEFAULT_DRAWS = 250_000;
 export const DEFAULT_SEED = 20240521;
 const Z_975 = normalQuantile(0.975);
 
-/** S = Σ_{i=0}^{αB−1} B(αA+i, βA+βB) / ((βB+i) B(1+i, βB) B(αA, βA)), in log space. */
+/** S = Σ_{i=0}^{αB−1} B(αA+i, βA+βB) / ((βB+i) B(1+i, βB) B(αA, βA)). */
 function millerSum(a: BetaParameters, b: BetaParameters): number {
   // Term 0 is B(αA, βA+βB) / B(αA, βA); term i+1 / term i = (αA+i)(βB+i) / ((αA+βA+βB+i)(1+i)).
-  let logTerm = logBeta(a.alpha, a.beta + b.beta) - logBeta(a.alpha, a.beta);
-  let maxLog = logTerm;
-  let scaled = 1; // Σ exp(logTerm − maxLog)
+  // That ratio minus 1 falls linearly in i, so the terms rise then fall: they are summed relative
+  // to term 0 and rescaled whenever they grow large.
+  let logScale = logBeta(a.alpha, a.beta + b.beta) - logBeta(a.alpha, a.beta);
+  let term = 1;
+  let sum = 1;
   const total = a.alpha + a.beta + b.beta;
   for (let i = 0; i < b.alpha - 1; i++) {
-    logTerm += Math.log((a.alpha + i) * (b.beta + i) / ((total + i) * (1 + i)));
-    if (logTerm > maxLog) {
-      scaled = scaled * Math.exp(maxLog - logTerm) + 1;
-      maxLog = logTerm;
-    } else {
-      scaled += Math.exp(logTerm - maxLog);
+    term *= (a.alpha + i) * (b.beta + i) / ((total + i) * (1 + i));
+    sum += term;
+    if (term > 1e200) {
+      term *= 1e-200;
+      sum *= 1e-200;
+      logScale += 200 * Math.LN10;
     }
   }
-  return Math.exp(maxLog + Math.log(scaled));
+  return Math.exp(logScale + Math.log(sum));
 }
 
 function clampProbability(p: number): number {
@@ -158,16 +160,18 @@ function monteCarloBest(
 ): number[] {
   const random = new SeededRandom(seed);
   const k = variants.length;
+  const samplers = variants.map((v): () => number => {
+    if (kind === "conversion") return random.betaSampler(v.beta!.alpha, v.beta!.beta);
+    const { mean, se } = v as { mean: number; se: number };
+    return () => mean + se * random.normal();
+  });
   const wins = new Float64Array(k);
   const values = new Float64Array(k);
   for (let draw = 0; draw < draws; draw++) {
     let best = -Infinity;
     let ties = 0;
     for (let j = 0; j < k; j++) {
-      const v = variants[j];
-      const x = kind === "conversion"
-        ? random.beta(v.beta!.alpha, v.beta!.beta)
-        : v.mean + v.se! * random.normal();
+      const x = samplers[j]();
       values[j] = x;
       if (x > best) {
         best = x;
@@ -176,7 +180,16 @@ function monteCarloBest(
         ties++;
       }
     }
-    for (let j = 0; j < k; j++) if (values[j] === best) wins[j] += 1 / ties;
+    if (ties === 1) {
+      for (let j = 0; j < k; j++) {
+        if (values[j] === best) {
+          wins[j]++;
+          break;
+        }
+      }
+    } else {
+      for (let j = 0; j < k; j++) if (values[j] === best) wins[j] += 1 / ties;
+    }
   }
   return Array.from(wins, (w) => w / draws);
 }

@@ -51,11 +51,13 @@ export function errorDetails(answer: HttpAnswer): ErrorDetails {
   };
 }
 
+/** The error for a final answer: `upload refused: HTTP 400 invalid_csv: … (request id …)`. */
 export function failure(answer: HttpAnswer, what: string): UploadFailed {
   const { code, message, requestId } = errorDetails(answer);
   const id = requestId ?? answer.headers.get("x-request-id") ?? undefined;
+  const verb = answer.status >= 500 ? "failed" : "refused";
   return new UploadFailed(
-    `${what}: HTTP ${answer.status}${code ? ` ${code}` : ""}: ${message}${
+    `${what} ${verb}: HTTP ${answer.status}${code ? ` ${code}` : ""}: ${message}${
       id ? ` (request id ${id})` : ""
     }`,
     { status: answer.status, code, requestId: id },

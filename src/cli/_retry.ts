@@ -75,7 +75,7 @@ export async function withRetries(
     }
     if (retry >= policy.retries) {
       if (answer) return answer;
-      throw new UploadFailed(`${what} failed after ${retry + 1} attempt(s): ${reason}`);
+      throw new UploadFailed(`${what} gave up after ${retry + 1} attempt(s): ${reason}`);
     }
     const asked = answer?.status === 429
       ? retryAfterMs(answer.headers.get("retry-after"))

@@ -93,6 +93,8 @@ export async function sendFile(
 
     const req = transport.request(url, {
       method: options.method,
+      // A connection of its own, closed after the answer: nothing lingers in a pool.
+      agent: false,
       headers: { ...options.headers, "content-length": String(size) },
     }, (res) => {
       answered = true;

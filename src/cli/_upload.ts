@@ -98,7 +98,7 @@ export async function uploadDataset(options: UploadOptions): Promise<UploadResul
           authorization: `Bearer ${options.apiKey}`,
           "content-type": "text/csv",
         }));
-      if (answer.status !== 201) throw failure(answer, "upload refused");
+      if (answer.status !== 201) throw failure(answer, "upload");
       const body = parseJson(answer, "upload");
       const sha256 = hash.digest("hex");
       if (typeof body.sha256 === "string" && body.sha256 !== sha256) {
@@ -127,7 +127,7 @@ export async function uploadDataset(options: UploadOptions): Promise<UploadResul
             size_bytes: size,
           }),
       );
-      if (granted.status !== 200) throw failure(granted, "initiate refused");
+      if (granted.status !== 200) throw failure(granted, "initiate");
       const grant = parseJson(granted, "initiate");
       if (typeof grant.upload_url !== "string") {
         throw new UploadFailed("initiate answered without an upload_url");
@@ -151,7 +151,7 @@ export async function uploadDataset(options: UploadOptions): Promise<UploadResul
         log(`PUT: ${describe(put)}; fetching a fresh upload URL`);
         continue;
       }
-      if (put.status < 200 || put.status > 299) throw failure(put, "PUT refused");
+      if (put.status < 200 || put.status > 299) throw failure(put, "PUT");
       const { upload_url: _, ...rest } = grant;
       const etag = put.headers.get("etag")?.replace(/^"|"$/g, "");
       return {

@@ -13,7 +13,6 @@ import {
 } from "./_upload_args.ts";
 import type { UploadOptions } from "./_upload.ts";
 import { uploadDataset } from "./_upload.ts";
-import { UploadFailed } from "./_answers.ts";
 
 export type { UploadOptions, UploadResult } from "./_upload.ts";
 export { uploadDataset } from "./_upload.ts";
@@ -134,11 +133,9 @@ export async function runUpload(
     if (typeof result.answer.message === "string") out(`message: ${result.answer.message}`);
     return 0;
   } catch (error) {
-    if (error instanceof UploadFailed) {
-      err(`Upload failed: ${error.message}`);
-      return 1;
-    }
-    err(`Upload failed: ${error instanceof Error ? error.message : String(error)}`);
+    // UploadFailed carries the server's answer; anything else (a file that vanished, a missing
+    // permission) is reported the same way rather than as a stack trace.
+    err(`error: ${error instanceof Error ? error.message : String(error)}`);
     return 1;
   }
 }

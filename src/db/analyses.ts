@@ -3,7 +3,7 @@
  * a row whose ETag differs from the object's is a result of an older delivery.
  */
 import type { Database } from "./database.ts";
-import { nowIso, stmt } from "./database.ts";
+import { isDatabaseUnavailable, nowIso, stmt } from "./database.ts";
 
 export type AnalysisStatus = "pending" | "ready" | "failed";
 
@@ -33,9 +33,8 @@ export function analysisStatus(
   experimentId: string,
   etag: string,
 ): AnalysisStatus {
-  const row = stmt(db, 
-    "SELECT status, etag FROM analyses WHERE org_id = ? AND experiment_id = ?",
-  ).get(orgId, experimentId) as { status: AnalysisStatus; etag: string } | undefined;
+  const row = stmt(db, "SELECT status, etag FROM analyses WHERE org_id = ? AND experiment_id = ?")
+    .get(orgId, experimentId) as { status: AnalysisStatus; etag: string } | undefined;
   return row && row.etag === etag ? row.status : "pending";
 }
 
@@ -48,7 +47,8 @@ export function markPending(
   sizeBytes: number,
   deliveredAt: string,
 ): void {
-  stmt(db, 
+  stmt(
+    db,
     `INSERT INTO analyses (org_id, experiment_id, etag, size_bytes, status, delivered_at)
      VALUES (?, ?, ?, ?, 'pending', ?)
      ON CONFLICT (org_id, experiment_id) DO UPDATE SET
@@ -72,20 +72,29 @@ export function saveResult(
   },
   startedAt: string,
 ): boolean {
-  const changes = stmt(db, 
-    `UPDATE analyses SET status = ?, error = ?, rows = ?, result = ?, started_at = ?, finished_at = ?
+  let changes;
+  try {
+    changes = stmt(
+      db,
+      `UPDATE analyses SET status = ?, error = ?, rows = ?, result = ?, started_at = ?, finished_at = ?
      WHERE org_id = ? AND experiment_id = ? AND etag = ?`,
-  ).run(
-    outcome.status,
-    outcome.error,
-    outcome.rows,
-    outcome.result === null ? null : JSON.stringify(outcome.result),
-    startedAt,
-    nowIso(),
-    orgId,
-    experimentId,
-    etag,
-  ).changes;
+    ).run(
+      outcome.status,
+      outcome.error,
+      outcome.rows,
+      outcome.result === null ? null : JSON.stringify(outcome.result),
+      startedAt,
+      nowIso(),
+      orgId,
+      experimentId,
+      etag,
+    ).changes;
+  } catch (error) {
+    // A busy or read-only database must not take the process down from a background run: the
+    // row stays `pending`, and the timer's scan runs the analysis again once it can be saved.
+    if (isDatabaseUnavailable(error)) return false;
+    throw error;
+  }
   return Number(changes) > 0;
 }
 

@@ -103,14 +103,14 @@ export function createKey(db: Database, orgId: string): { api_key: string; info:
     last_used_at: null,
     revoked_at: null,
   };
-  stmt(db, 
-    "INSERT INTO api_keys (id, org_id, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?)",
-  ).run(row.id, row.org_id, row.prefix, hashKey(apiKey), row.created_at);
+  stmt(db, "INSERT INTO api_keys (id, org_id, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?)")
+    .run(row.id, row.org_id, row.prefix, hashKey(apiKey), row.created_at);
   return { api_key: apiKey, info: toInfo(row) };
 }
 
 export function listKeys(db: Database, orgId: string): ApiKeyInfo[] {
-  const rows = stmt(db, 
+  const rows = stmt(
+    db,
     "SELECT id, org_id, prefix, created_at, last_used_at, revoked_at FROM api_keys WHERE org_id = ? ORDER BY created_at, id",
   ).all(orgId) as unknown as KeyRow[];
   return rows.map(toInfo);
@@ -118,9 +118,8 @@ export function listKeys(db: Database, orgId: string): ApiKeyInfo[] {
 
 /** Revokes a key; answers false when no such key exists. */
 export function revokeKey(db: Database, keyId: string): boolean {
-  const result = stmt(db, 
-    "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?",
-  ).run(nowIso(), keyId);
+  const result = stmt(db, "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?")
+    .run(nowIso(), keyId);
   return Number(result.changes) > 0;
 }
 
@@ -133,7 +132,8 @@ export interface KeyOwner {
 
 /** Looks a key up by its hash. */
 export function findKeyOwner(db: Database, key: string): KeyOwner | null {
-  const row = stmt(db, 
+  const row = stmt(
+    db,
     `SELECT k.id AS key_id, k.org_id, k.revoked_at, o.active
        FROM api_keys k JOIN orgs o ON o.id = k.org_id WHERE k.hash = ?`,
   ).get(hashKey(key)) as
@@ -165,8 +165,8 @@ export class LastUsedRecorder {
       stmt(this.#db, "UPDATE api_keys SET last_used_at = ? WHERE id = ?")
         .run(new Date(now).toISOString(), keyId);
     } catch {
-      // A busy or read-only database must not fail the request; the next minute retries.
-      this.#written.delete(keyId);
+      // A busy or read-only database must not fail the request, nor stall every request of the
+      // key on the busy timeout: the timestamp stays, so the next minute retries.
     }
   }
 }

@@ -111,3 +111,16 @@ export function stmt(db: DatabaseSync, sql: string): StatementSync {
   }
   return statement;
 }
+
+/**
+ * SQLite failures that pass with time or an operator's fix (another connection holds the lock
+ * past the busy timeout, a read-only or full disk), as opposed to programming errors. The HTTP
+ * layer answers them 503 with Retry-After; background writers skip and retry later.
+ */
+const UNAVAILABLE =
+  /database is locked|database table is locked|readonly database|disk I\/O error|database or disk is full|unable to open database file/;
+
+export function isDatabaseUnavailable(error: unknown): boolean {
+  return error instanceof Error && (error as { code?: string }).code === "ERR_SQLITE_ERROR" &&
+    UNAVAILABLE.test(error.message);
+}

@@ -11,7 +11,14 @@
  * state machine in `csv_scanner.ts` handles that row and reports any error. Whatever the fast
  * path accepts, the state machine accepts too; the tests compare the two.
  */
-import { daysInMonth, DIGIT_VALUES, hasText, isDate, numberKind } from "./cell_checks.ts";
+import {
+  daysInMonth,
+  DIGIT_VALUES,
+  hasText,
+  isDate,
+  MAX_CHECKED_CELL,
+  numberKind,
+} from "./cell_checks.ts";
 import { type ColumnChecks, DATE, METRIC, REQUIRED } from "./column_checks.ts";
 import type { Utf8Check } from "./utf8_check.ts";
 
@@ -71,10 +78,18 @@ function quotedCell(
   return i + 1;
 }
 
-/** Advances `i` over plain unquoted bytes, checking UTF-8 sequences on the way. */
+/**
+ * Advances `i` over plain unquoted bytes, checking UTF-8 sequences on the way (two-byte ones
+ * inline, as in Cyrillic or accented text).
+ */
 const SCAN = `for (;;) {
         while (i < n && (cl[buf[i]] & 1) === 0) i++;
-        if (i + 4 > n || buf[i] < 128) break;
+        b = buf[i];
+        if (b >= 194 && b <= 223 && i + 1 < n && (buf[i + 1] & 192) === 128) {
+          i += 2;
+          continue;
+        }
+        if (i + 4 > n || b < 128) break;
         i = u8.sequence(buf, i);
         if (i < 0) break row;
       }
@@ -139,7 +154,7 @@ function metric(field: string, last: boolean, delimiter: number): string {
           }
           y += i - e;
         }
-        if (${isEnd} && y !== 0) {
+        if (${isEnd} && y !== 0 && i - s <= ${MAX_CHECKED_CELL}) {
           if (d === 1 && z === 1 && buf[s] < 50) found[${field}] |= 1;
           else found[${field}] = 3;
         } else if (!(${isEnd} && i === s)) {

@@ -104,7 +104,8 @@ export class ColumnChecks {
   #cellFromCarry(field: number, buf: Uint8Array, start: number, end: number, line: number): void {
     const hadText = this.#carryHasText;
     this.partial(field, buf, start, end);
-    const carry = this.#carryTooLong ? null : this.#carry.subarray(0, this.#carryLength);
+    const kept = this.#carry.subarray(0, this.#carryLength);
+    const carry = this.#carryTooLong ? null : kept;
     this.#partial = false;
     this.#carryLength = 0;
     this.#carryTooLong = false;
@@ -114,7 +115,7 @@ export class ColumnChecks {
       if (!hadText && !hasText(buf, start, end)) this.#empty(field, line);
     } else if (carry === null) {
       if (kind === METRIC) this.metric(field, TEXT);
-      else this.#badDate(this.#carry, line);
+      else this.#badDate(kept, line);
     } else {
       this.cell(field, carry, 0, carry.length, line);
     }

@@ -161,8 +161,8 @@ export class CsvScanner {
           i++;
           field++;
           state = FIELD;
-          if (field >= this.#maxColumns) throw this.#tooManyColumns();
           if (base + i - rowStart > maxLineBytes) throw this.#tooLong();
+          if (field >= this.#maxColumns) throw this.#tooManyColumns();
         } else if (b === LF || b === CR) {
           if (field !== 0 || base + i !== rowStart) {
             if (kinds[field] !== 0) cells.cell(field, buf, cellStart, i, line);
@@ -180,12 +180,15 @@ export class CsvScanner {
           i++;
         } else if (b >= 0x80) {
           const next = this.#utf8.sequence(buf, i);
-          if (next < 0) throw this.#invalidUtf8(line, base + i);
+          if (next < 0) throw this.#unless(base + i - rowStart, this.#invalidUtf8(line, base + i));
           i = next;
         } else if (b === QUOTE) {
-          throw this.#syntax(line, "unexpected quote in an unquoted field");
+          throw this.#unless(
+            base + i - rowStart,
+            this.#syntax(line, "unexpected quote in an unquoted field"),
+          );
         } else {
-          throw this.#nul(line);
+          throw this.#unless(base + i - rowStart, this.#nul(line));
         }
         continue;
       }
@@ -201,10 +204,10 @@ export class CsvScanner {
           i++;
         } else if (b >= 0x80) {
           const next = this.#utf8.sequence(buf, i);
-          if (next < 0) throw this.#invalidUtf8(line, base + i);
+          if (next < 0) throw this.#unless(base + i - rowStart, this.#invalidUtf8(line, base + i));
           i = next;
         } else {
-          throw this.#nul(line);
+          throw this.#unless(base + i - rowStart, this.#nul(line));
         }
         continue;
       }
@@ -223,8 +226,8 @@ export class CsvScanner {
           i++;
           field++;
           state = FIELD;
-          if (field >= this.#maxColumns) throw this.#tooManyColumns();
           if (base + i - rowStart > maxLineBytes) throw this.#tooLong();
+          if (field >= this.#maxColumns) throw this.#tooManyColumns();
         } else if (b === LF || b === CR) {
           this.#endRow(field, base + i - rowStart);
           field = 0;
@@ -238,7 +241,7 @@ export class CsvScanner {
           }
           i++;
         } else {
-          throw this.#syntax(line, "text after a closing quote");
+          throw this.#unless(base + i - rowStart, this.#syntax(line, "text after a closing quote"));
         }
         continue;
       }
@@ -294,6 +297,14 @@ export class CsvScanner {
     const error = this.#cells.rowError;
     if (error !== null) throw error;
     this.#rows++;
+  }
+
+  /**
+   * The error found `length` bytes into the current row, unless the row was already too long
+   * there: then the length is the first problem, as it is when a chunk end comes between.
+   */
+  #unless(length: number, error: ValidationError): ValidationError {
+    return length > this.#maxLineBytes ? this.#tooLong() : error;
   }
 
   #syntax(line: number, detail: string): ValidationError {

@@ -53,8 +53,8 @@ export class DatasetValidator {
   #summary: ValidationSummary | null = null;
 
   constructor(options: DatasetValidatorOptions = {}) {
-    this.#maxLineBytes = options.maxLineBytes ?? 1_048_576;
-    this.#maxColumns = options.maxColumns ?? 1000;
+    this.#maxLineBytes = positive("maxLineBytes", options.maxLineBytes ?? 1_048_576);
+    this.#maxColumns = positive("maxColumns", options.maxColumns ?? 1000);
     this.#header = new HeaderReader(this.#utf8, {
       maxLineBytes: this.#maxLineBytes,
       maxColumns: this.#maxColumns,
@@ -167,4 +167,11 @@ export class DatasetValidator {
       maxColumns: this.#maxColumns,
     });
   }
+}
+
+function positive(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(`Cannot create DatasetValidator: ${name} must be a positive integer`);
+  }
+  return value;
 }

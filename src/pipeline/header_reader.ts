@@ -28,7 +28,8 @@ export class HeaderReader {
   /** Line of the byte being read, and the line the header started on. */
   #line = 1;
   #startLine = 1;
-  #offset = 0;
+  /** True until the first line ends: only there may a BOM start the line. */
+  #firstLine = true;
   #header: Header | null = null;
 
   constructor(utf8: Utf8Check, options: HeaderReaderOptions = {}) {
@@ -54,15 +55,11 @@ export class HeaderReader {
   push(buf: Uint8Array, from = 0): number {
     const n = buf.length;
     let i = from;
-    if (
-      this.#offset === 0 && n - i >= 3 && buf[i] === 0xef && buf[i + 1] === 0xbb &&
-      buf[i + 2] === 0xbf
-    ) {
-      i += 3; // a leading UTF-8 BOM is not part of the first name
+    if (this.#utf8.pending) {
+      i = this.#utf8.resume(buf, i);
+      if (i < 0) throw this.#invalidUtf8();
     }
-    this.#offset += n - from;
-    if (this.#utf8.pending) i = this.#checkUtf8(buf, i, true);
-    let start = i;
+    let start = from;
     while (i < n) {
       const b = buf[i];
       if (b === LF) {
@@ -79,13 +76,19 @@ export class HeaderReader {
         this.#quoted = !this.#quoted;
         if (this.#quoted) this.#quoteLine = this.#line;
       } else if (b === NUL) {
+        this.#tooLongAt(i - start);
         throw new ValidationError(
           "binary_content",
           `Binary content on line ${this.#line}: the file contains a NUL byte`,
           this.#line,
         );
       } else if (b >= 0x80) {
-        i = this.#checkUtf8(buf, i, false);
+        const next = this.#utf8.sequence(buf, i);
+        if (next < 0) {
+          this.#tooLongAt(i - start);
+          throw this.#invalidUtf8();
+        }
+        i = next;
         continue;
       }
       i++;
@@ -108,12 +111,6 @@ export class HeaderReader {
     return this.#header;
   }
 
-  #checkUtf8(buf: Uint8Array, i: number, resume: boolean): number {
-    const next = resume ? this.#utf8.resume(buf, i) : this.#utf8.sequence(buf, i);
-    if (next < 0) throw this.#invalidUtf8();
-    return next;
-  }
-
   #invalidUtf8(): ValidationError {
     return new ValidationError(
       "invalid_utf8",
@@ -122,15 +119,20 @@ export class HeaderReader {
     );
   }
 
-  #append(buf: Uint8Array, start: number, end: number): void {
-    const length = this.#length + end - start;
-    if (length > this.#maxLineBytes + 1) {
+  /** Throws when the header is already too long `pending` bytes past what was appended. */
+  #tooLongAt(pending: number): void {
+    if (this.#length + pending > this.#maxLineBytes + 1) {
       throw new ValidationError(
         "invalid_csv",
         `Cannot parse line ${this.#startLine}: line is longer than ${this.#maxLineBytes} bytes`,
         this.#startLine,
       );
     }
+  }
+
+  #append(buf: Uint8Array, start: number, end: number): void {
+    this.#tooLongAt(end - start);
+    const length = this.#length + end - start;
     if (length > this.#bytes.length) {
       const bigger = new Uint8Array(Math.max(length, this.#bytes.length * 2));
       bigger.set(this.#bytes.subarray(0, this.#length));
@@ -144,6 +146,10 @@ export class HeaderReader {
   #complete(): boolean {
     let line = this.#bytes.subarray(0, this.#length);
     if (line.length > 0 && line[line.length - 1] === CR) line = line.subarray(0, line.length - 1);
+    if (this.#firstLine && line[0] === 0xef && line[1] === 0xbb && line[2] === 0xbf) {
+      line = line.subarray(3); // a leading UTF-8 BOM is not part of the first name
+    }
+    this.#firstLine = false;
     this.#length = 0;
     if (line.length === 0) return false;
     if (line.length > this.#maxLineBytes) {

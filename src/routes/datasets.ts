@@ -7,7 +7,8 @@ import { json } from "../app.ts";
 import { ApiError } from "../http/errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
 import type { ObjectInfo } from "../storage/object_store.ts";
-import { datasetKey, orgPrefix } from "../storage/object_store.ts";
+import { datasetKey, orgPrefix, StorageError } from "../storage/object_store.ts";
+import { statusOf } from "../storage/_s3_errors.ts";
 import { parseDatasetKey } from "../deliveries.ts";
 import type { Database } from "../db/database.ts";
 import { analysisStatus, deleteAnalysis } from "../db/analyses.ts";
@@ -64,6 +65,13 @@ export async function requireDataset(
   return { experimentId, key, info };
 }
 
+function invalidCursor(): ApiError {
+  return new ApiError(
+    "invalid_json",
+    "cursor is not valid: pass the next_cursor of the previous page unchanged",
+  );
+}
+
 async function list(ctx: Ctx): Promise<Response> {
   const principal = ctx.auth();
   const limitText = ctx.url.searchParams.get("limit");
@@ -71,10 +79,21 @@ async function list(ctx: Ctx): Promise<Response> {
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
     throw new ApiError("invalid_json", "limit must be a whole number from 1 to 1000");
   }
-  const page = await ctx.deps.store.list(orgPrefix(principal.orgId), {
-    limit,
-    cursor: ctx.url.searchParams.get("cursor"),
-  });
+  const cursor = ctx.url.searchParams.get("cursor") || null;
+  if (cursor !== null && (cursor.length > 1024 || !/^[\x21-\x7e]+$/.test(cursor))) {
+    throw invalidCursor();
+  }
+  let page;
+  try {
+    page = await ctx.deps.store.list(orgPrefix(principal.orgId), { limit, cursor });
+  } catch (error) {
+    // S3 answers 400 to a continuation token it did not issue: that is the caller's mistake,
+    // and retrying would not help, so it is no storage error.
+    if (cursor !== null && error instanceof StorageError && statusOf(error.cause) === 400) {
+      throw invalidCursor();
+    }
+    throw error;
+  }
   const datasets = [];
   for (const info of page.objects) {
     const parsed = parseDatasetKey(info.key);
@@ -120,8 +139,10 @@ async function download(ctx: Ctx): Promise<Response> {
 async function remove(ctx: Ctx): Promise<Response> {
   const principal = ctx.auth();
   const { experimentId, key } = await requireDataset(ctx, principal.orgId, { allowTooLarge: true });
-  await ctx.deps.store.delete(key);
+  // The analysis first: when the database cannot be written, nothing is deleted (503, retry);
+  // when storage then fails, the file stays and the timer analyses it again.
   deleteAnalysis(ctx.deps.db, principal.orgId, experimentId);
+  await ctx.deps.store.delete(key);
   return json(ctx, { deleted: true, experiment_id: experimentId });
 }
 

@@ -6,7 +6,15 @@ import { h, replace, s } from "./dom.js";
 import { formatDay } from "./format.js";
 
 /** Okabe–Ito colours: distinguishable with the common colour-vision deficiencies. */
-export const PALETTE = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#6b6b6b"];
+export const PALETTE = [
+  "#0072b2",
+  "#e69f00",
+  "#009e73",
+  "#cc79a7",
+  "#56b4e9",
+  "#d55e00",
+  "#6b6b6b",
+];
 
 /**
  * @param {number} index
@@ -101,12 +109,18 @@ function render(options, width) {
   for (const t of top) {
     grid.append(
       s("line", { x1: m.left, x2: width - m.right, y1: y(t), y2: y(t) }),
-      s("text", { x: m.left - 8, y: y(t), "text-anchor": "end", "dominant-baseline": "middle" }, format(t)),
+      s(
+        "text",
+        { x: m.left - 8, y: y(t), "text-anchor": "end", "dominant-baseline": "middle" },
+        format(t),
+      ),
     );
   }
   const every = Math.max(1, Math.ceil(dates.length / Math.max(1, Math.floor(plotW / 64))));
   for (let i = 0; i < dates.length; i += every) {
-    grid.append(s("text", { x: x(i), y: height - 8, "text-anchor": "middle" }, formatDay(dates[i])));
+    grid.append(
+      s("text", { x: x(i), y: height - 8, "text-anchor": "middle" }, formatDay(dates[i])),
+    );
   }
   svg.append(grid);
 
@@ -149,7 +163,12 @@ function render(options, width) {
     guide.setAttribute("visibility", "visible");
     const rows = series.map((line) => {
       const v = line.values[best];
-      return h("span", { class: "tip-row" }, swatch(line.color), `${line.name}: ${typeof v === "number" ? format(v) : "—"}`);
+      return h(
+        "span",
+        { class: "tip-row" },
+        swatch(line.color),
+        `${line.name}: ${typeof v === "number" ? format(v) : "—"}`,
+      );
     });
     replace(tip, h("strong", {}, formatDay(dates[best])), rows);
     tip.hidden = false;

@@ -5,7 +5,7 @@
 const SVG_NS = "http://www.w3.org/2000/svg";
 
 /**
- * @typedef {Node | string | number | null | undefined | false | Child[]} Child
+ * @typedef {Node | string | number | null | undefined | false | unknown[]} Child
  */
 
 /**
@@ -17,7 +17,7 @@ const SVG_NS = "http://www.w3.org/2000/svg";
 function append(parent, children) {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
-    if (Array.isArray(child)) append(parent, child);
+    if (Array.isArray(child)) append(parent, /** @type {Child[]} */ (child));
     else if (child instanceof Node) parent.append(child);
     else parent.append(document.createTextNode(String(child)));
   }

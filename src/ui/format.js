@@ -16,6 +16,12 @@ const dateTimeFormat = new Intl.DateTimeFormat(undefined, {
   hour: "2-digit",
   minute: "2-digit",
 });
+const thisYearFormat = new Intl.DateTimeFormat(undefined, {
+  month: "short",
+  day: "numeric",
+  hour: "2-digit",
+  minute: "2-digit",
+});
 const shortDateFormat = new Intl.DateTimeFormat("en-US", {
   month: "short",
   day: "numeric",
@@ -78,13 +84,15 @@ export function formatLift(x) {
 }
 
 /**
- * A p-value: three significant digits, `< 0.0001` below that.
+ * A p-value: three significant digits, in exponent form below 0.0001 (`7.74e-6`); a p-value
+ * below the smallest double arrives as 0.
  * @param {number | null | undefined} p
  */
 export function formatPValue(p) {
   if (!isNumber(p)) return DASH;
   const n = /** @type {number} */ (p);
-  if (n < 0.0001) return "< 0.0001";
+  if (n === 0) return "< 1e-300";
+  if (n < 0.0001) return n.toExponential(2);
   return String(Number(n.toPrecision(3)));
 }
 
@@ -102,13 +110,16 @@ export function formatSize(bytes) {
 }
 
 /**
- * An ISO-8601 instant in the reader's time zone.
+ * An ISO-8601 instant in the reader's time zone; the year only when it is not this one.
  * @param {string | null | undefined} iso
  */
 export function formatDateTime(iso) {
   if (!iso) return DASH;
   const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? iso : dateTimeFormat.format(d);
+  if (Number.isNaN(d.getTime())) return iso;
+  return d.getFullYear() === new Date().getFullYear()
+    ? thisYearFormat.format(d)
+    : dateTimeFormat.format(d);
 }
 
 /**

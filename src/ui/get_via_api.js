@@ -13,8 +13,8 @@ import {
   renderLoading,
   renderPending,
   renderReady,
-  statusBadge,
 } from "./analysis.js";
+import { statusBadge } from "./widgets.js";
 
 const LIST_INTERVAL_MS = 3000;
 const PENDING_INTERVAL_MS = 1000;
@@ -29,6 +29,19 @@ const EXPERIMENT_ID = /^[A-Za-z0-9._-]{1,128}$/;
  * @property {string} etag
  * @property {string} analysis_status
  */
+
+/**
+ * The experiment's saved settings ({} when none, or when they cannot be read just now).
+ * @param {string} experimentId
+ * @returns {Promise<Record<string, unknown>>}
+ */
+async function savedSettings(experimentId) {
+  try {
+    return (await api(`${datasetPath(experimentId)}settings/`)) ?? {};
+  } catch {
+    return {};
+  }
+}
 
 /** @param {DatasetEntry | undefined} entry */
 function signature(entry) {
@@ -63,6 +76,8 @@ export class GetViaApiPage {
   #lastReady = null;
   /** A message for the settings form after a save. */
   #flash = "";
+  /** The id of the control to focus once the result is back (after a save). */
+  #refocus = "";
   #onVisible = () => {
     if (!document.hidden) this.#pollList();
   };
@@ -239,39 +254,31 @@ export class GetViaApiPage {
     }
     if (token !== this.#token) return;
     if (analysis.status === "ready") {
-      /** @type {Record<string, unknown>} */
-      let saved = {};
-      try {
-        saved = (await api(`${datasetPath(id)}settings/`)) ?? {};
-      } catch {
-        saved = {};
-      }
+      const saved = await savedSettings(id);
       if (token !== this.#token) return;
-      const wasPending = this.#lastReady === null || this.#lastReady.dataset?.etag !== analysis.dataset?.etag;
+      const isNew = this.#lastReady === null ||
+        this.#lastReady.dataset?.etag !== analysis.dataset?.etag;
       this.#lastReady = analysis;
       renderReady(this.#result, analysis, {
         saved,
         flash: this.#flash,
         onSaved: (/** @type {string} */ message) => {
           this.#flash = message;
+          this.#refocus = "settings-save";
           this.#load(id, { quiet: true });
         },
       });
       this.#flash = "";
-      if (wasPending || !options.quiet) this.#say(`Analysis of ${id} is ready.`);
+      if (this.#refocus) document.getElementById(this.#refocus)?.focus();
+      this.#refocus = "";
+      if (isNew || !options.quiet) this.#say(`Analysis of ${id} is ready.`);
     } else if (analysis.status === "pending") {
       renderPending(this.#result, analysis, this.#lastReady);
       this.#say(`Analysing ${id}…`);
       this.#analysisTimer = setTimeout(() => this.#load(id, { quiet: true }), PENDING_INTERVAL_MS);
     } else {
       this.#lastReady = null;
-      /** @type {Record<string, unknown>} */
-      let saved = {};
-      try {
-        saved = (await api(`${datasetPath(id)}settings/`)) ?? {};
-      } catch {
-        saved = {};
-      }
+      const saved = await savedSettings(id);
       if (token !== this.#token) return;
       renderFailed(this.#result, analysis, {
         saved,
@@ -283,7 +290,7 @@ export class GetViaApiPage {
 
   /** @param {string} text */
   #say(text) {
-    this.#announce.textContent = text;
+    if (this.#announce.textContent !== text) this.#announce.textContent = text;
   }
 
   async #pollList() {
@@ -364,7 +371,11 @@ export class GetViaApiPage {
       this.#list,
       h(
         "ul",
-        { class: "experiment-list", "aria-label": "Experiments, newest delivery first" },
+        {
+          class: "experiment-list",
+          "aria-label": "Experiments, newest delivery first",
+          onkeydown: (/** @type {KeyboardEvent} */ e) => this.#rove(e),
+        },
         sorted.map((d) =>
           h(
             "li",
@@ -382,7 +393,11 @@ export class GetViaApiPage {
                 "span",
                 { class: "experiment-meta" },
                 h("span", { class: "size" }, formatSize(d.size_bytes)),
-                h("time", { datetime: d.updated_at, title: d.updated_at }, formatDateTime(d.updated_at)),
+                h(
+                  "time",
+                  { datetime: d.updated_at, title: d.updated_at },
+                  formatDateTime(d.updated_at),
+                ),
               ),
               statusBadge(d.analysis_status),
             ),
@@ -398,11 +413,39 @@ export class GetViaApiPage {
     }
   }
 
+  /** The list's buttons. */
+  #buttons() {
+    return /** @type {HTMLElement[]} */ ([...this.#list.querySelectorAll("button.experiment")]);
+  }
+
+  /**
+   * Marks the loaded experiment; the list is one stop for Tab (on the loaded experiment, else
+   * the first), and the arrow keys move inside it.
+   */
   #markCurrent() {
-    for (const button of this.#list.querySelectorAll("button.experiment")) {
-      const el = /** @type {HTMLElement} */ (button);
+    const buttons = this.#buttons();
+    const stop = buttons.find((b) => b.dataset.experiment === this.#current) ?? buttons[0];
+    for (const el of buttons) {
       if (el.dataset.experiment === this.#current) el.setAttribute("aria-current", "true");
       else el.removeAttribute("aria-current");
+      el.tabIndex = el === stop ? 0 : -1;
     }
+  }
+
+  /** @param {KeyboardEvent} event */
+  #rove(event) {
+    const buttons = this.#buttons();
+    const at = buttons.indexOf(/** @type {HTMLElement} */ (document.activeElement));
+    if (at < 0) return;
+    const last = buttons.length - 1;
+    const next =
+      { ArrowDown: Math.min(at + 1, last), ArrowUp: Math.max(at - 1, 0), Home: 0, End: last }[
+        event.key
+      ];
+    if (next === undefined) return;
+    event.preventDefault();
+    for (const el of buttons) el.tabIndex = -1;
+    buttons[next].tabIndex = 0;
+    buttons[next].focus();
   }
 }

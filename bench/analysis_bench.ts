@@ -1,0 +1,238 @@
+/**
+ * Compares the aggregation of a stored dataset (`aggregateCsv`) with DuckDB doing the same
+ * per-user, then per-variant aggregation from the same CSV file: per user max(converted) and
+ * sum(revenue) over users in one variant only, then per variant the count, sum and sum of squares.
+ * Ours also builds the daily cumulative series (it is part of the same pass); DuckDB's query
+ * leaves it out.
+ *
+ * Each side runs in a child process of its own, three times, alternating; the answer is the median
+ * wall time and the median peak RSS (`VmHWM`, read by the child at its end), both including the
+ * runtime itself. DuckDB runs under Deno through `npm:@duckdb/node-api`; if that cannot load,
+ * under Node from a temporary directory where `npm install @duckdb/node-api` ran.
+ *
+ *   deno run -A bench/analysis_bench.ts [FILE]   (default /tmp/bench.csv, generated when missing)
+ */
+import { aggregateCsv } from "../src/analysis/aggregate.ts";
+import { writeCsv } from "./generate_csv.ts";
+
+const DUCKDB = "npm:@duckdb/node-api@1.5.5-r.5";
+const RUNS = 3;
+
+export interface AnalysisBenchResult {
+  oursSeconds: number;
+  oursPeakRssMB: number;
+  duckdbSeconds: number | null;
+  duckdbPeakRssMB: number | null;
+  /** ours / DuckDB wall time. */
+  ratio: number | null;
+  /** How DuckDB ran, or why it did not. */
+  duckdbRunner: string;
+}
+
+/** What one child measured, with per-variant totals to check both sides agree. */
+interface ChildResult {
+  seconds: number;
+  peakRssMB: number;
+  variants: Record<string, { users: number; converted: number; revenue: number }>;
+}
+
+/** The DuckDB query; `{path}` is replaced by the file as an SQL string literal. */
+const QUERY = `
+  WITH per_user AS (
+    SELECT user_id, min(variant) AS variant, max(converted) AS converted, sum(revenue) AS revenue
+    FROM read_csv({path})
+    GROUP BY user_id
+    HAVING count(DISTINCT variant) = 1
+  )
+  SELECT variant, count(*) AS users,
+    count(converted) AS converted_users, sum(converted) AS converted_sum,
+    sum(converted * converted) AS converted_squares,
+    count(revenue) AS revenue_users, sum(revenue) AS revenue_sum,
+    sum(revenue * revenue) AS revenue_squares
+  FROM per_user GROUP BY variant ORDER BY variant`;
+
+function sqlString(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+function peakRssMB(): number {
+  const status = Deno.readTextFileSync("/proc/self/status");
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) / 1024;
+}
+
+async function runOurs(path: string): Promise<ChildResult> {
+  const start = performance.now();
+  using file = await Deno.open(path);
+  const aggregate = await aggregateCsv(file.readable);
+  const seconds = (performance.now() - start) / 1000;
+  const variants = Object.fromEntries(aggregate.variants.map((name) => [name, {
+    users: aggregate.users[name],
+    converted: aggregate.stats.converted?.[name]?.sum ?? NaN,
+    revenue: aggregate.stats.revenue?.[name]?.sum ?? NaN,
+  }]));
+  return { seconds, peakRssMB: peakRssMB(), variants };
+}
+
+async function runDuckdbUnderDeno(path: string): Promise<ChildResult> {
+  const { DuckDBInstance } = await import(DUCKDB);
+  const start = performance.now();
+  const instance = await DuckDBInstance.create(":memory:");
+  const connection = await instance.connect();
+  const reader = await connection.runAndReadAll(QUERY.replace("{path}", sqlString(path)));
+  const rows = reader.getRowObjectsJS() as Record<string, unknown>[];
+  const seconds = (performance.now() - start) / 1000;
+  connection.closeSync();
+  instance.closeSync();
+  const variants = Object.fromEntries(rows.map((row) => [String(row.variant), {
+    users: Number(row.users),
+    converted: Number(row.converted_sum),
+    revenue: Number(row.revenue_sum),
+  }]));
+  return { seconds, peakRssMB: peakRssMB(), variants };
+}
+
+/** The same measurement as `runDuckdbUnderDeno`, as a Node script. */
+const NODE_SCRIPT = `
+import { readFileSync } from "node:fs";
+import { DuckDBInstance } from "@duckdb/node-api";
+const path = process.argv[2];
+const start = performance.now();
+const instance = await DuckDBInstance.create(":memory:");
+const connection = await instance.connect();
+const reader = await connection.runAndReadAll(${JSON.stringify(QUERY)}.replace("{path}",
+  "'" + path.replaceAll("'", "''") + "'"));
+const rows = reader.getRowObjectsJS();
+const seconds = (performance.now() - start) / 1000;
+const status = readFileSync("/proc/self/status", "utf8");
+const peakRssMB = Number(/VmHWM:\\s+(\\d+) kB/.exec(status)[1]) / 1024;
+const variants = Object.fromEntries(rows.map((row) => [String(row.variant), {
+  users: Number(row.users), converted: Number(row.converted_sum), revenue: Number(row.revenue_sum),
+}]));
+console.log(JSON.stringify({ seconds, peakRssMB, variants }));
+`;
+
+async function child(command: string, args: string[], cwd?: string): Promise<ChildResult> {
+  const output = await new Deno.Command(command, { args, cwd, stdout: "piped", stderr: "piped" })
+    .output();
+  const text = new TextDecoder().decode(output.stdout).trim();
+  if (!output.success) {
+    const error = new TextDecoder().decode(output.stderr).trim().split("\n").slice(-3).join(" ");
+    throw new Error(`${command} ${args.join(" ")} failed: ${error}`);
+  }
+  return JSON.parse(text.slice(text.lastIndexOf("\n") + 1));
+}
+
+/** A way to run one DuckDB measurement, or why there is none. */
+async function duckdbRunner(
+  path: string,
+): Promise<{ run: () => Promise<ChildResult>; how: string } | { why: string }> {
+  const self = new URL(import.meta.url).pathname;
+  const underDeno = () => child(Deno.execPath(), ["run", "-A", self, "--child=duckdb", path]);
+  try {
+    await underDeno();
+    return { run: underDeno, how: `Deno ${Deno.version.deno} with ${DUCKDB}` };
+  } catch (denoError) {
+    try {
+      const dir = await Deno.makeTempDir({ prefix: "duckdb_bench_" });
+      await Deno.writeTextFile(`${dir}/package.json`, '{ "type": "module", "private": true }');
+      await Deno.writeTextFile(`${dir}/bench.mjs`, NODE_SCRIPT);
+      const install = await new Deno.Command("npm", {
+        args: ["install", "--silent", "@duckdb/node-api"],
+        cwd: dir,
+        stdout: "null",
+        stderr: "piped",
+      }).output();
+      if (!install.success) throw new Error(new TextDecoder().decode(install.stderr));
+      const underNode = () => child("node", ["bench.mjs", path], dir);
+      await underNode();
+      return {
+        run: underNode,
+        how: `Node with @duckdb/node-api from npm (under Deno: ${denoError})`,
+      };
+    } catch (nodeError) {
+      return { why: `DuckDB could not run: under Deno ${denoError}; under Node ${nodeError}` };
+    }
+  }
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+/** Runs both sides `RUNS` times on `path` and answers the medians. */
+export async function benchAnalysis(path: string): Promise<AnalysisBenchResult> {
+  const self = new URL(import.meta.url).pathname;
+  const ours = () => child(Deno.execPath(), ["run", "-A", self, "--child=ours", path]);
+  const duckdb = await duckdbRunner(path);
+  const oursRuns: ChildResult[] = [];
+  const duckdbRuns: ChildResult[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    oursRuns.push(await ours());
+    if ("run" in duckdb) duckdbRuns.push(await duckdb.run());
+  }
+  if (duckdbRuns.length > 0) checkAgreement(oursRuns[0], duckdbRuns[0]);
+  const oursSeconds = median(oursRuns.map((run) => run.seconds));
+  const duckdbSeconds = duckdbRuns.length > 0 ? median(duckdbRuns.map((run) => run.seconds)) : null;
+  return {
+    oursSeconds,
+    oursPeakRssMB: median(oursRuns.map((run) => run.peakRssMB)),
+    duckdbSeconds,
+    duckdbPeakRssMB: duckdbRuns.length > 0 ? median(duckdbRuns.map((run) => run.peakRssMB)) : null,
+    ratio: duckdbSeconds === null ? null : oursSeconds / duckdbSeconds,
+    duckdbRunner: "how" in duckdb ? duckdb.how : duckdb.why,
+  };
+}
+
+/** Throws unless both sides found the same users and (to rounding) the same sums. */
+function checkAgreement(ours: ChildResult, duckdb: ChildResult): void {
+  const names = Object.keys(ours.variants);
+  const same = names.length === Object.keys(duckdb.variants).length &&
+    names.every((name) => {
+      const a = ours.variants[name];
+      const b = duckdb.variants[name];
+      return b !== undefined && a.users === b.users && a.converted === b.converted &&
+        Math.abs(a.revenue - b.revenue) <= 1e-9 * Math.abs(b.revenue);
+    });
+  if (!same) {
+    throw new Error(
+      `The two sides disagree: ours ${JSON.stringify(ours.variants)}, ` +
+        `DuckDB ${JSON.stringify(duckdb.variants)}`,
+    );
+  }
+}
+
+if (import.meta.main) {
+  const childMode = Deno.args.find((arg) => arg.startsWith("--child="))?.slice(8);
+  const path = Deno.args.find((arg) => !arg.startsWith("--")) ?? "/tmp/bench.csv";
+  if (childMode === "ours") {
+    console.log(JSON.stringify(await runOurs(path)));
+  } else if (childMode === "duckdb") {
+    console.log(JSON.stringify(await runDuckdbUnderDeno(path)));
+  } else {
+    try {
+      await Deno.stat(path);
+    } catch {
+      console.error(`${path} is missing: generating 4.7 M rows`);
+      await writeCsv(path);
+    }
+    const result = await benchAnalysis(path);
+    const size = (await Deno.stat(path)).size / 1048576;
+    console.log(`analysis of ${path} (${size.toFixed(0)} MiB), median of ${RUNS} runs`);
+    console.log(
+      `  ours:   ${result.oursSeconds.toFixed(2)} s, peak RSS ${
+        result.oursPeakRssMB.toFixed(0)
+      } MB`,
+    );
+    if (result.duckdbSeconds !== null) {
+      console.log(
+        `  DuckDB: ${result.duckdbSeconds.toFixed(2)} s, peak RSS ${
+          result.duckdbPeakRssMB!.toFixed(0)
+        } MB (${result.duckdbRunner})`,
+      );
+      console.log(`  ratio:  ${result.ratio!.toFixed(2)} (ours / DuckDB, target <= 1.0)`);
+    } else {
+      console.log(`  DuckDB: not measured: ${result.duckdbRunner}`);
+    }
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * The over-time card: cumulative users and the key metric's cumulative mean per variant by date,
+ * as charts and, for reading aloud or copying, as a table.
+ */
+import { legend, lineChart } from "./charts.js";
+import { h } from "./dom.js";
+import { formatInteger, formatShare, formatStat } from "./format.js";
+import { scrollTable } from "./widgets.js";
+
+/**
+ * @param {any} a
+ * @param {Map<string, string>} colors
+ */
+export function overTimeCard(a, colors) {
+  const daily = a.daily ?? [];
+  if (daily.length === 0) return null;
+  const names = (a.variants ?? []).map((/** @type {any} */ v) => v.name);
+  const dates = daily.map((/** @type {any} */ d) => d.date);
+  /**
+   * @param {string} name
+   * @param {"cumulative_users" | "mean"} field
+   */
+  const values = (name, field) =>
+    daily.map((/** @type {any} */ d) => {
+      const v = (d.variants ?? []).find((/** @type {any} */ x) => x.name === name);
+      return v && typeof v[field] === "number" ? v[field] : null;
+    });
+  const kind = (a.metrics ?? []).find((/** @type {any} */ m) => m.name === a.key_metric)?.kind;
+  const meanFormat = kind === "conversion"
+    ? (/** @type {number} */ y) => formatShare(y, y < 0.1 && y > 0 ? 1 : 0)
+    : formatStat;
+  const series = (/** @type {"cumulative_users" | "mean"} */ field) =>
+    names.map((/** @type {string} */ name) => ({
+      name,
+      color: colors.get(name) ?? "#333",
+      values: values(name, field),
+    }));
+  const metricLabel = a.key_metric ?? "key metric";
+  return h(
+    "section",
+    { class: "card", "aria-labelledby": "charts-title" },
+    h(
+      "div",
+      { class: "card-head" },
+      h("h3", { id: "charts-title" }, "Over time"),
+      legend(
+        names.map((/** @type {string} */ name) => ({ name, color: colors.get(name) ?? "#333" })),
+      ),
+    ),
+    h(
+      "div",
+      { class: "chart-pair" },
+      h(
+        "figure",
+        {},
+        h("figcaption", {}, "Cumulative users per variant"),
+        lineChart({
+          label: `Cumulative users per variant by date, ${dates[0]} to ${dates[dates.length - 1]}`,
+          dates,
+          series: series("cumulative_users"),
+          format: (y) => formatInteger(y),
+        }),
+      ),
+      h(
+        "figure",
+        {},
+        h("figcaption", {}, `${metricLabel}: mean per variant, cumulative`),
+        lineChart({
+          label: `Mean of ${metricLabel} per variant by date, over the users seen so far`,
+          dates,
+          series: series("mean"),
+          format: meanFormat,
+        }),
+      ),
+    ),
+    h(
+      "details",
+      { class: "daily" },
+      h("summary", {}, "Daily figures as a table"),
+      scrollTable(
+        "Daily figures",
+        h(
+          "table",
+          { class: "numbers" },
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              h("th", { scope: "col" }, "Date"),
+              names.map((
+                /** @type {string} */ n,
+              ) => [
+                h("th", { scope: "col" }, `${n} users`),
+                h("th", { scope: "col" }, `${n} mean`),
+              ]),
+            ),
+          ),
+          h(
+            "tbody",
+            {},
+            daily.map((/** @type {any} */ d) =>
+              h(
+                "tr",
+                {},
+                h("th", { scope: "row" }, d.date),
+                names.map((/** @type {string} */ n) => {
+                  const v = (d.variants ?? []).find((/** @type {any} */ x) => x.name === n);
+                  return [
+                    h("td", {}, formatInteger(v?.cumulative_users)),
+                    h("td", {}, formatStat(v?.mean)),
+                  ];
+                }),
+              )
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}

@@ -1,0 +1,315 @@
+/**
+ * The analysis settings of an experiment (`PUT /datasets/{experiment_id}/settings/`): key metric,
+ * control, expected split, and the target sample from an MDE or as a number of users. Fields the
+ * form does not show (alpha, power, metric kinds) are kept as they were saved; a field the reader
+ * left at its default is not pinned.
+ */
+import { api, ApiError, datasetPath } from "./api.js";
+import { h } from "./dom.js";
+
+/**
+ * @param {number} x
+ * @param {number} digits
+ */
+function round(x, digits) {
+  return Number(x.toFixed(digits));
+}
+
+/**
+ * @param {string} label
+ * @param {HTMLElement} control
+ * @param {string} id
+ * @param {string} [hint]
+ */
+function field(label, control, id, hint) {
+  return h(
+    "div",
+    { class: "field" },
+    h("label", { for: id }, label),
+    control,
+    hint ? h("p", { class: "hint", id: `${id}-hint` }, hint) : null,
+  );
+}
+
+/**
+ * @param {string} experimentId
+ * @param {Record<string, unknown>} body
+ */
+function save(experimentId, body) {
+  return api(`${datasetPath(experimentId)}settings/`, { method: "PUT", body });
+}
+
+/**
+ * A button that puts the default settings back.
+ * @param {string} experimentId
+ * @param {(message: string) => void} onSaved
+ */
+export function resetSettingsButton(experimentId, onSaved) {
+  const message = h("p", { class: "form-error", role: "alert" });
+  const button = h("button", {
+    type: "button",
+    class: "quiet",
+    onclick: async () => {
+      button.disabled = true;
+      try {
+        await save(experimentId, {});
+        onSaved("Settings reset to the defaults.");
+      } catch (error) {
+        message.textContent = error instanceof ApiError ? error.message : String(error);
+        button.disabled = false;
+      }
+    },
+  }, "Reset the settings to the defaults");
+  return h("div", { class: "actions" }, button, message);
+}
+
+/**
+ * @param {any} a a ready analysis
+ * @param {Record<string, any>} saved the saved settings (`GET …/settings/`)
+ * @param {string} flash a message to show (after a save), or ""
+ * @param {(message: string) => void} onSaved
+ */
+export function settingsCard(a, saved, flash, onSaved) {
+  const variants = (a.variants ?? []).map((/** @type {any} */ v) => v.name);
+  const metrics = a.metrics ?? [];
+  const keyMetric = h(
+    "select",
+    { id: "set-key-metric", name: "key_metric" },
+    metrics.map((/** @type {any} */ m) =>
+      h("option", { value: m.name, selected: m.name === a.key_metric }, `${m.name} (${m.kind})`)
+    ),
+  );
+  const control = h(
+    "select",
+    { id: "set-control", name: "control" },
+    variants.map((/** @type {string} */ v) =>
+      h("option", { value: v, selected: v === a.control }, v)
+    ),
+  );
+  const expected = a.srm?.expected_split ?? {};
+  const shareInputs = variants.map((/** @type {string} */ v, /** @type {number} */ i) =>
+    h("input", {
+      id: `set-split-${i}`,
+      type: "number",
+      inputmode: "decimal",
+      min: 0,
+      max: 100,
+      step: "any",
+      required: true,
+      value: typeof expected[v] === "number"
+        ? round(expected[v] * 100, 4)
+        : round(100 / variants.length, 4),
+      dataset: { variant: v },
+    })
+  );
+  const hasTarget = typeof saved.target_users_per_variant === "number";
+  const modeMde = h("input", {
+    type: "radio",
+    name: "target_mode",
+    id: "set-mode-mde",
+    value: "mde",
+    checked: !hasTarget,
+  });
+  const modeUsers = h("input", {
+    type: "radio",
+    name: "target_mode",
+    id: "set-mode-users",
+    value: "users",
+    checked: hasTarget,
+  });
+  const mde = h("input", {
+    id: "set-mde",
+    type: "number",
+    inputmode: "decimal",
+    min: 0,
+    max: 1000,
+    step: "any",
+    value: round((typeof saved.mde === "number" ? saved.mde : 0.05) * 100, 4),
+    "aria-describedby": "set-mde-hint",
+  });
+  const target = h("input", {
+    id: "set-target",
+    type: "number",
+    inputmode: "numeric",
+    min: 1,
+    step: 1,
+    value: saved.target_users_per_variant ?? a.sample?.target_users_per_variant ?? "",
+    "aria-describedby": "set-target-hint",
+  });
+  const hasSaved = Object.keys(saved).length > 0;
+  const error = h("p", { class: "form-error", role: "alert", id: "settings-error" });
+  const ok = h("p", { class: "form-ok", role: "status", id: "settings-status" }, flash);
+  const submit = h(
+    "button",
+    { type: "submit", class: "primary", id: "settings-save" },
+    "Save and re-analyse",
+  );
+
+  const syncMode = () => {
+    mde.disabled = !modeMde.checked;
+    target.disabled = !modeUsers.checked;
+  };
+  modeMde.addEventListener("change", syncMode);
+  modeUsers.addEventListener("change", syncMode);
+  syncMode();
+
+  /** @returns {Record<string, unknown> | string} the body to save, or what is wrong */
+  const build = () => {
+    /** @type {Record<string, unknown>} */
+    const next = { ...saved };
+    if (keyMetric.value !== a.key_metric || "key_metric" in saved) {
+      next.key_metric = keyMetric.value;
+    }
+    if (control.value !== a.control || "control" in saved) next.control = control.value;
+    const shares = shareInputs.map((/** @type {HTMLInputElement} */ input) => input.valueAsNumber);
+    if (shares.some((/** @type {number} */ x) => !Number.isFinite(x) || x <= 0)) {
+      return "Enter a share above 0 for every variant.";
+    }
+    const sum = shares.reduce((/** @type {number} */ t, /** @type {number} */ x) => t + x, 0);
+    if (Math.abs(sum - 100) > 0.01) {
+      return `The expected shares add up to ${round(sum, 4)} %, not 100 %.`;
+    }
+    const equal = shares.every((/** @type {number} */ x) =>
+      Math.abs(x - 100 / shares.length) < 1e-6
+    );
+    if (!equal || "expected_split" in saved) {
+      next.expected_split = Object.fromEntries(
+        variants.map((/** @type {string} */ v, /** @type {number} */ i) => [v, shares[i] / sum]),
+      );
+    }
+    if (modeMde.checked) {
+      const value = mde.valueAsNumber;
+      if (!Number.isFinite(value) || value <= 0 || value > 1000) {
+        return "The minimum detectable effect must be a percentage above 0 and at most 1000.";
+      }
+      if ("mde" in saved || Math.abs(value - 5) > 1e-9) next.mde = value / 100;
+      delete next.target_users_per_variant;
+    } else {
+      const value = target.valueAsNumber;
+      if (!Number.isSafeInteger(value) || value < 1) {
+        return "The target must be a whole number of users, at least 1.";
+      }
+      next.target_users_per_variant = value;
+    }
+    return next;
+  };
+
+  const form = h(
+    "form",
+    {
+      class: "settings-form",
+      dataset: { experiment: a.experiment_id },
+      novalidate: true,
+      oninput: () => {
+        form.dataset.dirty = "true";
+        ok.textContent = "";
+      },
+      onsubmit: async (/** @type {SubmitEvent} */ event) => {
+        event.preventDefault();
+        error.textContent = "";
+        ok.textContent = "";
+        const body = build();
+        if (typeof body === "string") {
+          error.textContent = body;
+          return;
+        }
+        submit.disabled = true;
+        submit.textContent = "Saving…";
+        try {
+          await save(a.experiment_id, body);
+          form.dataset.dirty = "false";
+          ok.textContent = "Saved. Re-analysing…";
+          onSaved("Settings saved: the result above uses them.");
+        } catch (e) {
+          error.textContent = e instanceof ApiError ? e.message : String(e);
+        } finally {
+          submit.disabled = false;
+          submit.textContent = "Save and re-analyse";
+        }
+      },
+    },
+    h(
+      "div",
+      { class: "settings-grid" },
+      field("Key metric", keyMetric, "set-key-metric"),
+      field("Control variant", control, "set-control"),
+      h(
+        "fieldset",
+        { class: "split" },
+        h("legend", {}, "Expected split, % of users"),
+        h(
+          "div",
+          { class: "split-inputs" },
+          variants.map((/** @type {string} */ v, /** @type {number} */ i) =>
+            h(
+              "div",
+              { class: "split-input" },
+              h("label", { for: `set-split-${i}` }, v),
+              shareInputs[i],
+            )
+          ),
+        ),
+      ),
+      h(
+        "fieldset",
+        { class: "target" },
+        h("legend", {}, "Target sample"),
+        h(
+          "div",
+          { class: "choice" },
+          modeMde,
+          h("label", { for: "set-mode-mde" }, "From a minimum detectable effect"),
+        ),
+        h(
+          "div",
+          { class: "field nested" },
+          h("label", { for: "set-mde" }, "MDE, % relative"),
+          mde,
+          h(
+            "p",
+            { class: "hint", id: "set-mde-hint" },
+            "The smallest relative change worth detecting: 5 means ±5 % of the control's mean.",
+          ),
+        ),
+        h(
+          "div",
+          { class: "choice" },
+          modeUsers,
+          h("label", { for: "set-mode-users" }, "A fixed number of users"),
+        ),
+        h(
+          "div",
+          { class: "field nested" },
+          h("label", { for: "set-target" }, "Target users per variant"),
+          target,
+          h(
+            "p",
+            { class: "hint", id: "set-target-hint" },
+            "Used as it is, instead of a power calculation.",
+          ),
+        ),
+      ),
+    ),
+    h(
+      "div",
+      { class: "actions" },
+      submit,
+      hasSaved ? resetSettingsButton(a.experiment_id, onSaved) : null,
+      error,
+      ok,
+    ),
+  );
+  return h(
+    "section",
+    { class: "card settings", "aria-labelledby": "settings-title" },
+    h("h3", { id: "settings-title" }, "Analysis settings"),
+    h(
+      "p",
+      { class: "muted" },
+      hasSaved
+        ? "Saved for this experiment; they survive new deliveries."
+        : "Defaults: the first variant is the control, the first metric column the key metric, an equal split, MDE 5 %.",
+    ),
+    form,
+  );
+}

@@ -1,0 +1,43 @@
+/**
+ * Small building blocks shared by the analysis views: the status badge, a card with its
+ * heading, and a table that scrolls sideways on a narrow screen instead of the page.
+ */
+import { h } from "./dom.js";
+
+const STATUS_TEXT = /** @type {Record<string, string>} */ ({
+  ready: "ready",
+  pending: "analysing",
+  failed: "failed",
+  too_large: "too large",
+});
+
+/**
+ * A small label for an analysis status.
+ * @param {string} status
+ */
+export function statusBadge(status) {
+  const known = status in STATUS_TEXT ? status : "unknown";
+  return h("span", { class: `badge badge-${known}` }, STATUS_TEXT[status] ?? status);
+}
+
+/**
+ * A table wrapped so it scrolls sideways on a narrow screen instead of the page.
+ * @param {string} label
+ * @param {HTMLTableElement} table
+ */
+export function scrollTable(label, table) {
+  return h(
+    "div",
+    { class: "table-wrap", role: "region", "aria-label": label, tabindex: "0" },
+    table,
+  );
+}
+
+/**
+ * @param {string} title
+ * @param {string} id
+ * @param {...import("./dom.js").Child} children
+ */
+export function card(title, id, ...children) {
+  return h("section", { class: "card", "aria-labelledby": id }, h("h3", { id }, title), children);
+}

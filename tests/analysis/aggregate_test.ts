@@ -1,0 +1,613 @@
+import assert from "node:assert/strict";
+import { aggregateCsv, CsvAggregator } from "../../src/analysis/aggregate.ts";
+import type { Aggregate } from "../../src/analysis/aggregate_types.ts";
+import { readNumber } from "../../src/analysis/_csv_cells.ts";
+import { generateCsv, mulberry32 } from "../../bench/generate_csv.ts";
+
+const encoder = new TextEncoder();
+
+function aggregateText(
+  text: string,
+  options: { metricKinds?: Record<string, "conversion" | "numeric">; chunkSize?: number } = {},
+): Promise<Aggregate> {
+  const bytes = encoder.encode(text);
+  const size = options.chunkSize ?? 7;
+  const chunks: Uint8Array[] = [];
+  for (let i = 0; i < bytes.length; i += size) chunks.push(bytes.slice(i, i + size));
+  return aggregateCsv(ReadableStream.from(chunks), { metricKinds: options.metricKinds });
+}
+
+/** The daily series as `date → variant → [cumulativeUsers, metricUsers, metricSum]` for one metric. */
+function dailyOf(result: Aggregate, metric: string): Record<string, Record<string, number[]>> {
+  return Object.fromEntries(result.daily.map(({ date, variants }) => [
+    date,
+    Object.fromEntries(
+      Object.entries(variants).map((
+        [name, point],
+      ) => [name, [point.cumulativeUsers, point.metricUsers[metric], point.metricSum[metric]]]),
+    ),
+  ]));
+}
+
+Deno.test("aggregateCsv takes a conversion column's maximum and a numeric column's sum per user", async () => {
+  const result = await aggregateText(
+    "user_id,variant,date,converted,revenue\n" +
+      "u1,A,2026-01-01,0,10\n" +
+      "u1,A,2026-01-02,1,5.5\n" +
+      "u2,A,2026-01-01,0,0\n" +
+      "u3,B,2026-01-01,1,2\n" +
+      "u3,B,2026-01-03,1,3\n" +
+      "u4,B,2026-01-02,0,1\n",
+  );
+  assert.equal(result.rows, 6);
+  assert.deepEqual(result.variants, ["A", "B"]);
+  assert.deepEqual(result.users, { A: 2, B: 2 });
+  assert.equal(result.excludedUsers, 0);
+  assert.deepEqual(result.metrics, [
+    { name: "converted", kind: "conversion", detectedKind: "conversion" },
+    { name: "revenue", kind: "numeric", detectedKind: "numeric" },
+  ]);
+  assert.deepEqual(result.stats, {
+    // A: u1 max(0, 1) = 1, u2 0. B: u3 max(1, 1) = 1, u4 0.
+    converted: {
+      A: { users: 2, sum: 1, sumSquares: 1 },
+      B: { users: 2, sum: 1, sumSquares: 1 },
+    },
+    // A: u1 10 + 5.5 = 15.5, u2 0 -> 15.5, 15.5² = 240.25. B: u3 2 + 3 = 5, u4 1 -> 6, 25 + 1.
+    revenue: {
+      A: { users: 2, sum: 15.5, sumSquares: 240.25 },
+      B: { users: 2, sum: 6, sumSquares: 26 },
+    },
+  });
+});
+
+Deno.test("aggregateCsv skips empty cells, so a user without a value does not count for that metric", async () => {
+  const result = await aggregateText(
+    "user_id,variant,date,converted,revenue\n" +
+      "u1,A,2026-01-01,1,\n" +
+      "u2,A,2026-01-01,,4\n" +
+      "u2,A,2026-01-02,0,\n" +
+      "u3,A,2026-01-02, ,\n",
+  );
+  assert.deepEqual(result.users, { A: 3 });
+  assert.deepEqual(result.stats, {
+    // u1 1, u2 0 (its only value), u3 none.
+    converted: { A: { users: 2, sum: 1, sumSquares: 1 } },
+    // Only u2 has a value: 4.
+    revenue: { A: { users: 1, sum: 4, sumSquares: 16 } },
+  });
+  // 01-01: u1, u2 seen; converted: u1 (1); revenue: u2 (4).
+  // 01-02: u3 seen too; converted: u2's 0 arrives; revenue unchanged.
+  assert.deepEqual(dailyOf(result, "converted"), {
+    "2026-01-01": { A: [2, 1, 1] },
+    "2026-01-02": { A: [3, 2, 1] },
+  });
+  assert.deepEqual(dailyOf(result, "revenue"), {
+    "2026-01-01": { A: [2, 1, 4] },
+    "2026-01-02": { A: [3, 1, 4] },
+  });
+});
+
+Deno.test("aggregateCsv drops a column with any text as a dimension", async () => {
+  const result = await aggregateText(
+    "user_id,variant,date,country,score,note,late,blank\n" +
+      "u1,A,2026-01-01,DE,1,,1,\n" +
+      "u2,B,2026-01-01,FR,2,x,2,\n" +
+      "u3,B,2026-01-02,FR,3,,abc,\n" +
+      "u4,B,2026-01-02,FR,1e1,,4,\n",
+  );
+  // country and note hold text; late turns to text on its third row; blank has no value at all.
+  assert.deepEqual(result.metrics, [{ name: "score", kind: "numeric", detectedKind: "numeric" }]);
+  assert.deepEqual(Object.keys(result.stats), ["score"]);
+  // B: 2 + 3 + 10 = 15; 4 + 9 + 100 = 113.
+  assert.deepEqual(result.stats.score.B, { users: 3, sum: 15, sumSquares: 113 });
+  assert.deepEqual(Object.keys(result.daily[0].variants.A.metricSum), ["score"]);
+});
+
+Deno.test("aggregateCsv detects conversion columns as the upload checks do: 0 and 1 written plainly", async () => {
+  const result = await aggregateText(
+    "user_id,variant,date,plain,decimals,signed,exponent,padded\n" +
+      "u1,A,2026-01-01,1,1.0,+1,1e0,01\n" +
+      "u2,A,2026-01-01,0,0.00,-0,0e0,00\n",
+  );
+  assert.deepEqual(result.metrics.map((metric) => [metric.name, metric.detectedKind]), [
+    ["plain", "conversion"],
+    ["decimals", "conversion"],
+    ["signed", "numeric"],
+    ["exponent", "numeric"],
+    ["padded", "numeric"],
+  ]);
+  for (const metric of result.metrics) {
+    assert.deepEqual(result.stats[metric.name].A, { users: 2, sum: 1, sumSquares: 1 }, metric.name);
+  }
+});
+
+Deno.test("aggregateCsv applies metricKinds over the detected kinds", async () => {
+  const result = await aggregateText(
+    "user_id,variant,date,clicked,visits\n" +
+      "u1,A,2026-01-01,1,2\n" +
+      "u1,A,2026-01-02,1,3\n" +
+      "u2,A,2026-01-01,0,0\n" +
+      "u3,A,2026-01-01,0,-1\n" +
+      "u3,A,2026-01-02,0,0\n" +
+      "u4,A,2026-01-01,0,-3\n" +
+      "u4,A,2026-01-03,0,-1\n" +
+      "u4,A,2026-01-02,0,0\n",
+    { metricKinds: { clicked: "numeric", visits: "conversion" } },
+  );
+  assert.deepEqual(result.metrics, [
+    { name: "clicked", kind: "numeric", detectedKind: "conversion" },
+    { name: "visits", kind: "conversion", detectedKind: "numeric" },
+  ]);
+  // clicked summed: u1 1 + 1 = 2, the others 0. visits as a maximum: u1 3, u2 0,
+  // u3 max(-1, 0) = 0, u4 max(-3, -1, 0) = 0.
+  assert.deepEqual(result.stats.clicked.A, { users: 4, sum: 2, sumSquares: 4 });
+  assert.deepEqual(result.stats.visits.A, { users: 4, sum: 3, sumSquares: 9 });
+  // clicked: 01-01 1; from 01-02 2.
+  assert.deepEqual(dailyOf(result, "clicked"), {
+    "2026-01-01": { A: [4, 4, 1] },
+    "2026-01-02": { A: [4, 4, 2] },
+    "2026-01-03": { A: [4, 4, 2] },
+  });
+  // visits, maxima up to each date: 01-01 2, 0, -1, -3 -> -2; 01-02 3, 0, 0, 0 -> 3;
+  // 01-03 3, 0, 0, max(-3, 0, -1) = 0 -> 3.
+  assert.deepEqual(dailyOf(result, "visits"), {
+    "2026-01-01": { A: [4, 4, -2] },
+    "2026-01-02": { A: [4, 4, 3] },
+    "2026-01-03": { A: [4, 4, 3] },
+  });
+});
+
+Deno.test("aggregateCsv leaves users seen in two variants out of users, stats and the daily series", async () => {
+  const result = await aggregateText(
+    "user_id,variant,date,converted,revenue\n" +
+      "u1,A,2026-01-01,1,10\n" +
+      "u2,B,2026-01-01,0,3\n" +
+      "u3,A,2026-01-02,1,7\n" +
+      "u1,A,2026-01-02,0,1\n" +
+      "u1,B,2026-01-03,0,2\n" + // u1's second variant, after its first rows and on a later date
+      "u4,B,2026-01-03,1,5\n" +
+      "u1,A,2026-01-04,1,100\n", // u1 back in A: still excluded, counted once
+  );
+  assert.equal(result.rows, 7);
+  assert.equal(result.excludedUsers, 1);
+  assert.deepEqual(result.users, { A: 1, B: 2 });
+  assert.deepEqual(result.stats, {
+    converted: {
+      A: { users: 1, sum: 1, sumSquares: 1 }, // u3
+      B: { users: 2, sum: 1, sumSquares: 1 }, // u2 0, u4 1
+    },
+    revenue: {
+      A: { users: 1, sum: 7, sumSquares: 49 },
+      B: { users: 2, sum: 8, sumSquares: 34 }, // 3 + 5; 9 + 25
+    },
+  });
+  // Without u1: A has u3 from 01-02; B has u2 from 01-01 and u4 from 01-03. 01-04 has only u1's
+  // row, so nothing changes on it.
+  assert.deepEqual(dailyOf(result, "revenue"), {
+    "2026-01-01": { A: [0, 0, 0], B: [1, 1, 3] },
+    "2026-01-02": { A: [1, 1, 7], B: [1, 1, 3] },
+    "2026-01-03": { A: [1, 1, 7], B: [2, 2, 8] },
+    "2026-01-04": { A: [1, 1, 7], B: [2, 2, 8] },
+  });
+  assert.deepEqual(dailyOf(result, "converted"), {
+    "2026-01-01": { A: [0, 0, 0], B: [1, 1, 0] },
+    "2026-01-02": { A: [1, 1, 1], B: [1, 1, 0] },
+    "2026-01-03": { A: [1, 1, 1], B: [2, 2, 1] },
+    "2026-01-04": { A: [1, 1, 1], B: [2, 2, 1] },
+  });
+});
+
+Deno.test("aggregateCsv builds the daily cumulative series from rows out of date order", async () => {
+  const result = await aggregateText(
+    "user_id,variant,date,converted,revenue\n" +
+      "u1,A,2026-01-03,1,4\n" +
+      "u2,A,2026-01-01,0,1\n" +
+      "u1,A,2026-01-01,0,2\n" +
+      "u3,B,2026-01-02,1,5\n" +
+      "u2,A,2026-01-02,1,\n",
+  );
+  assert.deepEqual(result.daily.map((day) => day.date), ["2026-01-01", "2026-01-02", "2026-01-03"]);
+  // A: u1 and u2 both start on 01-01. converted: u2's 1 on 01-02, u1's on 01-03.
+  assert.deepEqual(dailyOf(result, "converted"), {
+    "2026-01-01": { A: [2, 2, 0], B: [0, 0, 0] },
+    "2026-01-02": { A: [2, 2, 1], B: [1, 1, 1] },
+    "2026-01-03": { A: [2, 2, 2], B: [1, 1, 1] },
+  });
+  // revenue A: 01-01 u1 2 + u2 1 = 3; 01-03 u1's 4 more = 7. B: u3 5 from 01-02.
+  assert.deepEqual(dailyOf(result, "revenue"), {
+    "2026-01-01": { A: [2, 2, 3], B: [0, 0, 0] },
+    "2026-01-02": { A: [2, 2, 3], B: [1, 1, 5] },
+    "2026-01-03": { A: [2, 2, 7], B: [1, 1, 5] },
+  });
+});
+
+const QUOTED = '"user_id","variant","date","converted","revenue","note"\n' +
+  '"u,1","A","2026-01-01","1","2.5","line one\nline two"\n' +
+  'u2,"B ""x""",2026-01-01,0,"3",plain\n' +
+  '"u,1",A,2026-01-02,1,1,"say ""hi"", twice"\n';
+
+Deno.test("aggregateCsv reads quoted cells with delimiters, line ends and escaped quotes", async () => {
+  const result = await aggregateText(QUOTED);
+  assert.equal(result.rows, 3);
+  assert.deepEqual(result.variants, ["A", 'B "x"']);
+  assert.deepEqual(result.users, { A: 1, 'B "x"': 1 });
+  assert.deepEqual(result.metrics.map((metric) => metric.name), ["converted", "revenue"]);
+  // "u,1" (one user over two rows): 2.5 + 1; u2: 3.
+  assert.deepEqual(result.stats.revenue, {
+    A: { users: 1, sum: 3.5, sumSquares: 12.25 },
+    'B "x"': { users: 1, sum: 3, sumSquares: 9 },
+  });
+});
+
+Deno.test("aggregateCsv reads a semicolon delimiter with decimal commas", async () => {
+  const result = await aggregateText(
+    "user_id;variant;date;revenue;converted\n" +
+      "u1;A;2026-01-01;1,5;1\n" +
+      "u1;A;2026-01-02;2,25;0\n" +
+      'u2;B;2026-01-01;"3,5";0,0\n',
+  );
+  assert.deepEqual(result.metrics, [
+    { name: "revenue", kind: "numeric", detectedKind: "numeric" },
+    { name: "converted", kind: "conversion", detectedKind: "conversion" },
+  ]);
+  // u1: 1.5 + 2.25 = 3.75; u2: 3.5.
+  assert.deepEqual(result.stats.revenue, {
+    A: { users: 1, sum: 3.75, sumSquares: 14.0625 },
+    B: { users: 1, sum: 3.5, sumSquares: 12.25 },
+  });
+  assert.deepEqual(result.stats.converted, {
+    A: { users: 1, sum: 1, sumSquares: 1 },
+    B: { users: 1, sum: 0, sumSquares: 0 },
+  });
+});
+
+const PLAIN = "user_id,variant,date,converted,revenue\n" +
+  "u1,A,2026-01-01,0,10\n" +
+  "u2,B,2026-01-02,1,2.5\n" +
+  "u1,A,2026-01-02,1,\n";
+
+Deno.test("aggregateCsv reads CRLF line ends and skips blank lines", async () => {
+  const expected = await aggregateText(PLAIN);
+  assert.equal(expected.rows, 3);
+  const crlf = await aggregateText("\r\n" + PLAIN.replaceAll("\n", "\r\n\r\n"));
+  assert.deepEqual(crlf, expected);
+  assert.deepEqual(crlf.stats.revenue.A, { users: 1, sum: 10, sumSquares: 100 });
+});
+
+Deno.test("aggregateCsv ignores spaces and tabs around cells, as the upload checks do", async () => {
+  const result = await aggregateText(
+    "user_id,variant,date,converted,revenue\n" +
+      "u1,A,2026-01-01,1,2\n" +
+      " u1 ,\tA , 2026-01-02 , 0 , 3 \n",
+  );
+  assert.deepEqual(result.users, { A: 1 });
+  assert.deepEqual(result.daily.map((day) => day.date), ["2026-01-01", "2026-01-02"]);
+  assert.deepEqual(result.stats.revenue.A, { users: 1, sum: 5, sumSquares: 25 });
+  assert.deepEqual(result.stats.converted.A, { users: 1, sum: 1, sumSquares: 1 });
+});
+
+Deno.test("aggregateCsv strips a leading byte order mark from the first column name", async () => {
+  const result = await aggregateText("\ufeff" + PLAIN);
+  assert.deepEqual(result, await aggregateText(PLAIN));
+  assert.deepEqual(result.users, { A: 1, B: 1 });
+});
+
+Deno.test("CsvAggregator gives the same result for a file split at every byte position", () => {
+  const text = "\ufeff" + QUOTED.replaceAll("\n", "\r\n") + '\r\nu3,B,2026-01-03,1,7.25,"end"';
+  const bytes = encoder.encode(text);
+  const whole = new CsvAggregator();
+  whole.push(bytes);
+  const expected = whole.finish();
+  assert.equal(expected.rows, 4);
+  for (let at = 0; at <= bytes.length; at++) {
+    const split = new CsvAggregator();
+    split.push(bytes.slice(0, at));
+    split.push(bytes.slice(at));
+    assert.deepEqual(split.finish(), expected, `split at byte ${at}`);
+  }
+  const bytewise = new CsvAggregator();
+  for (let at = 0; at < bytes.length; at++) bytewise.push(bytes.slice(at, at + 1));
+  assert.deepEqual(bytewise.finish(), expected);
+});
+
+Deno.test("CsvAggregator keeps copies of partial rows, so the caller may reuse its chunk", () => {
+  const bytes = encoder.encode(PLAIN);
+  const expected = new CsvAggregator();
+  expected.push(bytes);
+  const reused = new CsvAggregator();
+  const chunk = new Uint8Array(10);
+  for (let at = 0; at < bytes.length; at += chunk.length) {
+    const part = bytes.subarray(at, at + chunk.length);
+    chunk.set(part);
+    reused.push(chunk.subarray(0, part.length));
+    chunk.fill(0x78); // "x" over everything
+  }
+  assert.deepEqual(reused.finish(), expected.finish());
+});
+
+Deno.test("aggregateCsv calls onChunk before each chunk and stops with its error", async () => {
+  const seen: number[] = [];
+  const chunks = [encoder.encode(PLAIN.slice(0, 20)), encoder.encode(PLAIN.slice(20))];
+  await aggregateCsv(ReadableStream.from(chunks), { onChunk: (chunk) => seen.push(chunk.length) });
+  assert.deepEqual(seen, chunks.map((chunk) => chunk.length));
+  await assert.rejects(
+    aggregateCsv(ReadableStream.from(chunks), {
+      onChunk: () => {
+        throw new RangeError("validator says no");
+      },
+    }),
+    { name: "RangeError", message: "validator says no" },
+  );
+});
+
+Deno.test("aggregateCsv throws an Error on input it cannot read", async () => {
+  const header = "user_id,variant,date,converted\n";
+  const cases: [string, RegExp][] = [
+    [header + "u1,A,2026-01-01\n", /line 2: expected 4 fields, got 3/],
+    [header + 'u1,A,2026-01-01,"1\n', /line 2: a quoted field is not closed/],
+    [header + 'u1,A"x",2026-01-01,1\n', /line 2: unexpected quote/],
+    [header + "u1,A,2026-01-01,1\nu2,A,01/02/2026,1\n", /line 3: the date "01\/02\/2026"/],
+    ["user_id,variant,converted\nu1,A,1\n", /no date column/],
+    ["user_id\tvariant\tdate\n", /delimiter/],
+    ["", /no header/],
+  ];
+  for (const [text, message] of cases) {
+    await assert.rejects(aggregateText(text), (error: Error) => {
+      assert.equal(error.constructor, Error);
+      assert.match(error.message, message);
+      return true;
+    });
+  }
+});
+
+Deno.test("readNumber equals parseFloat on tricky numbers and rejects what is not a number", () => {
+  const tricky = [
+    "0.1",
+    "0.2",
+    "0.3",
+    "123456.789",
+    "1e-5",
+    "-0.0",
+    "-0",
+    "+5",
+    ".5",
+    "5.",
+    "0000.5000",
+    "0.30000000000000004",
+    "9007199254740991",
+    "9007199254740992",
+    "9007199254740993",
+    "123456789012345",
+    "1234567890123456",
+    "12345678901234567890",
+    "99999999999999.99",
+    "0.1234567890123456789",
+    "3.14159265358979323846",
+    "1.00000000000000011102230246251565404236316680908203125",
+    "0.000000000000000000001",
+    "0.0000000000000000000000001",
+    "1.7976931348623157e308",
+    "4.9e-324",
+    "2.2250738585072014e-308",
+    "1E5",
+    "1e+5",
+    "-1.5E-3",
+    "2.5e0",
+    "1e400",
+    "-1e400",
+    "  42 ",
+    "\t-7.25",
+    "1.0",
+    "0.00",
+    "999999999999999999999.5",
+  ];
+  const random = mulberry32(7);
+  for (let i = 0; i < 5000; i++) {
+    const value = (random() - 0.5) * 10 ** Math.floor(random() * 30 - 10);
+    tricky.push(String(value), value.toFixed(Math.floor(random() * 20)));
+    let digits = "";
+    for (let d = 0; d < 1 + random() * 24; d++) digits += Math.floor(random() * 10);
+    const point = Math.floor(random() * digits.length);
+    tricky.push(`${digits.slice(0, point)}.${digits.slice(point)}`);
+  }
+  for (const text of tricky) {
+    const bytes = encoder.encode(text);
+    const expected = parseFloat(text);
+    assert.ok(Object.is(readNumber(bytes, 0, bytes.length, false), expected), text);
+    const comma = encoder.encode(text.replace(".", ","));
+    assert.ok(
+      Object.is(readNumber(comma, 0, comma.length, true), expected),
+      `${text} with a comma`,
+    );
+  }
+  for (
+    const text of [
+      "",
+      " ",
+      ".",
+      "-",
+      "+",
+      "1e",
+      "e5",
+      "1.2.3",
+      "0x10",
+      "Infinity",
+      "NaN",
+      "1 2",
+      "1,5",
+      "--1",
+      "1e5.5",
+      "1-",
+    ]
+  ) {
+    const bytes = encoder.encode(text);
+    assert.ok(Number.isNaN(readNumber(bytes, 0, bytes.length, false)), text);
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// A generated dataset against a plain reference implementation.
+
+/** RFC 4180 rows of a small CSV text (tests only: the whole text in memory). */
+function parseRows(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = "";
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') {
+        cell += '"';
+        i++;
+      } else if (c === '"') quoted = false;
+      else cell += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ",") {
+      row.push(cell);
+      cell = "";
+    } else if (c === "\n") {
+      row.push(cell.endsWith("\r") ? cell.slice(0, -1) : cell);
+      if (row.length > 1 || row[0] !== "") rows.push(row);
+      row = [];
+      cell = "";
+    } else cell += c;
+  }
+  if (cell !== "" || row.length > 0) rows.push([...row, cell]);
+  return rows;
+}
+
+/** The aggregate computed the obvious way: a Map of users holding their rows. */
+function referenceAggregate(text: string): Aggregate {
+  const [header, ...rows] = parseRows(text);
+  const userField = header.indexOf("user_id");
+  const variantField = header.indexOf("variant");
+  const dateField = header.indexOf("date");
+  const number = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+  const metrics = header.flatMap((name, field) => {
+    if (field === userField || field === variantField || field === dateField) return [];
+    const cells = rows.map((row) => row[field].trim()).filter((cell) => cell !== "");
+    if (cells.length === 0 || !cells.every((cell) => number.test(cell))) return [];
+    const kind = cells.every((cell) => /^[01](\.0*)?$/.test(cell)) ? "conversion" : "numeric";
+    return [{ name, field, kind: kind as "conversion" | "numeric" }];
+  });
+  const users = new Map<string, { variants: Set<string>; rows: string[][] }>();
+  for (const row of rows) {
+    const user = users.get(row[userField]) ?? { variants: new Set(), rows: [] };
+    users.set(row[userField], user);
+    user.variants.add(row[variantField]);
+    user.rows.push(row);
+  }
+  const kept = [...users.values()].filter((user) => user.variants.size === 1);
+  const variants = [...new Set(rows.map((row) => row[variantField]))].sort();
+  const dates = [...new Set(rows.map((row) => row[dateField]))].sort();
+  const valueOf = (
+    user: { rows: string[][] },
+    metric: (typeof metrics)[number],
+    until = "9999-99-99",
+  ): number | null => {
+    const values = user.rows
+      .filter((row) => row[dateField] <= until && row[metric.field].trim() !== "")
+      .map((row) => parseFloat(row[metric.field]));
+    if (values.length === 0) return null;
+    return metric.kind === "conversion"
+      ? Math.max(...values)
+      : values.reduce((sum, value) => sum + value, 0);
+  };
+  const inVariant = (variant: string) => kept.filter((user) => user.variants.has(variant));
+  return {
+    rows: rows.length,
+    variants,
+    users: Object.fromEntries(variants.map((v) => [v, inVariant(v).length])),
+    excludedUsers: users.size - kept.length,
+    metrics: metrics.map(({ name, kind }) => ({ name, kind, detectedKind: kind })),
+    stats: Object.fromEntries(metrics.map((metric) => [
+      metric.name,
+      Object.fromEntries(variants.map((v) => {
+        const values = inVariant(v).map((user) => valueOf(user, metric)).filter((x) => x !== null);
+        return [v, {
+          users: values.length,
+          sum: values.reduce((sum, x) => sum + x, 0),
+          sumSquares: values.reduce((sum, x) => sum + x * x, 0),
+        }];
+      })),
+    ])),
+    daily: dates.map((date) => ({
+      date,
+      variants: Object.fromEntries(variants.map((v) => {
+        const seen = inVariant(v).filter((user) => user.rows.some((row) => row[dateField] <= date));
+        const values = (metric: (typeof metrics)[number]) =>
+          seen.map((user) => valueOf(user, metric, date)).filter((x) => x !== null);
+        return [v, {
+          cumulativeUsers: seen.length,
+          metricUsers: Object.fromEntries(metrics.map((m) => [m.name, values(m).length])),
+          metricSum: Object.fromEntries(
+            metrics.map((m) => [m.name, values(m).reduce((sum, x) => sum + x, 0)]),
+          ),
+        }];
+      })),
+    })),
+  };
+}
+
+/** Replaces every number in `actual` that is within a relative 1e-9 of `expected`'s by it. */
+function closeTo(actual: unknown, expected: unknown): unknown {
+  if (typeof actual === "number" && typeof expected === "number") {
+    return Math.abs(actual - expected) <= 1e-9 * Math.max(1, Math.abs(expected))
+      ? expected
+      : actual;
+  }
+  if (Array.isArray(actual) && Array.isArray(expected)) {
+    return actual.map((item, i) => closeTo(item, expected[i]));
+  }
+  if (actual && expected && typeof actual === "object" && typeof expected === "object") {
+    const other = expected as Record<string, unknown>;
+    return Object.fromEntries(
+      Object.entries(actual).map(([key, value]) => [key, closeTo(value, other[key])]),
+    );
+  }
+  return actual;
+}
+
+Deno.test("aggregateCsv matches a plain reference implementation on a generated dataset", async () => {
+  let generated = "";
+  const decoder = new TextDecoder();
+  for await (
+    const chunk of generateCsv({ rows: 50_000, users: 5_000, variants: ["A", "B", "C"] })
+  ) {
+    generated += decoder.decode(chunk);
+  }
+  const [head, ...lines] = generated.trimEnd().split("\n");
+  const flip: Record<string, string> = { A: "B", B: "C", C: "A" };
+  const text = [`${head},score,country`].concat(lines.map((line, i) => {
+    const [user, variant, date, converted, revenue] = line.split(",");
+    const n = i + 1;
+    const score = n % 17 === 0
+      ? ""
+      : n % 13 === 0
+      ? `${(n % 9) + 1}.5e-3`
+      : String(((n * 7919) % 2001 - 1000) / 8);
+    return [
+      n % 29 === 0 ? `"${user}"` : user,
+      n % 53 === 0 ? flip[variant] : variant, // a few users end up in two variants
+      date,
+      n % 11 === 0 ? "" : converted,
+      n % 7 === 0 ? "" : revenue,
+      score,
+      n % 5 === 0 ? '"Berlin, DE"' : "FR",
+    ].join(",");
+  })).join("\n") + "\n";
+  const expected = referenceAggregate(text);
+  assert.ok(expected.excludedUsers > 100, "the dataset has users in two variants");
+  assert.deepEqual(expected.metrics.map((metric) => metric.name), [
+    "converted",
+    "revenue",
+    "score",
+  ]);
+  const bytes = encoder.encode(text);
+  const chunks: Uint8Array[] = [];
+  for (let i = 0; i < bytes.length; i += 4093) chunks.push(bytes.subarray(i, i + 4093));
+  const result = await aggregateCsv(ReadableStream.from(chunks));
+  assert.deepEqual(closeTo(result, expected), expected);
+});

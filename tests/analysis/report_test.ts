@@ -1,0 +1,307 @@
+/**
+ * The report on hand-built aggregates. Means and variances are worked by hand in the comments;
+ * p-values, chances and intervals come from the independent Python 3 computations described in
+ * srm_test.ts and win_probability_test.ts (420-digit `decimal` Φ and chi-square closed forms, the
+ * exact beta–binomial sum in integers, `fractions` for the delta-method intervals), and the target
+ * from the sample-size formula evaluated with `statistics.NormalDist` (sample_size_test.ts).
+ */
+
+import assert from "node:assert/strict";
+import { ApiError } from "../../src/http/errors.ts";
+import type { Aggregate } from "../../src/analysis/aggregate_types.ts";
+import { buildReport } from "../../src/analysis/report.ts";
+
+function assertClose(actual: unknown, expected: number, absolute: number): void {
+  assert.ok(
+    typeof actual === "number" && Math.abs(actual - expected) <= absolute,
+    `expected ${expected} ± ${absolute}, got ${actual}`,
+  );
+}
+
+/**
+ * A: 10 users, 2 converted; revenue from 4 users: 1, 2, 3, 4 (sum 10, squares 30).
+ * B: 12 users, 6 converted; revenue from 3 users: 2, 4, 6 (sum 12, squares 56).
+ * visits: a 0/1 column declared numeric by settings; only A's users have it (3 of 10 at 1).
+ * 2 users were seen in both variants and excluded.
+ */
+function aggregate(): Aggregate {
+  return {
+    rows: 57,
+    variants: ["A", "B"],
+    users: { A: 10, B: 12 },
+    excludedUsers: 2,
+    metrics: [
+      { name: "converted", kind: "conversion", detectedKind: "conversion" },
+      { name: "revenue", kind: "numeric", detectedKind: "numeric" },
+      { name: "visits", kind: "numeric", detectedKind: "conversion" },
+    ],
+    stats: {
+      converted: {
+        A: { users: 10, sum: 2, sumSquares: 2 },
+        B: { users: 12, sum: 6, sumSquares: 6 },
+      },
+      revenue: {
+        A: { users: 4, sum: 10, sumSquares: 30 },
+        B: { users: 3, sum: 12, sumSquares: 56 },
+      },
+      visits: { A: { users: 10, sum: 3, sumSquares: 3 } },
+    },
+    daily: [
+      {
+        date: "2024-01-01",
+        variants: {
+          A: {
+            cumulativeUsers: 4,
+            metricUsers: { converted: 4, revenue: 2 },
+            metricSum: { converted: 1, revenue: 5 },
+          },
+        },
+      },
+      {
+        date: "2024-01-02",
+        variants: {
+          A: {
+            cumulativeUsers: 10,
+            metricUsers: { converted: 10, revenue: 4 },
+            metricSum: { converted: 2, revenue: 10 },
+          },
+          B: {
+            cumulativeUsers: 12,
+            metricUsers: { converted: 12, revenue: 3 },
+            metricSum: { converted: 6, revenue: 12 },
+          },
+        },
+      },
+    ],
+  };
+}
+
+Deno.test("buildReport with default settings fills every field", () => {
+  const report = buildReport(aggregate(), { metric_kinds: { visits: "numeric" } });
+  assert.deepEqual(Object.keys(report), [
+    "control",
+    "key_metric",
+    "variants",
+    "srm",
+    "sample",
+    "metrics",
+    "win_probability",
+    "daily",
+    "warnings",
+  ]);
+  assert.equal(report.control, "A");
+  assert.equal(report.key_metric, "converted");
+  assert.deepEqual(report.variants, [{ name: "A", users: 10 }, { name: "B", users: 12 }]);
+
+  // 10 vs 12, E = 11: χ² = 2/11; p = erfc(√(1/11)) = 0.66981535759941653.
+  assertClose(report.srm.chi_square, 2 / 11, 1e-15);
+  assertClose(report.srm.p_value, 6.6981535759941653e-1, 1e-13);
+  assert.equal(report.srm.mismatch, false);
+  assert.equal(report.srm.enough_data, true);
+  assert.deepEqual(report.srm.expected_split, { A: 0.5, B: 0.5 });
+
+  // Baseline 2/10 = 0.2, MDE 5 % relative: 25255.085181677037 → 25256 per variant.
+  assert.deepEqual(report.sample, {
+    total_users: 22,
+    target_users_per_variant: 25256,
+    target_users: 50512,
+    percent_of_target: 100 * 10 / 25256,
+  });
+
+  // converted: A mean 0.2, variance 0.2·0.8·10/9; B mean 0.5, variance 0.25·12/11.
+  // revenue: A mean 2.5, variance (30 − 25)/3 = 5/3; B mean 4, variance (56 − 48)/2 = 4.
+  // visits: A mean 0.3, variance (3 − 0.9)/9 = 7/30; B has no user with a value.
+  assert.equal(report.metrics.length, 3);
+  const [converted, revenue, visits] = report.metrics;
+  assert.equal(converted.name, "converted");
+  assert.equal(converted.kind, "conversion");
+  assert.deepEqual(converted.variants.map((v) => [v.name, v.users, v.conversions]), [
+    ["A", 10, 2],
+    ["B", 12, 6],
+  ]);
+  assertClose(converted.variants[0].mean, 0.2, 1e-15);
+  assertClose(converted.variants[0].variance, 0.16 * 10 / 9, 1e-15);
+  assertClose(converted.variants[1].mean, 0.5, 1e-15);
+  assertClose(converted.variants[1].variance, 0.25 * 12 / 11, 1e-15);
+  assert.equal(revenue.kind, "numeric");
+  assert.deepEqual(revenue.variants, [
+    { name: "A", users: 4, mean: 2.5, variance: 5 / 3 },
+    { name: "B", users: 3, mean: 4, variance: 4 },
+  ]);
+  assert.equal(visits.kind, "numeric");
+  assert.equal(visits.variants[0].users, 10);
+  assertClose(visits.variants[0].mean, 0.3, 1e-15);
+  assertClose(visits.variants[0].variance, 7 / 30, 1e-15);
+  assert.equal("conversions" in visits.variants[0], false);
+  assert.deepEqual(visits.variants[1], { name: "B", users: 0, mean: null, variance: null });
+
+  // Beta(3, 9) against Beta(7, 7): P(B > A) = 0.91644232063534796069 (exact).
+  // Lift 0.5/0.2 − 1 = 1.5; delta-method interval (−2.0851591322541240, 5.0851591322541240).
+  const win = report.win_probability;
+  assert.equal(win.metric, "converted");
+  assert.equal(win.variants.length, 2);
+  assert.deepEqual(win.variants[0].name, "A");
+  assert.equal(win.variants[0].chance_to_beat_control, null);
+  assertClose(win.variants[0].chance_to_be_best, 1 - 0.91644232063534796069, 1e-13);
+  assert.equal("lift" in win.variants[0], false);
+  assert.equal(win.variants[1].name, "B");
+  assertClose(win.variants[1].chance_to_beat_control, 0.91644232063534796069, 1e-13);
+  assertClose(win.variants[1].chance_to_be_best, 0.91644232063534796069, 1e-13);
+  assertClose(win.variants[1].lift, 1.5, 1e-14);
+  assertClose(win.variants[1].lift_ci95?.[0], -2.0851591322541240, 1e-13);
+  assertClose(win.variants[1].lift_ci95?.[1], 5.0851591322541240, 1e-13);
+
+  // Key metric per day: day 1 A 1/4, B not yet seen; day 2 A 2/10, B 6/12.
+  assert.deepEqual(report.daily, [
+    {
+      date: "2024-01-01",
+      variants: [
+        { name: "A", cumulative_users: 4, mean: 0.25 },
+        { name: "B", cumulative_users: 0, mean: null },
+      ],
+    },
+    {
+      date: "2024-01-02",
+      variants: [
+        { name: "A", cumulative_users: 10, mean: 0.2 },
+        { name: "B", cumulative_users: 12, mean: 0.5 },
+      ],
+    },
+  ]);
+
+  assert.deepEqual(report.warnings, [
+    "Data quality: 2 users were seen in more than one variant and excluded from the analysis",
+  ]);
+  assert.deepEqual(JSON.parse(JSON.stringify(report)), report);
+});
+
+Deno.test("buildReport follows the settings' control, key metric, split and target", () => {
+  const report = buildReport(aggregate(), {
+    control: "B",
+    key_metric: "revenue",
+    expected_split: { A: 0.4, B: 0.6 },
+    target_users_per_variant: 20,
+  });
+  assert.equal(report.control, "B");
+  assert.equal(report.key_metric, "revenue");
+  // N = 22, E = 8.8 and 13.2: χ² = 1.2²/8.8 + 1.2²/13.2 = 3/11; p = 0.60150813444058986.
+  assertClose(report.srm.chi_square, 3 / 11, 1e-15);
+  assertClose(report.srm.p_value, 6.0150813444058986e-1, 1e-13);
+  assert.deepEqual(report.srm.expected_split, { A: 0.4, B: 0.6 });
+  assert.deepEqual(report.sample, {
+    total_users: 22,
+    target_users_per_variant: 20,
+    target_users: 40,
+    percent_of_target: 50,
+  });
+  // Normal approximation: A 2.5 ± √(5/12), B 4 ± √(4/3): P(A > B) = Φ(−1.5/√1.75) =
+  // 0.12841962897892831. Lift 2.5/4 − 1 = −0.375, interval −0.375 ± 1.96·√(5/12 + 0.625²·4/3)/4.
+  const [a, b] = report.win_probability.variants;
+  assert.equal(report.win_probability.metric, "revenue");
+  assert.deepEqual(b, {
+    name: "B",
+    chance_to_beat_control: null,
+    chance_to_be_best: b.chance_to_be_best,
+  });
+  assertClose(a.chance_to_beat_control, 1.2841962897892831e-1, 1e-14);
+  assertClose(a.chance_to_be_best, 1.2841962897892831e-1, 1e-14);
+  assertClose(b.chance_to_be_best, 1 - 1.2841962897892831e-1, 1e-14);
+  assertClose(a.lift, -0.375, 1e-15);
+  assertClose(a.lift_ci95?.[0], -8.4943174195562257e-1, 1e-14);
+  assertClose(a.lift_ci95?.[1], 9.9431741955622572e-2, 1e-14);
+  // The daily series follows the key metric: revenue day 1 A 5/2, day 2 A 10/4 and B 12/3.
+  assert.deepEqual(report.daily.map((d) => d.variants.map((v) => v.mean)), [[2.5, null], [2.5, 4]]);
+});
+
+Deno.test("buildReport without a usable baseline leaves the target null with a warning", () => {
+  const data = aggregate();
+  data.stats.converted.A = { users: 10, sum: 0, sumSquares: 0 };
+  data.excludedUsers = 1;
+  const report = buildReport(data);
+  assert.deepEqual(report.sample, {
+    total_users: 22,
+    target_users_per_variant: null,
+    target_users: null,
+    percent_of_target: null,
+  });
+  assert.deepEqual(report.warnings, [
+    "Data quality: 1 user was seen in more than one variant and excluded from the analysis",
+    "Target sample size unavailable: the control's conversion rate on the key metric is 0",
+  ]);
+  // Control at 0 %: the lift is undefined.
+  assert.equal(report.win_probability.variants[1].lift, null);
+  assert.deepEqual(JSON.parse(JSON.stringify(report)), report);
+});
+
+Deno.test("buildReport warns of a sample ratio mismatch", () => {
+  const data = aggregate();
+  data.users = { A: 1000, B: 1300 };
+  data.excludedUsers = 0;
+  const report = buildReport(data);
+  // χ² = 2 · 150² / 1150 = 39.13…, p = erfc(√19.565…) = 3.9641597078900160e−10.
+  assert.equal(report.srm.mismatch, true);
+  assertClose(report.srm.p_value, 3.9641597078900160e-10, 1e-22);
+  assert.equal(report.warnings.length, 1);
+  assert.match(report.warnings[0], /^Sample ratio mismatch: .*\(chi-square p = 3\.96e-10\)$/);
+  assert.equal(report.sample.percent_of_target, 100 * 1000 / 25256);
+});
+
+Deno.test("buildReport of a single variant compares nothing", () => {
+  const data: Aggregate = {
+    rows: 3,
+    variants: ["only"],
+    users: { only: 3 },
+    excludedUsers: 0,
+    metrics: [{ name: "converted", kind: "conversion", detectedKind: "conversion" }],
+    stats: { converted: { only: { users: 3, sum: 1, sumSquares: 1 } } },
+    daily: [],
+  };
+  const report = buildReport(data);
+  assert.equal(report.control, "only");
+  assert.deepEqual(report.srm, {
+    chi_square: 0,
+    p_value: 1,
+    mismatch: false,
+    enough_data: false,
+    expected_split: { only: 1 },
+  });
+  assert.deepEqual(report.win_probability.variants, [
+    { name: "only", chance_to_beat_control: null, chance_to_be_best: 1 },
+  ]);
+  assert.equal(report.warnings[0], "Only 1 variant in the data: nothing to compare");
+  assert.equal(report.sample.target_users, report.sample.target_users_per_variant);
+});
+
+Deno.test("buildReport of three variants lists all of them in the win probability", () => {
+  const data = aggregate();
+  data.variants = ["A", "B", "C"];
+  data.users = { A: 10, B: 12, C: 11 };
+  data.stats.converted.C = { users: 11, sum: 4, sumSquares: 4 };
+  const report = buildReport(data, {}, { draws: 50_000, seed: 3 });
+  const win = report.win_probability.variants;
+  assert.deepEqual(win.map((v) => v.name), ["A", "B", "C"]);
+  assertClose(win.reduce((sum, v) => sum + (v.chance_to_be_best ?? 0), 0), 1, 1e-9);
+  assert.deepEqual(buildReport(data, {}, { draws: 50_000, seed: 3 }), report);
+  assert.deepEqual(report.metrics[2].variants[2], {
+    name: "C",
+    users: 0,
+    mean: null,
+    variance: null,
+  });
+});
+
+Deno.test("buildReport rejects settings that do not fit the data", () => {
+  const cases: [object, RegExp][] = [
+    [{ key_metric: "clicks" }, /key_metric "clicks" is not a metric column/],
+    [{ control: "Z" }, /control "Z" is not a variant/],
+    [{ expected_split: { A: 1 } }, /expected_split must name exactly the variants/],
+  ];
+  for (const [settings, message] of cases) {
+    assert.throws(
+      () => buildReport(aggregate(), settings),
+      (error: unknown) =>
+        error instanceof ApiError && error.code === "invalid_settings" &&
+        message.test(error.message),
+    );
+  }
+});

@@ -1,0 +1,279 @@
+import assert from "node:assert/strict";
+import {
+  BINARY,
+  daysInMonth,
+  EMPTY,
+  hasText,
+  isDate,
+  MAX_CHECKED_CELL,
+  NUMBER,
+  numberKind,
+  TEXT,
+} from "../../src/pipeline/cell_checks.ts";
+import { bytes, HEADER, rejects, validate } from "./_helpers.ts";
+
+function date(text: string): boolean {
+  const data = bytes(text);
+  return isDate(data, 0, data.length);
+}
+
+function kind(text: string, decimalComma = false): number {
+  const data = bytes(`[${text}]`); // a cell inside a larger buffer
+  return numberKind(data, 1, data.length - 1, decimalComma);
+}
+
+Deno.test("isDate accepts calendar dates written YYYY-MM-DD", () => {
+  for (
+    const text of [
+      "2026-01-01",
+      "2026-12-31",
+      "2024-02-29",
+      "2000-02-29",
+      "0001-01-01",
+      "9999-12-31",
+      " 2026-04-30 ",
+      "2026-01-02\t",
+    ]
+  ) {
+    assert.ok(date(text), text);
+  }
+});
+
+Deno.test("isDate rejects impossible dates and other shapes", () => {
+  for (
+    const text of [
+      "2026-13-45",
+      "2026-02-30",
+      "2025-02-29",
+      "1900-02-29",
+      "2026-04-31",
+      "2026-00-10",
+      "2026-01-00",
+      "0000-01-01",
+      "2026-1-05",
+      "2026/01/05",
+      "26-01-05",
+      "2026-01-05T00",
+      "20260105",
+      "2026-0a-05",
+      "",
+      "   ",
+      "2026-01-32",
+      "x026-01-01",
+    ]
+  ) {
+    assert.equal(date(text), false, text);
+  }
+});
+
+Deno.test("daysInMonth follows the Gregorian leap-year rule", () => {
+  assert.equal(daysInMonth(2024, 2), 29);
+  assert.equal(daysInMonth(2026, 2), 28);
+  assert.equal(daysInMonth(1900, 2), 28);
+  assert.equal(daysInMonth(2000, 2), 29);
+  assert.equal(daysInMonth(2026, 4), 30);
+  assert.equal(daysInMonth(2026, 12), 31);
+});
+
+Deno.test("numberKind tells 0/1 from other numbers", () => {
+  for (const text of ["0", "1", "1.0", "0.00", "1.", " 1 "]) assert.equal(kind(text), BINARY, text);
+  for (
+    const text of [
+      "2",
+      "10",
+      "01",
+      "-1",
+      "+1",
+      "0.5",
+      ".5",
+      "3.25",
+      "1e3",
+      "1E-3",
+      "-2.5e+10",
+      "007",
+      "1.0e0",
+    ]
+  ) {
+    assert.equal(kind(text), NUMBER, text);
+  }
+});
+
+Deno.test("numberKind calls blank cells empty", () => {
+  assert.equal(kind(""), EMPTY);
+  assert.equal(kind("  \t"), EMPTY);
+});
+
+Deno.test("numberKind calls NaN, Infinity, hex and other text text", () => {
+  for (
+    const text of [
+      "NaN",
+      "Infinity",
+      "-Infinity",
+      "0x1F",
+      "1,5",
+      "1.2.3",
+      ".",
+      "-",
+      "+",
+      "e5",
+      "1e",
+      "1e+",
+      "12a",
+      "1 2",
+      "$5",
+      "1_000",
+      "٣",
+      '"1"',
+    ]
+  ) {
+    assert.equal(kind(text), TEXT, text);
+  }
+});
+
+Deno.test("numberKind accepts a decimal comma only when asked", () => {
+  assert.equal(kind("3,5", true), NUMBER);
+  assert.equal(kind("1,0", true), BINARY);
+  assert.equal(kind("3,5", false), TEXT);
+  assert.equal(kind("3,5,1", true), TEXT);
+});
+
+Deno.test("numberKind calls a cell longer than the checked limit text", () => {
+  assert.equal(kind("1".repeat(MAX_CHECKED_CELL)), NUMBER);
+  assert.equal(kind("1".repeat(MAX_CHECKED_CELL + 1)), TEXT);
+});
+
+Deno.test("hasText ignores spaces and tabs only", () => {
+  assert.equal(hasText(bytes(" \t "), 0, 3), false);
+  assert.equal(hasText(bytes(" x "), 0, 3), true);
+  assert.equal(hasText(bytes(" x "), 0, 1), false);
+});
+
+Deno.test("DatasetValidator classifies 0/1 columns as conversion and decimals as numeric", () => {
+  const summary = validate(
+    "user_id,variant,date,converted,revenue,visits,country,note\n" +
+      "u1,A,2026-01-01,1,12.50,3,DE,\n" +
+      "u2,B,2026-01-02,0,0,,FR,\n" +
+      "u3,B,2026-01-02,,1e2,7,US,\n",
+  );
+  assert.deepEqual(summary.metrics, [
+    { name: "converted", kind: "conversion" },
+    { name: "revenue", kind: "numeric" },
+    { name: "visits", kind: "numeric" },
+  ]);
+  assert.deepEqual(summary.dimensions, ["country", "note"]);
+});
+
+Deno.test("DatasetValidator turns a metric column into a dimension at its first text cell", () => {
+  for (const chunk of [0, 1, 5]) {
+    const summary = validate(
+      `${HEADER}u1,A,2026-01-01,1,2.5\nu2,B,2026-01-02,0,n/a\nu3,A,2026-01-03,1,4\n`,
+      { chunk },
+    );
+    assert.deepEqual(summary.metrics, [{ name: "converted", kind: "conversion" }]);
+    assert.deepEqual(summary.dimensions, ["revenue"]);
+  }
+});
+
+Deno.test("DatasetValidator calls a column with 0.5 among 0/1 values numeric", () => {
+  for (const value of ["0.5", "1.25", "2", "-1", "1e0"]) {
+    const summary = validate(`${HEADER}u1,A,2026-01-01,1,1\nu2,B,2026-01-02,0,${value}\n`);
+    assert.deepEqual(summary.metrics, [
+      { name: "converted", kind: "conversion" },
+      { name: "revenue", kind: "numeric" },
+    ], value);
+  }
+});
+
+Deno.test("DatasetValidator calls a metric cell longer than the checked limit text however it is split", () => {
+  const long = "1".repeat(MAX_CHECKED_CELL + 1);
+  for (const chunk of [0, 7, 100]) {
+    const summary = validate(`${HEADER}u1,A,2026-01-01,1,2\nu2,B,2026-01-02,0,${long}\n`, {
+      chunk,
+    });
+    assert.deepEqual(summary.dimensions, ["revenue"], `chunk ${chunk}`);
+    rejects(`${HEADER}u1,A,${"2".repeat(MAX_CHECKED_CELL + 1)},1,2\n`, "invalid_date", 2, {
+      chunk,
+    });
+  }
+  const fits = "1".repeat(MAX_CHECKED_CELL);
+  assert.deepEqual(validate(`${HEADER}u1,A,2026-01-01,1,${fits}\n`, { chunk: 7 }).dimensions, []);
+});
+
+Deno.test("DatasetValidator skips empty metric cells", () => {
+  const summary = validate(`${HEADER}u1,A,2026-01-01,,\nu2,B,2026-01-02,1,\nu3,A,2026-01-03, ,7\n`);
+  assert.deepEqual(summary.metrics, [
+    { name: "converted", kind: "conversion" },
+    { name: "revenue", kind: "numeric" },
+  ]);
+});
+
+Deno.test("DatasetValidator accepts a decimal comma with a semicolon delimiter", () => {
+  const summary = validate(
+    "user_id;variant;date;revenue;converted\nu1;A;2026-01-01;3,5;1\nu2;B;2026-01-02;0,25;0\n",
+  );
+  assert.equal(summary.delimiter, ";");
+  assert.deepEqual(summary.metrics, [
+    { name: "revenue", kind: "numeric" },
+    { name: "converted", kind: "conversion" },
+  ]);
+});
+
+Deno.test("DatasetValidator reads quoted cells by their content", () => {
+  const summary = validate(`${HEADER}"u1","A","2026-01-02","1","2.5"\n"u2",B,2026-01-03,0,"3,5"\n`);
+  assert.deepEqual(summary.metrics, [{ name: "converted", kind: "conversion" }]);
+  assert.deepEqual(summary.dimensions, ["revenue"]);
+});
+
+Deno.test("DatasetValidator rejects invalid dates with their line", async (t) => {
+  for (
+    const [value, line] of [
+      ["2026-13-45", 3],
+      ["2026-02-30", 3],
+      ["2025-02-29", 3],
+      ["2100-02-29", 3],
+      ["", 3],
+      ["2026-1-5", 3],
+      ['"2026-02-30"', 3],
+    ] as const
+  ) {
+    await t.step(value || "an empty date", () => {
+      for (const chunk of [0, 1, 4]) {
+        const error = rejects(
+          `${HEADER}u1,A,2026-01-01,1,2\nu2,B,${value},0,0\n`,
+          "invalid_date",
+          line,
+          { chunk },
+        );
+        assert.match(error.message, /not a calendar date written YYYY-MM-DD/);
+      }
+    });
+  }
+});
+
+Deno.test("DatasetValidator accepts Feb 29 in leap years and quoted dates", () => {
+  const summary = validate(
+    `${HEADER}u1,A,2024-02-29,1,2\nu2,B,"2000-02-29",0,0\nu3,A, 2026-01-02 ,0,0\n`,
+  );
+  assert.equal(summary.rows, 3);
+});
+
+Deno.test("DatasetValidator rejects an empty user_id or variant", () => {
+  const empty = rejects(`${HEADER}u1,A,2026-01-01,1,2\n,B,2026-01-02,0,0\n`, "invalid_csv", 3);
+  assert.equal(empty.message, "Cannot parse line 3: user_id is empty");
+  rejects(`${HEADER}u1,A,2026-01-01,1,2\n"",B,2026-01-02,0,0\n`, "invalid_csv", 3);
+  rejects(`${HEADER}u1,A,2026-01-01,1,2\n  ,B,2026-01-02,0,0\n`, "invalid_csv", 3);
+  const variant = rejects(`${HEADER}u1,,2026-01-01,1,2\n`, "invalid_csv", 2, { chunk: 1 });
+  assert.equal(variant.message, "Cannot parse line 2: variant is empty");
+});
+
+Deno.test("DatasetValidator reports a short row by its field count, not a shifted cell", () => {
+  const error = rejects(`${HEADER}u1,A,1,2\n`, "invalid_csv", 2);
+  assert.equal(error.message, "Cannot parse line 2: expected 5 fields, got 4");
+});
+
+Deno.test("DatasetValidator requires a metric column", () => {
+  const error = rejects("user_id,variant,date,country\nu1,A,2026-01-01,DE\n", "no_metric_column");
+  assert.match(error.message, /^No metric column/);
+  rejects("user_id,variant,date,score\nu1,A,2026-01-01,\nu2,B,2026-01-01,\n", "no_metric_column");
+  rejects("user_id,variant,date\nu1,A,2026-01-01\n", "no_metric_column");
+});

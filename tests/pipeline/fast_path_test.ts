@@ -1,0 +1,202 @@
+/**
+ * The scanner's compiled fast path must agree with the general state machine on every input:
+ * the same summary or the same error (code and line), whatever the chunk size.
+ */
+import assert from "node:assert/strict";
+import { mulberry32 } from "../../bench/generate_csv.ts";
+import { ColumnChecks } from "../../src/pipeline/column_checks.ts";
+import { CsvScanner } from "../../src/pipeline/csv_scanner.ts";
+import { parseHeader } from "../../src/pipeline/header.ts";
+import { Utf8Check } from "../../src/pipeline/utf8_check.ts";
+import { ValidationError } from "../../src/pipeline/validation_error.ts";
+import { bytes, chunked } from "./_helpers.ts";
+
+/** Scans the rows after a one-line header; answers what came out, as a comparable string. */
+function outcome(
+  header: string,
+  rows: Uint8Array,
+  size: number,
+  fastPath: boolean,
+  maxLineBytes = 60,
+): string {
+  const { delimiter, names } = parseHeader(bytes(header), 1, 1000);
+  const cells = new ColumnChecks(names, delimiter, 1000);
+  const scanner = new CsvScanner({
+    delimiter,
+    fieldCount: names.length,
+    cells,
+    utf8: new Utf8Check(),
+    fastPath,
+    maxLineBytes,
+  });
+  try {
+    for (const chunk of chunked(rows, size)) scanner.push(chunk);
+    scanner.finish();
+    return JSON.stringify({
+      rows: scanner.rows,
+      lines: scanner.lines,
+      metrics: cells.metrics(),
+      dimensions: cells.dimensions(),
+    });
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    return `${error.code} ${error.message}`;
+  }
+}
+
+const CELLS: Record<string, string[]> = {
+  text: [
+    "u1",
+    "usr-0a1b",
+    "A",
+    "B",
+    "Ä",
+    "日本",
+    "😀x",
+    " a",
+    "a ",
+    "",
+    " ",
+    '"q"',
+    '"a,b"',
+    '"a;b"',
+    '"x\ny"',
+    '"say ""hi"""',
+    '""',
+    '"',
+    'a"b',
+    "\r",
+    "\0",
+  ],
+  date: [
+    "2026-01-01",
+    "2024-02-29",
+    "2025-02-29",
+    "2026-04-31",
+    "2026-12-31",
+    " 2026-01-02",
+    '"2026-01-03"',
+    "2026-1-1",
+    "",
+    "0000-01-01",
+    "2026-13-01",
+    "2026-01-01x",
+    "１",
+  ],
+  number: [
+    "0",
+    "1",
+    "1.0",
+    "0.00",
+    "12",
+    "12.5",
+    "-3",
+    "+4",
+    ".5",
+    "5.",
+    "1e3",
+    "2E-2",
+    "",
+    " ",
+    "3,5",
+    '"7"',
+    '"1"',
+    "NaN",
+    "0x10",
+    "abc",
+    "1.2.3",
+    "e",
+    "١",
+    "1\r",
+  ],
+};
+
+Deno.test("CsvScanner's fast path and state machine agree on random rows", () => {
+  const random = mulberry32(2026);
+  const pick = <T>(list: T[]): T => list[Math.floor(random() * list.length)];
+  const headers = [
+    ["user_id,variant,date,converted,revenue", ","],
+    ["date;variant;user_id;revenue;x;converted", ";"],
+    ["revenue,user_id,note,date,variant", ","],
+    [`user_id,variant,date,${Array.from({ length: 12 }, (_, i) => `m${i}`).join(",")}`, ","],
+  ] as const;
+  let accepted = 0;
+  let rejected = 0;
+  for (let round = 0; round < 1500; round++) {
+    const [header, delimiter] = pick([...headers]);
+    const names = header.split(delimiter);
+    const rowCount = 1 + Math.floor(random() * 6);
+    const lines: string[] = [];
+    for (let r = 0; r < rowCount; r++) {
+      const clean = random() < 0.7;
+      let fields = names.map((name) => {
+        const list = name === "date"
+          ? CELLS.date
+          : name === "user_id" || name === "variant" || name === "note"
+          ? CELLS.text
+          : CELLS.number;
+        if (clean) {
+          return name === "date"
+            ? "2026-01-0" + (1 + r)
+            : name === "user_id"
+            ? `u${r}`
+            : name === "variant"
+            ? "A"
+            : name === "note"
+            ? "n"
+            : String(r % 2);
+        }
+        return pick(list);
+      });
+      if (random() < 0.05) fields = fields.slice(1);
+      if (random() < 0.05) fields.push("extra");
+      lines.push(fields.join(delimiter));
+    }
+    let body = lines.join(pick(["\n", "\r\n", "\n\n"]));
+    if (random() < 0.5) body += pick(["\n", "\r\n", ""]);
+    const rows = bytes(body);
+    const limit = pick([60, 4000]);
+    const expected = outcome(header, rows, 0, false, limit);
+    if (expected.startsWith("{")) accepted++;
+    else rejected++;
+    for (const size of [0, 1, 2, 5, 16]) {
+      assert.equal(
+        outcome(header, rows, size, true, limit),
+        expected,
+        `${JSON.stringify(body)} in chunks of ${size}`,
+      );
+      if (size !== 0) {
+        assert.equal(
+          outcome(header, rows, size, false, limit),
+          expected,
+          `${JSON.stringify(body)} in chunks of ${size}`,
+        );
+      }
+    }
+  }
+  assert.ok(accepted > 300 && rejected > 300, `${accepted} accepted, ${rejected} rejected`);
+});
+
+Deno.test("CsvScanner's fast path takes plain rows and hands the rest on", () => {
+  const { names } = parseHeader(bytes("user_id,variant,date,converted,revenue"), 1, 1000);
+  const rows = bytes(
+    'u1,A,2026-01-01,1,2.5\n"u2",B,"2026-01-02",0,"3"\nu3,"B\nC",2026-01-03,1,4\nu4,D,2026-01-04,0,0\n',
+  );
+  for (const fastPath of [true, false]) {
+    const cells = new ColumnChecks(names, ",", 1000);
+    const scanner = new CsvScanner({
+      delimiter: ",",
+      fieldCount: 5,
+      cells,
+      utf8: new Utf8Check(),
+      fastPath,
+    });
+    scanner.push(rows);
+    scanner.finish();
+    assert.deepEqual([scanner.rows, scanner.lines], [4, 6]);
+    assert.deepEqual(cells.metrics(), [{ name: "converted", kind: "conversion" }, {
+      name: "revenue",
+      kind: "numeric",
+    }]);
+  }
+});

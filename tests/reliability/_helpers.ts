@@ -1,0 +1,164 @@
+/**
+ * Shared pieces of the reliability tests: requests, the in-process verdict of the validator,
+ * and servers whose storage can be made to fail.
+ */
+import type { DriverServer } from "../_drivers.ts";
+import type { TestServer } from "../_server.ts";
+import { freePort, startTestServer } from "../_server.ts";
+import type { S3rverFixture } from "../_s3rver.ts";
+import { startS3rver } from "../_s3rver.ts";
+import type { FaultProxy } from "../_faults.ts";
+import { FaultyStore, startFaultProxy } from "../_faults.ts";
+import { DatasetValidator } from "../../src/pipeline/mod.ts";
+import { LocalStore } from "../../src/storage/local_store.ts";
+import { S3Store } from "../../src/storage/s3_store.ts";
+import { loadOrCreateSecret, UrlSigner } from "../../src/storage/url_signer.ts";
+
+export const VALID = await Deno.readFile(new URL("../testdata/small.csv", import.meta.url));
+
+export function upload(
+  server: { api: string; apiKey: string },
+  experimentId: string,
+  body: BodyInit | null,
+  apiKey = server.apiKey,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return fetch(
+    `${server.api}/datasets/upload/?experiment_id=${encodeURIComponent(experimentId)}`,
+    {
+      method: "POST",
+      headers: { authorization: `Bearer ${apiKey}`, "content-type": "text/csv", ...headers },
+      body,
+    },
+  );
+}
+
+export function authed(
+  server: { api: string },
+  apiKey: string,
+  path: string,
+  init: RequestInit = {},
+): Promise<Response> {
+  const headers = new Headers(init.headers);
+  headers.set("authorization", `Bearer ${apiKey}`);
+  return fetch(`${server.api}${path}`, { ...init, headers });
+}
+
+/** What the validator says of these chunks in-process: `accept` or the error code. */
+export function verdict(chunks: Uint8Array[]): string {
+  const validator = new DatasetValidator();
+  try {
+    for (const chunk of chunks) validator.push(chunk);
+    validator.finish();
+    return "accept";
+  } catch (error) {
+    return (error as { code?: string }).code ?? `thrown: ${String(error)}`;
+  }
+}
+
+/** A body that sends `first`, then nothing until `release()` (or never). */
+export function stallingBody(first: Uint8Array): {
+  body: ReadableStream<Uint8Array>;
+  release: (rest?: Uint8Array) => void;
+} {
+  let release!: (rest?: Uint8Array) => void;
+  const gate = new Promise<Uint8Array | undefined>((r) => release = r);
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      controller.enqueue(first);
+      const rest = await gate;
+      try {
+        if (rest) controller.enqueue(rest);
+        controller.close();
+      } catch { /* the request was already dropped */ }
+    },
+  });
+  return { body, release };
+}
+
+export interface FaultyServer extends TestServer {
+  faulty: FaultyStore;
+  s3?: S3rverFixture;
+  proxy?: FaultProxy;
+  /** The stored bytes, read from the storage directly (past the proxy and the faults). */
+  stored(orgId: string, experimentId: string): Promise<Uint8Array | null>;
+}
+
+/**
+ * The real service on one driver with its store wrapped in a `FaultyStore`; on S3 the driver
+ * talks to s3rver through a `FaultProxy` (pass mode until a test changes it).
+ */
+export async function startFaultyServer(
+  driver: "local" | "s3",
+  env: Record<string, string> = {},
+): Promise<FaultyServer> {
+  const dataDir = await Deno.makeTempDir({ prefix: "abn-faulty-" });
+  const port = freePort();
+  let s3: S3rverFixture | undefined;
+  let proxy: FaultProxy | undefined;
+  let inner;
+  let direct;
+  if (driver === "s3") {
+    s3 = await startS3rver();
+    proxy = startFaultProxy(Number(new URL(s3.endpoint).port));
+    const options = {
+      region: s3.region,
+      bucket: s3.bucket,
+      accessKeyId: s3.accessKeyId,
+      secretAccessKey: s3.secretAccessKey,
+      forcePathStyle: true,
+      createBucket: false,
+    };
+    inner = new S3Store({ ...options, endpoint: proxy.endpoint });
+    direct = new S3Store({ ...options, endpoint: s3.endpoint });
+  } else {
+    const signer = new UrlSigner(
+      await loadOrCreateSecret(`${dataDir}/secrets/url-signing.key`),
+    );
+    inner = new LocalStore({ dataDir, signer, publicUrl: `http://127.0.0.1:${port}` });
+    direct = inner;
+  }
+  const faulty = new FaultyStore(inner);
+  const server = await startTestServer(
+    { ABN_DATA_DIR: dataDir, ABN_PORT: String(port), ...env },
+    { store: faulty },
+  );
+  return {
+    ...server,
+    dataDir,
+    faulty,
+    s3,
+    proxy,
+    async stored(orgId: string, experimentId: string) {
+      const object = await direct.get(`org/${orgId}/experiments/${experimentId}/latest.csv`);
+      if (!object) return null;
+      return new Uint8Array(await new Response(object.body).arrayBuffer());
+    },
+    async close() {
+      await server.close();
+      for (const store of [inner, direct]) {
+        if (store instanceof S3Store) await store.close();
+      }
+      await proxy?.close();
+      await s3?.stop();
+      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/** Reads a response as JSON (or null), never throwing. */
+export async function readJson(res: Response): Promise<{ text: string; json: unknown }> {
+  const text = await res.text();
+  try {
+    return { text, json: JSON.parse(text) };
+  } catch {
+    return { text, json: null };
+  }
+}
+
+/** The `error.code` of a JSON error body, if any. */
+export function errorCode(json: unknown): string | undefined {
+  return (json as { error?: { code?: string } } | null)?.error?.code;
+}
+
+export type { DriverServer };

@@ -1,0 +1,504 @@
+/**
+ * Faults: storage unreachable, cut mid-upload or failing on disk; clients that disconnect at
+ * random points; the service killed mid-upload; the database busy or read-only; a timer run that
+ * fails. In every case nothing is lost: the stored file is the previous one or the new one, never
+ * a part, no temporary file outlives the request, and the service recovers by itself.
+ */
+import { DatabaseSync } from "node:sqlite";
+import { assert, assertApiError, assertEquals, assertMatch } from "../_assert.ts";
+import { DRIVERS, startDriverServer } from "../_drivers.ts";
+import { runMain, spawnServer } from "../_server.ts";
+import { listFiles, Rng, tmpFiles, waitFor, writeAll } from "../_faults.ts";
+import type { FaultyServer } from "./_helpers.ts";
+import { authed, readJson, startFaultyServer, upload, VALID } from "./_helpers.ts";
+
+const enc = new TextEncoder();
+
+/** A valid dataset of about `bytes` bytes, cut at a line end; `tag` makes its content unique. */
+export function validCsv(bytes: number, tag = "u"): Uint8Array<ArrayBuffer> {
+  const header = "user_id,variant,date,converted,revenue\n";
+  const line = (i: number) =>
+    `${tag}${i},${i % 2 ? "B" : "A"},2026-01-${String(1 + (i % 28)).padStart(2, "0")},${
+      i % 3 === 0 ? 1 : 0
+    },${i % 97}.25\n`;
+  const rows: string[] = [header];
+  let size = header.length;
+  for (let i = 0; size < bytes; i++) {
+    const l = line(i);
+    rows.push(l);
+    size += l.length;
+  }
+  return enc.encode(rows.join(""));
+}
+
+async function storageError(res: Response): Promise<void> {
+  const error = await assertApiError(res, 500, "storage_error");
+  assertMatch(error.message, /retry/i);
+}
+
+async function healthy(url: string): Promise<void> {
+  const res = await fetch(`${url}/healthz`);
+  assertEquals(res.status, 200);
+  await res.body?.cancel();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Storage faults
+
+Deno.test("S3 unreachable: 500 storage_error with retry advice, nothing changed, then recovery", async () => {
+  const server = await startFaultyServer("s3");
+  try {
+    assertEquals((await upload(server, "exp", VALID)).status, 201);
+    server.proxy!.setMode("refuse");
+    const next = validCsv(2_000, "n");
+    await storageError(await upload(server, "exp", next));
+    await storageError(await authed(server, server.apiKey, "/datasets/"));
+    await storageError(await authed(server, server.apiKey, "/datasets/exp/"));
+    await storageError(await authed(server, server.apiKey, "/datasets/exp/file/"));
+    await storageError(await authed(server, server.apiKey, "/datasets/exp/", { method: "DELETE" }));
+    await healthy(server.url);
+    server.proxy!.setMode("pass");
+    assertEquals(await server.stored(server.orgId, "exp"), VALID);
+    assertEquals((await upload(server, "exp", next)).status, 201);
+    assertEquals(await server.stored(server.orgId, "exp"), next);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("S3 stopped: uploads and listings answer 500 storage_error and the service stays up", async () => {
+  const server = await startDriverServer("s3");
+  try {
+    assertEquals((await upload(server, "exp", VALID)).status, 201);
+    await server.s3!.stop();
+    await storageError(await upload(server, "exp", validCsv(1_000)));
+    await storageError(await authed(server, server.apiKey, "/datasets/"));
+    await healthy(server.url);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("S3 connection cut mid-upload (one PUT and multipart): 500 storage_error, no partial object", async () => {
+  const server = await startFaultyServer("s3");
+  try {
+    assertEquals((await upload(server, "exp", VALID)).status, 201);
+    // A connection may send 256 KiB; one PutObject of 1 MB and 8 MiB parts are cut mid-body.
+    for (const size of [1_000_000, 12_000_000]) {
+      server.proxy!.setMode("cut", 256 * 1024);
+      const started = performance.now();
+      await storageError(await upload(server, "exp", validCsv(size, `s${size}`)));
+      assert(performance.now() - started < 20_000, "the failure took too long");
+      server.proxy!.setMode("pass");
+      assertEquals(await server.stored(server.orgId, "exp"), VALID, `after a cut ${size} B upload`);
+    }
+    assert(server.proxy!.stats.cut >= 2, JSON.stringify(server.proxy!.stats));
+    const next = validCsv(12_000_000, "ok");
+    assertEquals((await upload(server, "exp", next)).status, 201);
+    assertEquals(await server.stored(server.orgId, "exp"), next);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test({
+  // Bug: the S3 client has no connection or request timeout (src/storage/s3_store.ts,
+  // createClient): storage that accepts connections but never answers hangs the upload, the
+  // listing and the timer forever instead of answering 500 storage_error.
+  ignore: true,
+  name: "S3 accepting but never answering: the upload answers 500 storage_error in bounded time",
+  async fn() {
+    const server = await startFaultyServer("s3");
+    try {
+      assertEquals((await upload(server, "exp", VALID)).status, 201);
+      server.proxy!.setMode("blackhole");
+      const res = await fetch(`${server.api}/datasets/upload/?experiment_id=exp`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${server.apiKey}` },
+        body: validCsv(2_000),
+        signal: AbortSignal.timeout(90_000),
+      });
+      await storageError(res);
+      server.proxy!.setMode("pass");
+      assertEquals(await server.stored(server.orgId, "exp"), VALID);
+    } finally {
+      await server.close();
+    }
+  },
+});
+
+Deno.test("local storage failing on write, on commit, or on the disk: 500 storage_error, nothing left behind", async () => {
+  const server = await startFaultyServer("local");
+  try {
+    assertEquals((await upload(server, "exp", VALID)).status, 201);
+    const big = validCsv(6_000_000, "w"); // more than one 4 MiB batch: reaches write()
+    for (const op of ["createWriter", "write", "commit"] as const) {
+      server.faulty.failNext(op);
+      await storageError(await upload(server, "exp", big));
+      assertEquals(server.faulty.pending(op), 0, `${op} was not reached`);
+      assertEquals(await server.stored(server.orgId, "exp"), VALID, op);
+      assertEquals(await tmpFiles(server.dataDir), [], op);
+    }
+    // A real disk fault: the folder of a new experiment cannot be created (a file is in the way).
+    const experiments = `${server.dataDir}/storage/org/${server.orgId}/experiments`;
+    await Deno.writeTextFile(`${experiments}/blocked`, "not a folder");
+    await storageError(await upload(server, "blocked", VALID));
+    assertEquals(await tmpFiles(server.dataDir), []);
+    // The temporary folder itself is gone and a file stands in its place.
+    await Deno.remove(`${server.dataDir}/tmp`, { recursive: true });
+    await Deno.writeTextFile(`${server.dataDir}/tmp`, "not a folder");
+    await storageError(await upload(server, "exp", big));
+    assertEquals(await server.stored(server.orgId, "exp"), VALID);
+    await Deno.remove(`${server.dataDir}/tmp`);
+    await Deno.mkdir(`${server.dataDir}/tmp`);
+    assertEquals((await upload(server, "exp", big)).status, 201);
+    assertEquals(await server.stored(server.orgId, "exp"), big);
+    await healthy(server.url);
+  } finally {
+    await server.close();
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Clients that go away
+
+/**
+ * Writes the head of an upload and `sent` bytes of `body` to a raw connection, then closes it.
+ * `chunked` frames the body in chunks of random sizes (and may stop inside a chunk's framing).
+ */
+async function abandonUpload(
+  port: number,
+  apiKey: string,
+  experimentId: string,
+  body: Uint8Array,
+  sent: number,
+  chunked: boolean,
+  rng: Rng,
+): Promise<void> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    const head = `POST /api/v1/datasets/upload/?experiment_id=${experimentId} HTTP/1.1\r\n` +
+      `Host: 127.0.0.1\r\nAuthorization: Bearer ${apiKey}\r\nContent-Type: text/csv\r\n` +
+      (chunked ? "Transfer-Encoding: chunked\r\n" : `Content-Length: ${body.length}\r\n`) + "\r\n";
+    await writeAll(conn, enc.encode(head));
+    let offset = 0;
+    while (offset < sent) {
+      const n = Math.min(sent - offset, 1 + rng.int(512 * 1024));
+      const piece = body.subarray(offset, offset + n);
+      if (chunked) {
+        await writeAll(conn, enc.encode(`${n.toString(16)}\r\n`));
+        await writeAll(conn, piece);
+        if (offset + n < sent || rng.int(2) === 0) await writeAll(conn, enc.encode("\r\n"));
+      } else {
+        await writeAll(conn, piece);
+      }
+      offset += n;
+    }
+    // Let the server read what was sent before the connection goes.
+    await new Promise((r) => setTimeout(r, rng.int(50)));
+  } catch {
+    // The server may have answered and closed first (a refused body).
+  } finally {
+    conn.close();
+  }
+}
+
+for (const driver of DRIVERS) {
+  Deno.test(`clients disconnecting at 10 seeded random points leave the stored file and no temporaries (${driver})`, async () => {
+    const lines: string[] = [];
+    const server = await startDriverServer(driver, {}, { log: (line) => lines.push(line) });
+    try {
+      const port = Number(new URL(server.url).port);
+      assertEquals((await upload(server, "victim", VALID)).status, 201);
+      const body = validCsv(6_000_000, "d");
+      const rng = new Rng(4242);
+      const finished = () =>
+        lines.filter((l) => l.includes('"path":"/api/v1/datasets/upload/"')).length;
+      for (let trial = 0; trial < 10; trial++) {
+        const before = finished();
+        const sent = rng.int(body.length);
+        await abandonUpload(port, server.apiKey, "victim", body, sent, trial % 2 === 1, rng);
+        // The server notices asynchronously: wait for the request to end, then for its clean-up.
+        await waitFor(() => finished() > before, `trial ${trial}: the request to end`);
+        const last = JSON.parse(lines.findLast((l) => l.includes("/datasets/upload/"))!);
+        assert(last.status >= 400 && last.status < 500, `trial ${trial}: ${JSON.stringify(last)}`);
+        if (driver === "local") {
+          await waitFor(
+            async () => (await tmpFiles(server.dataDir)).length === 0,
+            `trial ${trial}: no temporaries`,
+            5_000,
+          );
+        }
+        assertEquals(await server.stored(server.orgId, "victim"), VALID, `trial ${trial}`);
+      }
+      await healthy(server.url);
+      assertEquals((await upload(server, "victim", body)).status, 201);
+      assertEquals(await server.stored(server.orgId, "victim"), body);
+    } finally {
+      await server.close();
+    }
+  });
+}
+
+Deno.test("the service killed with SIGKILL mid-upload restarts with the previous file and sweeps temporaries", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "abn-sigkill-" });
+  const env = { ABN_DATA_DIR: dataDir };
+  let server = null;
+  try {
+    const org = JSON.parse(
+      (await runMain(["admin", "org", "create", "acme", "--json"], env)).stdout,
+    );
+    const { api_key } = JSON.parse(
+      (await runMain(["admin", "key", "create", org.org_id, "--json"], env)).stdout,
+    );
+    server = await spawnServer(env);
+    const first = await upload({ api: `${server.url}/api/v1`, apiKey: api_key }, "exp", VALID);
+    assertEquals(first.status, 201);
+    const port = Number(new URL(server.url).port);
+    const body = validCsv(8_000_000, "k");
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    try {
+      await writeAll(
+        conn,
+        enc.encode(
+          `POST /api/v1/datasets/upload/?experiment_id=exp HTTP/1.1\r\nHost: x\r\n` +
+            `Authorization: Bearer ${api_key}\r\nContent-Length: ${body.length}\r\n\r\n`,
+        ),
+      );
+      // More than one 4 MiB batch, so the temporary file holds bytes when the process dies.
+      await writeAll(conn, body.subarray(0, 6_000_000));
+      const part = await waitFor(async () => {
+        for (const name of await tmpFiles(dataDir)) {
+          const info = await Deno.stat(`${dataDir}/tmp/${name}`).catch(() => null);
+          if (info && info.size > 0) return name;
+        }
+        return null;
+      }, "a temporary file with bytes");
+      assert(part.endsWith(".part"), part);
+      await server.stop("SIGKILL");
+    } finally {
+      try {
+        conn.close();
+      } catch { /* closed by the peer */ }
+    }
+    assert((await tmpFiles(dataDir)).length > 0, "the kill left no temporary behind to sweep");
+    server = await spawnServer(env);
+    assertEquals(await tmpFiles(dataDir), [], "temporaries were not swept at start-up");
+    assert(server.output().includes("swept"), server.output());
+    const stored = await Deno.readFile(
+      `${dataDir}/storage/org/${org.org_id}/experiments/exp/latest.csv`,
+    );
+    assertEquals(stored, VALID);
+    // Nothing else was written under storage/.
+    assertEquals(await listFiles(`${dataDir}/storage`), [
+      `org/${org.org_id}/experiments/exp/latest.csv`,
+    ]);
+    const db = new DatabaseSync(`${dataDir}/abn.sqlite`);
+    try {
+      assertEquals(db.prepare("PRAGMA integrity_check").get()?.integrity_check, "ok");
+    } finally {
+      db.close();
+    }
+    const again = await upload({ api: `${server.url}/api/v1`, apiKey: api_key }, "exp", body);
+    assertEquals(again.status, 201, await again.text());
+  } finally {
+    await server?.stop().catch(() => {});
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Database faults
+
+async function analysisStatus(server: FaultyServer, experimentId: string): Promise<string> {
+  const res = await authed(server, server.apiKey, `/datasets/${experimentId}/`);
+  const { json } = await readJson(res);
+  return (json as { analysis_status: string }).analysis_status;
+}
+
+function integrity(path: string): string {
+  const db = new DatabaseSync(path);
+  try {
+    return String(db.prepare("PRAGMA integrity_check").get()?.integrity_check);
+  } finally {
+    db.close();
+  }
+}
+
+Deno.test("the database held busy by another connection: 503 JSON for writes, reads go on, no corruption", async () => {
+  const server = await startFaultyServer("local", { ABN_SCAN_INTERVAL_SECONDS: "1" });
+  const dbPath = `${server.dataDir}/abn.sqlite`;
+  const other = new DatabaseSync(dbPath);
+  try {
+    // The test shortens the busy wait so that it takes milliseconds, not the default seconds.
+    server.service.db.exec("PRAGMA busy_timeout = 300");
+    assertEquals((await upload(server, "exp", VALID)).status, 201);
+    await waitFor(async () => (await analysisStatus(server, "exp")) === "ready", "analysis");
+    other.exec("BEGIN EXCLUSIVE");
+    other.exec("UPDATE orgs SET name = name");
+    const settings = await authed(server, server.apiKey, "/datasets/exp/settings/", {
+      method: "PUT",
+      body: JSON.stringify({ mde: 0.1 }),
+    });
+    await assertApiError(settings, 503, "service_unavailable");
+    assert(Number(settings.headers.get("retry-after")) > 0, "no Retry-After");
+    await assertApiError(
+      await authed(server, server.apiKey, "/datasets/exp/", { method: "DELETE" }),
+      503,
+      "service_unavailable",
+    );
+    assertEquals(await server.stored(server.orgId, "exp"), VALID, "a refused DELETE deleted");
+    // Reads go on (WAL), and a direct upload is stored; its analysis waits for the database.
+    const keys = await authed(server, server.apiKey, "/keys/");
+    assertEquals(keys.status, 200);
+    await keys.body?.cancel();
+    const next = validCsv(3_000, "b");
+    assertEquals((await upload(server, "exp", next)).status, 201);
+    await healthy(server.url);
+    await new Promise((r) => setTimeout(r, 1_500)); // a timer run while the lock is held
+    other.exec("ROLLBACK");
+    // Everything catches up: the delivery made during the lock is analysed, writes work.
+    await waitFor(
+      async () => (await analysisStatus(server, "exp")) === "ready",
+      "the analysis of the delivery made while the database was busy",
+    );
+    const ok = await authed(server, server.apiKey, "/datasets/exp/settings/", {
+      method: "PUT",
+      body: JSON.stringify({ mde: 0.1 }),
+    });
+    assertEquals(ok.status, 200, await ok.text());
+    assertEquals(integrity(dbPath), "ok");
+  } finally {
+    other.close();
+    await server.close();
+  }
+});
+
+Deno.test("a read-only database: 503 JSON for writes, nothing deleted, recovery once writable", async () => {
+  const server = await startFaultyServer("local", { ABN_SCAN_INTERVAL_SECONDS: "1" });
+  try {
+    assertEquals((await upload(server, "exp", VALID)).status, 201);
+    await waitFor(async () => (await analysisStatus(server, "exp")) === "ready", "analysis");
+    // What a read-only file or file system does to the live connection.
+    server.service.db.exec("PRAGMA query_only = 1");
+    await assertApiError(
+      await authed(server, server.apiKey, "/datasets/exp/settings/", {
+        method: "PUT",
+        body: "{}",
+      }),
+      503,
+      "service_unavailable",
+    );
+    await assertApiError(
+      await authed(server, server.apiKey, "/datasets/exp/", { method: "DELETE" }),
+      503,
+      "service_unavailable",
+    );
+    assertEquals(await server.stored(server.orgId, "exp"), VALID);
+    const next = validCsv(3_000, "r");
+    assertEquals((await upload(server, "exp", next)).status, 201);
+    const show = await authed(server, server.apiKey, "/datasets/exp/");
+    assertEquals(show.status, 200);
+    await show.body?.cancel();
+    await healthy(server.url);
+    server.service.db.exec("PRAGMA query_only = 0");
+    await waitFor(
+      async () => (await analysisStatus(server, "exp")) === "ready",
+      "the analysis of the delivery made while the database was read-only",
+    );
+    assertEquals(integrity(`${server.dataDir}/abn.sqlite`), "ok");
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("an analysis whose result cannot be saved (database locked) does not take the service down", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "abn-locked-" });
+  const env = { ABN_DATA_DIR: dataDir, ABN_SCAN_INTERVAL_SECONDS: "1" };
+  let server = null;
+  const other = new DatabaseSync(`${dataDir}/abn.sqlite`);
+  try {
+    const org = JSON.parse(
+      (await runMain(["admin", "org", "create", "acme", "--json"], env)).stdout,
+    );
+    const { api_key } = JSON.parse(
+      (await runMain(["admin", "key", "create", org.org_id, "--json"], env)).stdout,
+    );
+    server = await spawnServer(env);
+    const api = { api: `${server.url}/api/v1`, apiKey: api_key };
+    // Big enough that the analysis is still running when the lock is taken.
+    const res = await upload(api, "big", validCsv(12_000_000, "L"));
+    assertEquals(res.status, 201, await res.text());
+    other.exec("BEGIN EXCLUSIVE");
+    other.exec("UPDATE orgs SET name = name");
+    await new Promise((r) => setTimeout(r, 6_500)); // past the server's 5 s busy timeout
+    other.exec("ROLLBACK");
+    await healthy(server.url);
+    await waitFor(async () => {
+      const r = await authed(api, api_key, "/datasets/big/");
+      const { json } = await readJson(r);
+      return (json as { analysis_status?: string }).analysis_status === "ready";
+    }, "the analysis to be saved once the lock is gone", 20_000);
+  } finally {
+    other.close();
+    await server?.stop().catch(() => {});
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Timer faults
+
+for (const driver of DRIVERS) {
+  Deno.test(`a timer run that fails (storage listing throws once) is followed by one that works (${driver})`, async () => {
+    const server = await startFaultyServer(driver, { ABN_SCAN_INTERVAL_SECONDS: "1" });
+    try {
+      const failedRuns = () =>
+        server.service.metrics.timerRuns.get({ job: "scan", outcome: "failed" });
+      server.faulty.failNext("list", 1);
+      await waitFor(() => failedRuns() === 1, "a failed scan", 5_000);
+      // A two-step delivery made after the failure: on S3 only the next scan can notice it.
+      const g = await authed(server, server.apiKey, "/datasets/initiate/", {
+        method: "POST",
+        body: JSON.stringify({ experiment_id: "twostep" }),
+      });
+      const grant = await g.json();
+      const put = await fetch(grant.upload_url, {
+        method: "PUT",
+        headers: { "content-type": "text/csv" },
+        body: VALID,
+      });
+      assertEquals(put.status, 200, await put.text());
+      await waitFor(
+        async () => (await analysisStatus(server, "twostep")) === "ready",
+        "the two-step delivery to be analysed",
+      );
+      assertEquals(failedRuns(), 1);
+      assert(server.service.metrics.timerRuns.get({ job: "scan", outcome: "ok" }) >= 1);
+    } finally {
+      await server.close();
+    }
+  });
+}
+
+Deno.test({
+  // Bug: an analysis that fails on a transient storage error is saved as `failed` and never
+  // retried (src/analysis/service.ts, #run: a non-ApiError outcome is final, and the scan in
+  // src/jobs/storage_jobs.ts only retries `pending` rows): the result stays lost until the next
+  // delivery of that experiment.
+  ignore: true,
+  name: "an analysis that failed on a transient storage error is retried by the timer",
+  async fn() {
+    const server = await startFaultyServer("local", { ABN_SCAN_INTERVAL_SECONDS: "1" });
+    try {
+      server.faulty.failNext("get", 1);
+      assertEquals((await upload(server, "exp", VALID)).status, 201);
+      await waitFor(
+        async () => (await analysisStatus(server, "exp")) === "ready",
+        "the analysis to be retried after the storage failure",
+      );
+    } finally {
+      await server.close();
+    }
+  },
+});
