@@ -224,6 +224,7 @@ export class CsvRowSplitter {
       let j = i;
       for (; j < end; j++) {
         b = buf[j];
+        if (b > delimiter) continue; // most bytes, with a comma delimiter
         if (b === delimiter || b === LF) break;
         if (b === QUOTE) {
           throw new Error(

@@ -195,7 +195,7 @@ export class Tally implements CsvRowSink {
       this.hasValue[k] = 1;
       if (
         this.binary[k] === 1 &&
-        ((x !== 0 && x !== 1) || !isBinaryCell(buf, s, e, this.#decimalComma))
+        ((x !== 0 && x !== 1) || (e - s > 1 && !isBinaryCell(buf, s, e, this.#decimalComma)))
       ) this.binary[k] = 0;
     }
     if (++this.#batchSize === BATCH) this.flush();

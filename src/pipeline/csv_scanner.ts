@@ -86,12 +86,20 @@ export class CsvScanner {
     this.#rowStart = this.#offset;
     this.#rowLine = this.#line;
     this.#context = { rows: 0, cells: this.#cells, classes: this.#classes, utf8: this.#utf8 };
-    this.#fast = options.fastPath === false
-      ? null
-      : compileFastRows(this.#cells.kinds, this.#fieldCount, {
+    this.#fast = options.fastPath === false ? null : this.#compileFastPath();
+  }
+
+  /** The compiled fast path, or `null` where code generation is disabled (the state machine alone is slower, not different). */
+  #compileFastPath(): FastRows | null {
+    try {
+      return compileFastRows(this.#cells.kinds, this.#fieldCount, {
         delimiter: this.#delimiter,
         maxLineBytes: this.#maxLineBytes,
       });
+    } catch (error) {
+      if (error instanceof EvalError) return null;
+      throw error;
+    }
   }
 
   /** Data rows seen so far (blank lines excluded). */

@@ -8,7 +8,7 @@ import { parseDatasetKey } from "../deliveries.ts";
 import { getOrg } from "../db/orgs.ts";
 import type { UrlSigner } from "../storage/url_signer.ts";
 import { receiveBody } from "./_receive.ts";
-import { checkDeclaredLength } from "./upload.ts";
+import { checkDeclaredLength, rejectionReason } from "./upload.ts";
 
 async function storagePut(ctx: Ctx): Promise<Response> {
   const { config, store, metrics, deliveries, db } = ctx.deps;
@@ -57,6 +57,7 @@ async function storagePut(ctx: Ctx): Promise<Response> {
           ? Math.min(check.size, config.maxUploadBytes)
           : config.maxUploadBytes,
         idleTimeoutMs: config.bodyIdleTimeoutSeconds * 1000,
+        onChunk: (chunk) => metrics.bytesReceived.inc({ route: "presigned_put" }, chunk.length),
       });
       if (check.size !== undefined && bytes !== check.size) {
         throw new ApiError(
@@ -66,7 +67,6 @@ async function storagePut(ctx: Ctx): Promise<Response> {
       }
       const info = await writer.commit();
       ctx.logFields.bytes_in = bytes;
-      metrics.bytesReceived.inc({ route: "presigned_put" }, bytes);
       metrics.uploadsStored.inc({ route: "presigned_put" });
       deliveries.publish({
         orgId: target.orgId,
@@ -87,7 +87,7 @@ async function storagePut(ctx: Ctx): Promise<Response> {
     }
   } catch (error) {
     ctx.req.body?.cancel().catch(() => {});
-    if (error instanceof ApiError) metrics.uploadsRejected.inc({ reason: error.code });
+    metrics.uploadsRejected.inc({ reason: rejectionReason(error) });
     throw error;
   }
 }

@@ -7,9 +7,15 @@ import type { Ctx, RouteTable } from "../app.ts";
 import { json } from "../app.ts";
 import { ApiError } from "../http/errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
-import { datasetKey } from "../storage/object_store.ts";
+import { datasetKey, StorageError } from "../storage/object_store.ts";
 import { DatasetValidator } from "../pipeline/mod.ts";
 import { receiveBody } from "./_receive.ts";
+
+/** The error code a refused or failed delivery is counted under. */
+export function rejectionReason(error: unknown): string {
+  if (error instanceof ApiError) return error.code;
+  return error instanceof StorageError ? "storage_error" : "internal_error";
+}
 
 /** The one `experiment_id` of the query string (400 when missing, repeated or invalid). */
 export function queryExperimentId(url: URL): string {
@@ -60,6 +66,7 @@ async function upload(ctx: Ctx): Promise<Response> {
         maxBytes: config.maxUploadBytes,
         idleTimeoutMs: config.bodyIdleTimeoutSeconds * 1000,
         onChunk(chunk) {
+          metrics.bytesReceived.inc({ route: "upload" }, chunk.length);
           validator.push(chunk);
           hash.update(chunk);
         },
@@ -67,7 +74,6 @@ async function upload(ctx: Ctx): Promise<Response> {
       ctx.logFields.bytes_in = bytes;
       const summary = validator.finish();
       const info = await writer.commit();
-      metrics.bytesReceived.inc({ route: "upload" }, bytes);
       metrics.uploadsStored.inc({ route: "upload" });
       deliveries.publish({
         orgId: principal.orgId,
@@ -94,7 +100,7 @@ async function upload(ctx: Ctx): Promise<Response> {
       throw error;
     }
   } catch (error) {
-    if (error instanceof ApiError) metrics.uploadsRejected.inc({ reason: error.code });
+    metrics.uploadsRejected.inc({ reason: rejectionReason(error) });
     throw error;
   }
 }

@@ -301,7 +301,11 @@ Deno.test("GET /metrics is valid Prometheus text and counts requests, bytes, rej
       2,
     );
 
-    assertEquals(value(m, "abn_upload_bytes_received_total", { route: "upload" }), VALID.length);
+    // Refused bodies count too: the stored one and the refused one (one chunk, read whole).
+    assertEquals(
+      value(m, "abn_upload_bytes_received_total", { route: "upload" }),
+      VALID.length + INVALID.length,
+    );
     assertEquals(
       value(m, "abn_upload_bytes_received_total", { route: "presigned_put" }),
       VALID.length,

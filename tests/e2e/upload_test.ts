@@ -19,7 +19,7 @@ function upload(
   });
 }
 
-async function sha256(bytes: Uint8Array): Promise<string> {
+async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", bytes);
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
@@ -71,7 +71,7 @@ driverTest("direct upload streams a chunked multi-megabyte body", async (server)
   assertEquals(await server.stored(server.orgId, "big"), bytes);
 });
 
-const REJECTIONS: [string, Uint8Array, number, string][] = [
+const REJECTIONS: [string, Uint8Array<ArrayBuffer>, number, string][] = [
   ["a ZIP archive", new Uint8Array([0x50, 0x4b, 0x03, 0x04, 1, 2, 3]), 400, "archive_detected"],
   ["a GZIP archive", new Uint8Array([0x1f, 0x8b, 8, 0, 0, 0]), 400, "archive_detected"],
   ["a RAR archive", encoder.encode("Rar!\x1a\x07\x01\x00rest"), 400, "archive_detected"],
