@@ -48,11 +48,20 @@ export type Handler = (ctx: Ctx) => Response | Promise<Response>;
 export type RouteTable = [method: string, pattern: string, handler: Handler][];
 
 /** JSON response with the request id header. */
-export function json(ctx: Ctx, body: unknown, status = 200, headers: HeadersInit = {}): Response {
-  const h = new Headers(headers);
-  h.set("content-type", "application/json; charset=utf-8");
-  h.set("x-request-id", ctx.requestId);
-  return new Response(JSON.stringify(body), { status, headers: h });
+export function json(
+  ctx: Ctx,
+  body: unknown,
+  status = 200,
+  headers: Record<string, string> = {},
+): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: {
+      ...headers,
+      "content-type": "application/json; charset=utf-8",
+      "x-request-id": ctx.requestId,
+    },
+  });
 }
 
 export type AppHandler = (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response>;

@@ -1,7 +1,8 @@
 /**
  * Headless Chromium for the UI tests, driven by puppeteer-core over the DevTools protocol.
- * Uses the Debian package's `/usr/bin/chromium` (or `ABN_CHROMIUM`), a fresh profile directory
- * per launch, and always leaves nothing running: `close()` kills the process if it does not exit.
+ * Uses the Debian package's `/usr/bin/chromium` (or `ABN_CHROMIUM`) and a fresh profile directory
+ * per launch, and leaves nothing running: `close()` kills the process if it does not exit, and the
+ * protocol runs over a pipe, so Chromium also exits when the test process dies.
  */
 import puppeteer from "puppeteer-core";
 import type { Browser, Page } from "puppeteer-core";
@@ -36,6 +37,10 @@ export async function launchBrowser(): Promise<BrowserSession> {
       "--font-render-hinting=none",
     ],
     protocolTimeout: 30_000,
+    pipe: true,
+  }).catch(async (error) => {
+    await Deno.remove(profile, { recursive: true }).catch(() => {});
+    throw error;
   });
   return {
     browser,

@@ -24,9 +24,14 @@ function split(path: string): string[] {
 
 export class Router<H> {
   #routes: Route<H>[] = [];
+  #fixed: Route<H>[] = [];
 
   add(method: string, pattern: string, handler: H): this {
-    this.#routes.push({ method, segments: split(pattern), handler });
+    const route = { method, segments: split(pattern), handler };
+    this.#routes.push(route);
+    if (!route.segments.some((s) => s.startsWith(":") || s.startsWith("*"))) {
+      this.#fixed.push(route);
+    }
     return this;
   }
 
@@ -35,10 +40,7 @@ export class Router<H> {
     const parts = split(path);
     const allow = new Set<string>();
     // A fixed path (`/datasets/upload/`) wins over a pattern (`/datasets/:id/`) for every method.
-    const fixed = this.#routes.filter((r) =>
-      !r.segments.some((s) => s.startsWith(":") || s.startsWith("*")) &&
-      matchSegments(r.segments, parts) !== null
-    );
+    const fixed = this.#fixed.filter((r) => matchSegments(r.segments, parts) !== null);
     for (const route of fixed.length > 0 ? fixed : this.#routes) {
       const params = matchSegments(route.segments, parts);
       if (!params) continue;

@@ -299,7 +299,12 @@ function limitCases(): CorpusCase[] {
       bytes: bytes(HEADER, "u1,A,2026-01-01,1,", line(10 * MB), "\n"),
       expect: ["invalid_csv"],
     },
-    { name: "a 10 MB header line", category, bytes: bytes(line(10 * MB), "\n"), expect: ["invalid_csv"] },
+    {
+      name: "a 10 MB header line",
+      category,
+      bytes: bytes(line(10 * MB), "\n"),
+      expect: ["invalid_csv"],
+    },
     {
       name: "a 10 MB quoted cell over many lines",
       category,
@@ -334,7 +339,11 @@ function limitCases(): CorpusCase[] {
 }
 
 function structureCases(): CorpusCase[] {
-  const c = (name: string, body: string | Uint8Array<ArrayBuffer>, expect: CorpusCase["expect"]) => ({
+  const c = (
+    name: string,
+    body: string | Uint8Array<ArrayBuffer>,
+    expect: CorpusCase["expect"],
+  ) => ({
     name,
     category: "structure",
     bytes: typeof body === "string" ? bytes(body) : body,
@@ -362,11 +371,17 @@ function structureCases(): CorpusCase[] {
     c("pipe delimiter", "user_id|variant|date|m\nu1|A|2026-01-01|1\n", ["invalid_csv"]),
     c("space delimiter", "user_id variant date m\nu1 A 2026-01-01 1\n", ["invalid_csv"]),
     c("comma header, semicolon rows", HEADER + "u1;A;2026-01-01;1;x\n", ["invalid_csv"]),
-    c("semicolon header, comma rows", "user_id;variant;date;m\nu1,A,2026-01-01,1\n", ["invalid_csv"]),
+    c("semicolon header, comma rows", "user_id;variant;date;m\nu1,A,2026-01-01,1\n", [
+      "invalid_csv",
+    ]),
     c("mixed delimiters in the header", "user_id,variant;date,m\nu1,A;2026-01-01,1\n", [
       "missing_columns",
     ]),
-    c("semicolon file with decimal commas", "user_id;variant;date;m\nu1;A;2026-01-01;1,5\n", "accept"),
+    c(
+      "semicolon file with decimal commas",
+      "user_id;variant;date;m\nu1;A;2026-01-01;1,5\n",
+      "accept",
+    ),
     c("CR-only line ends", HEADER.replace("\n", "\r") + ROW.replace("\n", "\r"), ["invalid_csv"]),
     c("CRLF line ends", HEADER.replace("\n", "\r\n") + ROW.replace("\n", "\r\n"), "accept"),
     c("a short row", HEADER + "u1,A,2026-01-01,1\n", ["invalid_csv"]),
@@ -407,7 +422,14 @@ function dateCases(): CorpusCase[] {
     "-2026-01-01",
     "9999-99-99",
   ];
-  const good = ["2024-02-29", "2000-02-29", " 2026-01-01 ", "9999-12-31", "0001-01-01", '"2026-01-01"'];
+  const good = [
+    "2024-02-29",
+    "2000-02-29",
+    " 2026-01-01 ",
+    "9999-12-31",
+    "0001-01-01",
+    '"2026-01-01"',
+  ];
   return [
     ...bad.map((d) => ({
       name: `date ${JSON.stringify(d)}`,
@@ -488,7 +510,10 @@ function randomCases(rng: Rng, count: number): CorpusCase[] {
 const INTERESTING = [0x00, 0x0a, 0x0d, 0x22, 0x2c, 0x3b, 0x20, 0x09, 0x80, 0xc3, 0xed, 0xff];
 
 /** One seeded mutation of `base`: flips, overwrites, insertions, deletions, truncations. */
-export function mutate(base: Uint8Array, rng: Rng): { what: string; bytes: Uint8Array<ArrayBuffer> } {
+export function mutate(
+  base: Uint8Array,
+  rng: Rng,
+): { what: string; bytes: Uint8Array<ArrayBuffer> } {
   const b = new Uint8Array(base);
   const at = rng.int(b.length);
   switch (rng.int(8)) {

@@ -146,6 +146,32 @@ export async function startFaultyServer(
   };
 }
 
+/**
+ * Byte-for-byte equality with a short message (assert's deep diff of large arrays takes minutes):
+ * the lengths, and the first offset that differs.
+ */
+export function assertSameBytes(
+  actual: Uint8Array | null,
+  expected: Uint8Array | null,
+  what = "bytes",
+): void {
+  if (actual === null || expected === null) {
+    if (actual === expected) return;
+    throw new Error(
+      `${what}: ${actual === null ? "nothing stored" : "something stored"}, expected ${
+        expected === null ? "nothing" : `${expected.length} bytes`
+      }`,
+    );
+  }
+  const n = Math.min(actual.length, expected.length);
+  let i = 0;
+  while (i < n && actual[i] === expected[i]) i++;
+  if (i === n && actual.length === expected.length) return;
+  throw new Error(
+    `${what}: ${actual.length} bytes, expected ${expected.length}; first difference at byte ${i}`,
+  );
+}
+
 /** Reads a response as JSON (or null), never throwing. */
 export async function readJson(res: Response): Promise<{ text: string; json: unknown }> {
   const text = await res.text();

@@ -41,7 +41,9 @@ export async function runCorpus(server: DriverServer, cases: CorpusCase[]): Prom
     if (c.splits && c.splits.length > 0) {
       const whole = verdict([c.bytes]);
       if (whole !== inProcess) {
-        failures.push(`${c.name}: chunking changed the verdict: whole ${whole}, split ${inProcess}`);
+        failures.push(
+          `${c.name}: chunking changed the verdict: whole ${whole}, split ${inProcess}`,
+        );
       }
     }
     const body = c.splits ? ReadableStream.from(chunks) : c.bytes;
@@ -56,7 +58,8 @@ export async function runCorpus(server: DriverServer, cases: CorpusCase[]): Prom
     const code = res.status === 201 ? "201" : errorCode(json) ?? `status ${res.status}`;
     outcomes[code] = (outcomes[code] ?? 0) + 1;
     (byCategory[c.category] ??= {})[code] = (byCategory[c.category][code] ?? 0) + 1;
-    const fail = (why: string) => failures.push(`${c.name}: ${why} (${res.status} ${text.slice(0, 200)})`);
+    const fail = (why: string) =>
+      failures.push(`${c.name}: ${why} (${res.status} ${text.slice(0, 200)})`);
 
     if (res.status >= 500) {
       fail("a 5xx");
@@ -91,16 +94,20 @@ export async function runCorpus(server: DriverServer, cases: CorpusCase[]): Prom
   // Numbers at the edge of the double range: the analysis still answers (ready or failed).
   const analysed: Record<string, number> = {};
   for (const id of edge) {
-    const status = await waitFor(async () => {
-      const res = await authed(server, server.apiKey, `/datasets/${id}/analysis/`);
-      const { text, json } = await readJson(res);
-      if (res.status !== 200) {
-        failures.push(`analysis of ${id}: ${res.status} ${text.slice(0, 200)}`);
-        return "http error";
-      }
-      const s = (json as { status: string }).status;
-      return s === "pending" ? null : s;
-    }, `the analysis of ${id}`, 20_000);
+    const status = await waitFor(
+      async () => {
+        const res = await authed(server, server.apiKey, `/datasets/${id}/analysis/`);
+        const { text, json } = await readJson(res);
+        if (res.status !== 200) {
+          failures.push(`analysis of ${id}: ${res.status} ${text.slice(0, 200)}`);
+          return "http error";
+        }
+        const s = (json as { status: string }).status;
+        return s === "pending" ? null : s;
+      },
+      `the analysis of ${id}`,
+      20_000,
+    );
     analysed[status] = (analysed[status] ?? 0) + 1;
   }
   if (server.driver === "local") {
