@@ -6,7 +6,7 @@
  *   deno run -A bench/upload_bench.ts [FILE]
  */
 import { writeCsv } from "./generate_csv.ts";
-import { curl, freePort, median, peakRssMB, printTable, startChild } from "./_util.ts";
+import { curl, freePort, median, printTable, startChild } from "./_util.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
 
@@ -30,6 +30,38 @@ async function startService(dataDir: string) {
     port,
   );
   return { child, apiKey: api_key as string };
+}
+
+/** Samples the process's resident set every 20 ms while `work` runs; answers the peak in MB. */
+async function sampleRss<T>(pid: number, work: Promise<T>): Promise<{ value: T; peakMB: number }> {
+  let peak = 0;
+  let done = false;
+  const sampler = (async () => {
+    while (!done) {
+      try {
+        const status = await Deno.readTextFile(`/proc/${pid}/status`);
+        const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
+        peak = Math.max(peak, kb / 1024);
+      } catch { /* not on Linux */ }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  const value = await work;
+  done = true;
+  await sampler;
+  return { value, peakMB: peak };
+}
+
+/** Waits until the dataset's analysis is no longer pending (so runs do not overlap with it). */
+async function analysisSettled(base: string, apiKey: string, id: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    const res = await fetch(`${base}/api/v1/datasets/${id}/analysis/`, {
+      headers: { authorization: `Bearer ${apiKey}` },
+    });
+    const body = await res.json();
+    if (body.status !== "pending") return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 async function timeUpload(url: string, file: string, headers: string[]): Promise<number> {
@@ -71,21 +103,28 @@ export async function benchUpload(path?: string, runs = 3) {
   const svc = await startService(`${work}/svc`);
   const rawTimes: number[] = [];
   const ourTimes: number[] = [];
+  let rssSingle = 0;
   try {
     for (let i = 0; i < runs; i++) {
       rawTimes.push(await timeUpload(`${raw.url}/`, file, []));
-      ourTimes.push(
-        await timeUpload(
+      const run = await sampleRss(
+        svc.child.pid,
+        timeUpload(
           `${svc.child.url}/api/v1/datasets/upload/?experiment_id=bench`,
           file,
           [`Authorization: Bearer ${svc.apiKey}`],
         ),
       );
+      ourTimes.push(run.value);
+      // Peak of the first run: later runs start with the previous analysis's memory not yet
+      // returned to the system.
+      if (i === 0) rssSingle = run.peakMB;
+      // The analysis each delivery starts runs after the 201: let it finish before the next run.
+      await analysisSettled(svc.child.url, svc.apiKey, "bench");
     }
   } finally {
     await raw.stop();
   }
-  const rssSingle = await peakRssMB(svc.child.pid);
   await svc.child.stop();
 
   // 8 concurrent 25 MB uploads on a fresh service.
@@ -93,16 +132,19 @@ export async function benchUpload(path?: string, runs = 3) {
   await writeCsv(small, { rows: 600_000, seed: 2 });
   const svc2 = await startService(`${work}/svc2`);
   const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: 8 }, (_, i) =>
-      timeUpload(
-        `${svc2.child.url}/api/v1/datasets/upload/?experiment_id=c${i}`,
-        small,
-        [`Authorization: Bearer ${svc2.apiKey}`],
-      )),
+  const concurrent = await sampleRss(
+    svc2.child.pid,
+    Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        timeUpload(
+          `${svc2.child.url}/api/v1/datasets/upload/?experiment_id=c${i}`,
+          small,
+          [`Authorization: Bearer ${svc2.apiKey}`],
+        )),
+    ),
   );
   const concurrentSeconds = (performance.now() - t0) / 1000;
-  const rssConcurrent = await peakRssMB(svc2.child.pid);
+  const rssConcurrent = concurrent.peakMB;
   await svc2.child.stop();
   await Deno.remove(work, { recursive: true });
 
@@ -116,7 +158,6 @@ export async function benchUpload(path?: string, runs = 3) {
     rssSingleMB: rssSingle,
     rssConcurrentMB: rssConcurrent,
     concurrentSeconds,
-    smallMB: (await Deno.stat(file).catch(() => ({ size }))).size / 1e6,
   };
 }
 

@@ -247,6 +247,49 @@ export async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void
   while (offset < bytes.length) offset += await conn.write(bytes.subarray(offset));
 }
 
+/**
+ * Writes the head of an upload and `sent` bytes of `body` to a raw connection, then closes it.
+ * `chunked` frames the body in chunks of random sizes (and may stop inside a chunk's framing).
+ */
+export async function abandonUpload(
+  port: number,
+  apiKey: string,
+  experimentId: string,
+  body: Uint8Array,
+  sent: number,
+  chunked: boolean,
+  rng: Rng,
+): Promise<void> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    const head = `POST /api/v1/datasets/upload/?experiment_id=${experimentId} HTTP/1.1\r\n` +
+      `Host: 127.0.0.1\r\nAuthorization: Bearer ${apiKey}\r\nContent-Type: text/csv\r\n` +
+      (chunked ? "Transfer-Encoding: chunked\r\n" : `Content-Length: ${body.length}\r\n`) + "\r\n";
+    await writeAll(conn, new TextEncoder().encode(head));
+    let offset = 0;
+    while (offset < sent) {
+      const n = Math.min(sent - offset, 1 + rng.int(512 * 1024));
+      const piece = body.subarray(offset, offset + n);
+      if (chunked) {
+        await writeAll(conn, new TextEncoder().encode(`${n.toString(16)}\r\n`));
+        await writeAll(conn, piece);
+        if (offset + n < sent || rng.int(2) === 0) {
+          await writeAll(conn, new TextEncoder().encode("\r\n"));
+        }
+      } else {
+        await writeAll(conn, piece);
+      }
+      offset += n;
+    }
+    // Let the server read what was sent before the connection goes.
+    await new Promise((r) => setTimeout(r, rng.int(50)));
+  } catch {
+    // The server may have answered and closed first (a refused body).
+  } finally {
+    conn.close();
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // A loopback TCP proxy that fails on demand
 

@@ -1,12 +1,13 @@
 /**
- * Turns the per-user state of a `Tally` into the `Aggregate`: one walk over the user records
- * (users per variant, per-metric stats, and first days counted per day and variant), one over each
- * numeric metric's value log (daily sums, users seen in two variants skipped), then running totals
- * over the sorted days.
+ * Turns what the `RowReader` learned and the per-user state of a `UserTally` into the `Aggregate`:
+ * one walk over the user records (users per variant, per-metric stats, and first days counted per
+ * day and variant), one over each numeric metric's value log (daily sums, users seen in two
+ * variants skipped), then running totals over the sorted days.
  */
 import type { Aggregate, DailyVariantPoint, MetricVariantStats } from "./aggregate_types.ts";
 import { DAY_LIMIT, formatDay } from "./_csv_cells.ts";
-import { EXCLUDED, type MetricKind, type Tally, VARIANT_WORD } from "./_tally.ts";
+import type { MetricKind, ReaderFindings } from "./_row_reader.ts";
+import { EXCLUDED, type UserTally, VARIANT_WORD } from "./_user_tally.ts";
 import type { ValueLog } from "./_value_log.ts";
 
 /** Per metric: per variant stats, and per (day, variant) counts and sums before running totals. */
@@ -22,16 +23,20 @@ interface MetricTotals {
   dailySum: Float64Array;
 }
 
-export function summarize(tally: Tally, kinds: Readonly<Record<string, MetricKind>>): Aggregate {
-  const variantCount = tally.variantNames.length;
-  const order = tally.variantNames.map((_, v) => v).sort((a, b) =>
-    tally.variantNames[a] < tally.variantNames[b] ? -1 : 1
+export function summarize(
+  reader: ReaderFindings,
+  tally: UserTally,
+  kinds: Readonly<Record<string, MetricKind>>,
+): Aggregate {
+  const variantCount = reader.variantNames.length;
+  const order = reader.variantNames.map((_, v) => v).sort((a, b) =>
+    reader.variantNames[a] < reader.variantNames[b] ? -1 : 1
   );
-  const variants = order.map((v) => tally.variantNames[v]);
+  const variants = order.map((v) => reader.variantNames[v]);
   const position = new Int32Array(variantCount);
   order.forEach((v, p) => position[v] = p);
 
-  const days = tally.days.slice().sort((a, b) => a - b);
+  const days = reader.days.slice().sort((a, b) => a - b);
   const dayCount = days.length;
   const firstDay = days[0] ?? 0;
   const dayRank = new Int32Array(dayCount === 0 ? 0 : days[dayCount - 1] - firstDay + 1);
@@ -41,10 +46,11 @@ export function summarize(tally: Tally, kinds: Readonly<Record<string, MetricKin
 
   const cells = dayCount * variantCount;
   const metrics: MetricTotals[] = [];
-  tally.metricNames.forEach((name, k) => {
-    if (tally.candidate[k] === 0 || tally.hasValue[k] === 0) return;
-    const detectedKind = tally.binary[k] === 1 ? "conversion" : "numeric";
-    const kind = Object.hasOwn(kinds, name) ? kinds[name] : detectedKind;
+  reader.metricNames.forEach((name, k) => {
+    if (reader.candidate[k] === 0 || reader.hasValue[k] === 0) return;
+    const detectedKind = reader.binary[k] === 1 ? "conversion" : "numeric";
+    const setting = Object.hasOwn(kinds, name) ? kinds[name] : undefined;
+    const kind = setting === "conversion" || setting === "numeric" ? setting : detectedKind;
     metrics.push({
       name,
       k,
@@ -75,7 +81,7 @@ export function summarize(tally: Tally, kinds: Readonly<Record<string, MetricKin
       const firstValue = i32[w + tally.firstValueWord[k]];
       if (firstValue === 0) continue;
       const firstOne = i32[w + tally.firstOneWord[k]];
-      const binary = tally.binary[k] === 1;
+      const binary = reader.binary[k] === 1;
       const value = metric.kind === "numeric"
         ? f64[(w + tally.sumWord[k]) >> 1]
         : binary
@@ -95,7 +101,7 @@ export function summarize(tally: Tally, kinds: Readonly<Record<string, MetricKin
     const log = tally.logs[metric.k]!;
     if (metric.kind === "numeric") {
       addLoggedValues(log, i32, position, dayRank, firstDay, variantCount, metric.dailySum);
-    } else if (tally.binary[metric.k] === 0) {
+    } else if (reader.binary[metric.k] === 0) {
       const zeroWord = tally.firstZeroWord[metric.k];
       addRunningMaxima(
         log,
@@ -117,7 +123,7 @@ export function summarize(tally: Tally, kinds: Readonly<Record<string, MetricKin
   const byMetric = <T>(value: (metric: MetricTotals) => T): Record<string, T> =>
     Object.fromEntries(metrics.map((metric) => [metric.name, value(metric)]));
   return {
-    rows: tally.rows,
+    rows: reader.rows,
     variants,
     users: byVariant((p) => userCounts[p]),
     excludedUsers: tally.excluded,

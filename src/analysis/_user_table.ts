@@ -20,16 +20,32 @@ const INITIAL_ARENA_BYTES = 1 << 16;
 const MAX_ARENA_BYTES = 2 ** 32;
 
 /**
- * The 32-bit hash of an id that `lookup` expects, over its bytes as little-endian 32-bit words
- * `ids[at..at + ceil(length / 4))` (the last one zero-padded): MurmurHash3's rounds and mix.
+ * Reads the id `buf[start..end)` into `words` from `words[at]` as little-endian 32-bit words, the
+ * last one zero-padded (as `lookup` expects ids), and answers its 32-bit hash: a multiply-xorshift
+ * per word, then MurmurHash3's final mix.
  */
-export function hashId(ids: Int32Array, at: number, length: number): number {
-  let h = length;
-  for (let i = at; i < at + ((length + 3) >> 2); i++) {
-    let k = Math.imul(ids[i], 0xcc9e2d51);
-    k = Math.imul((k << 15) | (k >>> 17), 0x1b873593);
-    h ^= k;
-    h = (Math.imul((h << 13) | (h >>> 19), 5) + 0xe6546b64) | 0;
+export function copyId(
+  buf: Uint8Array,
+  start: number,
+  end: number,
+  words: Int32Array,
+  at: number,
+): number {
+  let h = end - start;
+  let i = start;
+  for (; i + 4 <= end; i += 4) {
+    const word = buf[i] | (buf[i + 1] << 8) | (buf[i + 2] << 16) | (buf[i + 3] << 24);
+    words[at++] = word;
+    h = Math.imul(h ^ word, 0x9e3779b1);
+    h ^= h >>> 15;
+  }
+  if (i < end) {
+    let word = buf[i];
+    if (i + 1 < end) word |= buf[i + 1] << 8;
+    if (i + 2 < end) word |= buf[i + 2] << 16;
+    words[at] = word;
+    h = Math.imul(h ^ word, 0x9e3779b1);
+    h ^= h >>> 15;
   }
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
@@ -65,19 +81,19 @@ export class UserTable {
   }
 
   /**
-   * Loads, for each of the first `count` hashes, the slot and the record it points to, so that
-   * the `lookup`s that follow find them in the cache. The loads do not depend on each other, so
-   * the processor overlaps their cache misses; `lengths` are the ids' lengths (to reach the end
-   * of each record). Answers a number only so that the loads are not optimized away.
+   * Loads, for the hashes `hashes[from..to)`, the slot and the record it points to, so that the
+   * `lookup`s that follow find them in the cache. The loads do not depend on each other, so the
+   * processor overlaps their cache misses; `lengths` are the ids' lengths (to reach the end of
+   * each record). Answers a number only so that the loads are not optimized away.
    */
-  warm(hashes: Int32Array, lengths: Int32Array, count: number): number {
+  warm(hashes: Int32Array, lengths: Int32Array, from: number, to: number): number {
     const slots = this.#slots;
     const mask = this.#mask;
     let sum = 0;
-    for (let r = 0; r < count; r++) sum += slots[2 * (hashes[r] & mask) + 1];
+    for (let r = from; r < to; r++) sum += slots[2 * (hashes[r] & mask) + 1];
     const i32 = this.i32;
     const words = this.#words;
-    for (let r = 0; r < count; r++) {
+    for (let r = from; r < to; r++) {
       const entry = slots[2 * (hashes[r] & mask) + 1];
       if (entry === 0) continue;
       const at = 2 * (entry - 1);
@@ -88,7 +104,7 @@ export class UserTable {
 
   /**
    * Answers the record of the user whose id is `length` bytes held as words from `ids[at]`
-   * (zero-padded) and whose `hashId` is `hash`, adding the user (with zeroed fields) when new;
+   * (zero-padded, see `copyId`) and whose hash is `hash`, adding the user (with zeroed fields) when new;
    * `isNew` tells which.
    */
   lookup(ids: Int32Array, at: number, length: number, hash: number): number {

@@ -3,13 +3,18 @@
  * (see `aggregate_types.ts`), keeping per-user state in typed arrays rather than objects so that
  * a file with a million users and more reads at the speed of the bytes.
  *
- * The input is expected to have passed the upload checks (or to be checked in the same pass by
- * the caller); input they would refuse makes `push` or `finish` throw an `Error`.
+ * Metric columns are those whose non-empty cells are all numbers (others are dimensions and
+ * dropped); per user, conversion = max and numeric = sum over the user's rows; users seen in two
+ * variants are left out of everything and counted. The input is expected to have passed the
+ * upload checks (or to be checked in the same pass by the caller); input they would refuse makes
+ * the aggregation throw an `Error`.
  */
 import type { Aggregate } from "./aggregate_types.ts";
+import { aggregateThreaded } from "./_aggregate_threaded.ts";
 import { CsvRowSplitter } from "./_csv_rows.ts";
+import { type MetricKind, RowReader } from "./_row_reader.ts";
 import { summarize } from "./_summary.ts";
-import { type MetricKind, Tally } from "./_tally.ts";
+import { UserTally } from "./_user_tally.ts";
 
 export interface AggregateOptions {
   /** Metric kinds that replace the detected ones, by column name; default none. */
@@ -21,20 +26,29 @@ export interface AggregateOptions {
   onChunk?: (chunk: Uint8Array) => void;
 }
 
+/** Rows read before their users are looked up (together, see `UserTable.warm`). */
+const BATCH_ROWS = 256;
+
 /**
- * Aggregates CSV bytes pushed chunk by chunk. Metric columns are those whose non-empty cells are
- * all numbers (others are dimensions and dropped); per user, conversion = max and numeric = sum
- * over the user's rows; users seen in two variants are left out of everything and counted.
+ * Aggregates CSV bytes pushed chunk by chunk, synchronously on the calling thread (so that a
+ * caller can feed the same chunks to a validator in the same loop).
  */
 export class CsvAggregator {
-  readonly #tally: Tally;
-  readonly #splitter: CsvRowSplitter;
   readonly #kinds: Readonly<Record<string, MetricKind>>;
+  readonly #reader: RowReader;
+  readonly #splitter: CsvRowSplitter;
+  #tally: UserTally | null = null;
 
   constructor(options: Pick<AggregateOptions, "metricKinds"> = {}) {
     this.#kinds = options.metricKinds ?? {};
-    this.#tally = new Tally(this.#kinds);
-    this.#splitter = new CsvRowSplitter(this.#tally);
+    this.#reader = new RowReader(this.#kinds, BATCH_ROWS, (forcedConversion) => {
+      const tally = this.#tally = new UserTally(forcedConversion);
+      return (batch) => {
+        tally.add(batch);
+        return batch;
+      };
+    });
+    this.#splitter = new CsvRowSplitter(this.#reader);
   }
 
   /** Reads `chunk`; only a row left incomplete at its end is copied, so `chunk` may be reused. */
@@ -45,21 +59,19 @@ export class CsvAggregator {
   /** Reads the last row and answers the aggregate. */
   finish(): Aggregate {
     this.#splitter.finish();
-    this.#tally.flush();
-    return summarize(this.#tally, this.#kinds);
+    this.#reader.end();
+    return summarize(this.#reader, this.#tally!, this.#kinds);
   }
 }
 
-/** Aggregates a whole CSV stream with a `CsvAggregator`. */
-export async function aggregateCsv(
+/**
+ * Aggregates a whole CSV stream. Reading the cells and adding rows to their users run on two
+ * threads (the second in a worker) when a worker can start; otherwise, and for an input read
+ * before the worker is up, all on the calling thread. The answer is the same either way.
+ */
+export function aggregateCsv(
   chunks: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,
   options: AggregateOptions = {},
 ): Promise<Aggregate> {
-  const aggregator = new CsvAggregator(options);
-  const onChunk = options.onChunk;
-  for await (const chunk of chunks) {
-    onChunk?.(chunk);
-    aggregator.push(chunk);
-  }
-  return aggregator.finish();
+  return aggregateThreaded(chunks, options);
 }

@@ -18,7 +18,8 @@ export function saveSettings(
   experimentId: string,
   settings: Record<string, unknown>,
 ): void {
-  stmt(db, 
+  stmt(
+    db,
     `INSERT INTO settings (org_id, experiment_id, json, updated_at) VALUES (?, ?, ?, ?)
      ON CONFLICT (org_id, experiment_id) DO UPDATE SET json = excluded.json, updated_at = excluded.updated_at`,
   ).run(orgId, experimentId, JSON.stringify(settings), nowIso());

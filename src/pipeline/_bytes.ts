@@ -19,8 +19,12 @@ export const PIPE = 0x7c;
 /** Decodes bytes already checked to be UTF-8 (the header, error excerpts). */
 export const utf8Decoder = new TextDecoder();
 
-/** A short, printable excerpt of a cell for error messages. */
+/**
+ * A short excerpt of a cell for error messages. Cell contents reach the checks with a quoted
+ * field's escaped quotes still doubled (or, where a chunk end split the pair, single), so `""`
+ * is shown as `"`.
+ */
 export function excerpt(bytes: Uint8Array, max = 40): string {
-  const text = utf8Decoder.decode(bytes);
+  const text = utf8Decoder.decode(bytes).replaceAll('""', '"');
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }

@@ -32,7 +32,11 @@ export interface FastRowsContext {
   readonly utf8: Utf8Check;
 }
 
-/** Takes plain rows from `buf[i..n)`; answers the start of the first row not taken. */
+/**
+ * Takes plain rows from `buf[i..n)`, where `buf[n - 1]` must be a line feed (it bounds every
+ * scan, so the scans need no bounds checks of their own); answers the start of the first row
+ * not taken.
+ */
 export type FastRows = (buf: Uint8Array, i: number, n: number, cx: FastRowsContext) => number;
 
 /** Options of `compileFastRows`. */
@@ -46,7 +50,7 @@ const UNROLL = 8;
 
 /**
  * Takes the quoted cell opening at `buf[s]` (a quote) for the fast path and runs its column's
- * check on the content. Answers the index after the closing quote, or `-1` when the cell needs
+ * check on the content; `buf[n - 1]` is a line feed. Answers the index after the closing quote, or `-1` when the cell needs
  * the state machine: an escaped quote, a line feed, a NUL or bad UTF-8 inside, no byte after
  * the closing quote in `buf`, or a failed check.
  */
@@ -61,8 +65,13 @@ function quotedCell(
   const classes = cx.classes;
   let i = s + 1;
   for (;;) {
-    while (i < n && (classes[buf[i]] & 2) === 0) i++;
-    if (i + 4 > n || buf[i] < 128) break;
+    while ((classes[buf[i]] & 2) === 0) i++; // stops at the line feed ending buf at the latest
+    const b = buf[i];
+    if (b >= 194 && b <= 223 && (buf[i + 1] & 192) === 128) {
+      i += 2;
+      continue;
+    }
+    if (i + 4 > n || b < 128) break;
     i = cx.utf8.sequence(buf, i);
     if (i < 0) return -1;
   }
@@ -83,7 +92,7 @@ function quotedCell(
  * inline, as in Cyrillic or accented text).
  */
 const SCAN = `for (;;) {
-        while (i < n && (cl[buf[i]] & 1) === 0) i++;
+        while ((cl[buf[i]] & 1) === 0) i++;
         b = buf[i];
         if (b >= 194 && b <= 223 && i + 1 < n && (buf[i + 1] & 192) === 128) {
           i += 2;
@@ -215,7 +224,7 @@ export function compileFastRows(
   return function fastRows(buf, i, n, cx) {
     const cells = cx.cells, kinds = cells.kinds, found = cells.found, cl = cx.classes, u8 = cx.utf8;
     let rowStart = i, rows = 0, b = 0, s = 0, e = 0, d = 0, m = 0, y = 0, z = 0;
-    row: for (;;) {
+    row: while (i < n) {
       ${parts.join("\n      ")}
       if (i - rowStart > ${maxLineBytes}) break;
       rows++;

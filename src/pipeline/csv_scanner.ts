@@ -124,6 +124,8 @@ export class CsvScanner {
     const maxLineBytes = this.#maxLineBytes;
     const fast = this.#fast;
     const context = this.#context;
+    // The fast path takes rows up to the chunk's last line feed, which bounds its scans.
+    const fastEnd = fast === null ? 0 : buf.lastIndexOf(LF) + 1;
     const base = this.#offset - from; // upload offset of buf[0]
     let state = this.#state;
     let field = this.#field;
@@ -141,8 +143,8 @@ export class CsvScanner {
     while (i < n) {
       if (state === FIELD) {
         if (field === 0 && fast !== null) {
-          const next = fast(buf, i, n, context);
-          if (context.rows !== 0) {
+          const next = fastEnd > i ? fast(buf, i, fastEnd, context) : i;
+          if (next !== i) {
             this.#rows += context.rows;
             line += context.rows;
             i = next;

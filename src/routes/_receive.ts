@@ -14,8 +14,46 @@ export interface ReceiveOptions {
   idleTimeoutMs: number;
   /** Sees every chunk before it is stored; throws to refuse the body. */
   onChunk?: (chunk: Uint8Array) => void;
+  /**
+   * Takes each batch after it was written; the batch's buffer then belongs to the callee, which
+   * hands it back through `BatchPool.give` when done (the off-thread validator does so).
+   */
+  onBatch?: (batch: Uint8Array, pool: BatchPool) => void;
   /** Size of the batched writes; default 4 MiB. */
   batchBytes?: number;
+  /** Most batch buffers alive at once; default 4. */
+  maxBuffers?: number;
+}
+
+/** A bounded set of reusable batch buffers. */
+export class BatchPool {
+  readonly size: number;
+  #free: ArrayBuffer[] = [];
+  #allocated = 0;
+  #max: number;
+  #waiting: ((buffer: ArrayBuffer) => void)[] = [];
+
+  constructor(size: number, max: number) {
+    this.size = size;
+    this.#max = max;
+  }
+
+  /** A free buffer, waiting for one to come back when all are in use. */
+  take(): ArrayBuffer | Promise<ArrayBuffer> {
+    const free = this.#free.pop();
+    if (free) return free;
+    if (this.#allocated < this.#max) {
+      this.#allocated++;
+      return new ArrayBuffer(this.size);
+    }
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  give(buffer: ArrayBuffer): void {
+    const waiter = this.#waiting.shift();
+    if (waiter) waiter(buffer);
+    else this.#free.push(buffer);
+  }
 }
 
 /** Answers the number of bytes received. Throws ApiError (413, 408…) or the check's error. */
@@ -25,25 +63,27 @@ export async function receiveBody(
   options: ReceiveOptions,
 ): Promise<number> {
   if (body === null) return 0;
-  const batchBytes = options.batchBytes ?? 4 * 1024 * 1024;
+  const pool = new BatchPool(options.batchBytes ?? 4 * 1024 * 1024, options.maxBuffers ?? 4);
   const reader = body.getReader();
-  // Two buffers take turns: one fills while the other is being written.
-  const buffers = [new Uint8Array(batchBytes), new Uint8Array(batchBytes)];
-  let turn = 0;
-  let batch = buffers[0];
+  let batch = new Uint8Array(await pool.take());
   let filled = 0;
   let pending: Promise<void> | null = null;
   let total = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
 
+  const written = async (data: Uint8Array) => {
+    await writer.write(data);
+    if (options.onBatch) options.onBatch(data, pool);
+    else pool.give(data.buffer as ArrayBuffer);
+  };
+
   const flush = async () => {
     if (pending) await pending;
+    pending = null;
     if (filled === 0) return;
-    const data = batch.subarray(0, filled);
-    pending = writer.write(data);
-    turn ^= 1;
-    batch = buffers[turn];
+    pending = written(batch.subarray(0, filled));
     filled = 0;
+    batch = new Uint8Array(await pool.take());
   };
 
   const idle = () =>
@@ -75,7 +115,7 @@ export async function receiveBody(
         clearTimeout(timer);
       }
       if (result.done) break;
-      const chunk = result.value;
+      let chunk = result.value;
       total += chunk.length;
       if (total > options.maxBytes) {
         throw new ApiError(
@@ -87,15 +127,14 @@ export async function receiveBody(
         );
       }
       options.onChunk?.(chunk);
-      if (chunk.length >= batchBytes) {
-        await flush();
-        if (pending) await pending;
-        pending = writer.write(chunk);
-        continue;
+      while (chunk.length > 0) {
+        const room = batch.length - filled;
+        const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
+        batch.set(part, filled);
+        filled += part.length;
+        chunk = chunk.subarray(part.length);
+        if (filled === batch.length) await flush();
       }
-      if (filled + chunk.length > batchBytes) await flush();
-      batch.set(chunk, filled);
-      filled += chunk.length;
     }
     await flush();
     if (pending) await pending;

@@ -7,8 +7,9 @@ import { json } from "../app.ts";
 import { ApiError } from "../http/errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
 import type { ObjectInfo } from "../storage/object_store.ts";
-import { datasetKey, orgPrefix, StorageError } from "../storage/object_store.ts";
-import { statusOf } from "../storage/_s3_errors.ts";
+import { Buffer } from "node:buffer";
+import { datasetKey, orgPrefix } from "../storage/object_store.ts";
+import type { UrlSigner } from "../storage/url_signer.ts";
 import { parseDatasetKey } from "../deliveries.ts";
 import type { Database } from "../db/database.ts";
 import { analysisStatus, deleteAnalysis } from "../db/analyses.ts";
@@ -65,8 +66,27 @@ export async function requireDataset(
   return { experimentId, key, info };
 }
 
-function invalidCursor(): ApiError {
-  return new ApiError(
+/**
+ * List cursors are the store's own (a key on disk, an S3 continuation token), sealed with the
+ * service's HMAC and bound to the organization: a cursor the service did not issue to this
+ * organization is refused with 400 before storage sees it (S3 would answer an invalid token
+ * with an error that looks like an outage).
+ */
+function sealCursor(signer: UrlSigner, orgId: string, cursor: string): string {
+  const signature = new URLSearchParams(signer.sign("LIST", `${orgId}\n${cursor}`, 0))
+    .get("signature");
+  return `${Buffer.from(cursor).toString("base64url")}.${signature}`;
+}
+
+function openCursor(signer: UrlSigner, orgId: string, sealed: string): string {
+  const m = /^([A-Za-z0-9_-]{1,2048})\.([A-Za-z0-9_-]{43})$/.exec(sealed);
+  if (m) {
+    const cursor = Buffer.from(m[1], "base64url").toString();
+    const params = new URLSearchParams({ expires: "0", signature: m[2] });
+    // The signature matched when the only complaint is the (deliberately past) expiry.
+    if (signer.verify("LIST", `${orgId}\n${cursor}`, params).result === "expired") return cursor;
+  }
+  throw new ApiError(
     "invalid_json",
     "cursor is not valid: pass the next_cursor of the previous page unchanged",
   );
@@ -79,21 +99,10 @@ async function list(ctx: Ctx): Promise<Response> {
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
     throw new ApiError("invalid_json", "limit must be a whole number from 1 to 1000");
   }
-  const cursor = ctx.url.searchParams.get("cursor") || null;
-  if (cursor !== null && (cursor.length > 1024 || !/^[\x21-\x7e]+$/.test(cursor))) {
-    throw invalidCursor();
-  }
-  let page;
-  try {
-    page = await ctx.deps.store.list(orgPrefix(principal.orgId), { limit, cursor });
-  } catch (error) {
-    // S3 answers 400 to a continuation token it did not issue: that is the caller's mistake,
-    // and retrying would not help, so it is no storage error.
-    if (cursor !== null && error instanceof StorageError && statusOf(error.cause) === 400) {
-      throw invalidCursor();
-    }
-    throw error;
-  }
+  const signer = ctx.deps.services.signer as UrlSigner;
+  const given = ctx.url.searchParams.get("cursor") || null;
+  const cursor = given === null ? null : openCursor(signer, principal.orgId, given);
+  const page = await ctx.deps.store.list(orgPrefix(principal.orgId), { limit, cursor });
   const datasets = [];
   for (const info of page.objects) {
     const parsed = parseDatasetKey(info.key);
@@ -108,7 +117,12 @@ async function list(ctx: Ctx): Promise<Response> {
       ),
     );
   }
-  return json(ctx, { datasets, next_cursor: page.nextCursor });
+  return json(ctx, {
+    datasets,
+    next_cursor: page.nextCursor === null
+      ? null
+      : sealCursor(signer, principal.orgId, page.nextCursor),
+  });
 }
 
 async function show(ctx: Ctx): Promise<Response> {
@@ -125,6 +139,9 @@ async function download(ctx: Ctx): Promise<Response> {
   const experimentId = parseExperimentId(ctx.params.experiment_id);
   const object = await ctx.deps.store.get(datasetKey(principal.orgId, experimentId));
   if (!object) throw notFound(experimentId);
+  // A HEAD sends no body: release the opened file (or storage connection) at once instead of
+  // leaving it open until garbage collection.
+  if (ctx.req.method === "HEAD") await object.body.cancel().catch(() => {});
   return new Response(ctx.req.method === "HEAD" ? null : object.body, {
     headers: {
       "content-type": "text/csv; charset=utf-8",

@@ -9,7 +9,12 @@ import { ApiError } from "../http/errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
 import { datasetKey, StorageError } from "../storage/object_store.ts";
 import { DatasetValidator } from "../pipeline/mod.ts";
+import type { BatchPool } from "./_receive.ts";
 import { receiveBody } from "./_receive.ts";
+import { OffThreadValidator } from "../upload/off_thread_validator.ts";
+
+/** Bodies declared at least this long are validated on the worker thread. */
+const OFF_THREAD_MIN_BYTES = 8 * 1024 * 1024;
 
 /** The error code a refused or failed delivery is counted under. */
 export function rejectionReason(error: unknown): string {
@@ -57,9 +62,14 @@ async function upload(ctx: Ctx): Promise<Response> {
       );
     }
     const key = datasetKey(principal.orgId, experimentId);
-    const validator = new DatasetValidator();
     const hash = createHash("sha256");
+    // Large bodies are validated on a worker thread while this one reads, hashes and writes.
+    const declared = Number(ctx.req.headers.get("content-length") ?? 0);
+    const offThread = declared >= OFF_THREAD_MIN_BYTES;
     const writer = await store.createWriter(key);
+    let pool: BatchPool | null = null;
+    const remote = offThread ? new OffThreadValidator((buffer) => pool?.give(buffer)) : null;
+    const inline = offThread ? null : new DatasetValidator();
     let bytes = 0;
     try {
       bytes = await receiveBody(ctx.req.body, writer, {
@@ -67,12 +77,19 @@ async function upload(ctx: Ctx): Promise<Response> {
         idleTimeoutMs: config.bodyIdleTimeoutSeconds * 1000,
         onChunk(chunk) {
           metrics.bytesReceived.inc({ route: "upload" }, chunk.length);
-          validator.push(chunk);
+          if (inline) inline.push(chunk);
+          else remote!.check();
           hash.update(chunk);
         },
+        onBatch: remote
+          ? (batch, batches) => {
+            pool = batches;
+            remote.push(batch);
+          }
+          : undefined,
       });
       ctx.logFields.bytes_in = bytes;
-      const summary = validator.finish();
+      const summary = inline ? inline.finish() : await remote!.finish();
       const info = await writer.commit();
       metrics.uploadsStored.inc({ route: "upload" });
       deliveries.publish({
@@ -96,6 +113,7 @@ async function upload(ctx: Ctx): Promise<Response> {
       }, 201);
     } catch (error) {
       ctx.logFields.bytes_in = bytes;
+      remote?.abort();
       await writer.abort();
       throw error;
     }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { aggregateCsv, CsvAggregator } from "../../src/analysis/aggregate.ts";
 import type { Aggregate } from "../../src/analysis/aggregate_types.ts";
+import { aggregateThreaded } from "../../src/analysis/_aggregate_threaded.ts";
 import { readNumber } from "../../src/analysis/_csv_cells.ts";
 import { generateCsv, mulberry32 } from "../../bench/generate_csv.ts";
 
@@ -293,6 +294,18 @@ Deno.test("aggregateCsv strips a leading byte order mark from the first column n
   assert.deepEqual(result.users, { A: 1, B: 1 });
 });
 
+Deno.test("aggregateCsv answers an empty aggregate for a header without rows", async () => {
+  assert.deepEqual(await aggregateText("user_id,variant,date,converted\n\n"), {
+    rows: 0,
+    variants: [],
+    users: {},
+    excludedUsers: 0,
+    metrics: [], // no value, so no metric
+    stats: {},
+    daily: [],
+  });
+});
+
 Deno.test("CsvAggregator gives the same result for a file split at every byte position", () => {
   const text = "\ufeff" + QUOTED.replaceAll("\n", "\r\n") + '\r\nu3,B,2026-01-03,1,7.25,"end"';
   const bytes = encoder.encode(text);
@@ -570,17 +583,16 @@ function closeTo(actual: unknown, expected: unknown): unknown {
   return actual;
 }
 
-Deno.test("aggregateCsv matches a plain reference implementation on a generated dataset", async () => {
+/** A generated dataset with empty cells, quoted ids, a dimension and users in two variants. */
+async function generatedDataset(rows: number): Promise<string> {
   let generated = "";
   const decoder = new TextDecoder();
-  for await (
-    const chunk of generateCsv({ rows: 50_000, users: 5_000, variants: ["A", "B", "C"] })
-  ) {
+  for await (const chunk of generateCsv({ rows, users: rows / 10, variants: ["A", "B", "C"] })) {
     generated += decoder.decode(chunk);
   }
   const [head, ...lines] = generated.trimEnd().split("\n");
   const flip: Record<string, string> = { A: "B", B: "C", C: "A" };
-  const text = [`${head},score,country`].concat(lines.map((line, i) => {
+  return [`${head},score,country`].concat(lines.map((line, i) => {
     const [user, variant, date, converted, revenue] = line.split(",");
     const n = i + 1;
     const score = n % 17 === 0
@@ -598,6 +610,16 @@ Deno.test("aggregateCsv matches a plain reference implementation on a generated 
       n % 5 === 0 ? '"Berlin, DE"' : "FR",
     ].join(",");
   })).join("\n") + "\n";
+}
+
+function chunksOf(bytes: Uint8Array, size: number): Uint8Array[] {
+  const chunks: Uint8Array[] = [];
+  for (let i = 0; i < bytes.length; i += size) chunks.push(bytes.subarray(i, i + size));
+  return chunks;
+}
+
+Deno.test("aggregateCsv matches a plain reference implementation on a generated dataset", async () => {
+  const text = await generatedDataset(50_000);
   const expected = referenceAggregate(text);
   assert.ok(expected.excludedUsers > 100, "the dataset has users in two variants");
   assert.deepEqual(expected.metrics.map((metric) => metric.name), [
@@ -605,9 +627,43 @@ Deno.test("aggregateCsv matches a plain reference implementation on a generated 
     "revenue",
     "score",
   ]);
-  const bytes = encoder.encode(text);
-  const chunks: Uint8Array[] = [];
-  for (let i = 0; i < bytes.length; i += 4093) chunks.push(bytes.subarray(i, i + 4093));
-  const result = await aggregateCsv(ReadableStream.from(chunks));
+  const result = await aggregateCsv(ReadableStream.from(chunksOf(encoder.encode(text), 4093)));
   assert.deepEqual(closeTo(result, expected), expected);
+});
+
+Deno.test("aggregateCsv answers on its worker exactly what CsvAggregator answers on one thread", async () => {
+  const bytes = encoder.encode(await generatedDataset(60_000));
+  const alone = new CsvAggregator();
+  for (const chunk of chunksOf(bytes, 65536)) alone.push(chunk);
+  const expected = alone.finish();
+  const modes: string[] = [];
+  let started!: () => void;
+  const workerUp = new Promise<void>((resolve) => started = resolve);
+  async function* afterStart() {
+    await workerUp; // so that every batch goes to the worker
+    yield* chunksOf(bytes, 4093);
+  }
+  const threaded = await aggregateThreaded(afterStart(), {}, undefined, (mode) => {
+    modes.push(mode);
+    started();
+  });
+  assert.deepEqual(modes, ["threaded"]);
+  assert.deepEqual(threaded, expected);
+});
+
+Deno.test("aggregateCsv reads on one thread when its worker cannot start", async () => {
+  const bytes = encoder.encode(await generatedDataset(20_000));
+  const alone = new CsvAggregator();
+  alone.push(bytes);
+  const modes: string[] = [];
+  const missing = new URL("./no_such_worker.ts", import.meta.url);
+  async function* slowly() {
+    for (const chunk of chunksOf(bytes, 65536)) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      yield chunk;
+    }
+  }
+  const result = await aggregateThreaded(slowly(), {}, missing, (mode) => modes.push(mode));
+  assert.deepEqual(modes, ["local"]);
+  assert.deepEqual(result, alone.finish());
 });

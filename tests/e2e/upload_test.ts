@@ -217,3 +217,41 @@ driverTest("direct upload keeps organizations apart", async (server) => {
   assertEquals(await server.stored(server.orgId, "same"), VALID);
   assertEquals(await server.stored(other.orgId, "same"), theirs);
 });
+
+function bigCsv(rows: number, badLine?: number): Uint8Array<ArrayBuffer> {
+  const lines = ["user_id,variant,date,converted,revenue"];
+  for (let i = 2; i <= rows + 1; i++) {
+    lines.push(
+      i === badLine
+        ? `u${i},A,2026-02-30,1,2.5`
+        : `user-${i},${i % 2 ? "B" : "A"},2026-01-${String(1 + (i % 28)).padStart(2, "0")},${
+          i % 5 === 0 ? 1 : 0
+        },${i % 13}.25`,
+    );
+  }
+  return encoder.encode(lines.join("\n") + "\n");
+}
+
+driverTest(
+  "a large declared-length upload is validated off-thread: stored whole, or refused with the line",
+  async (server) => {
+    const good = bigCsv(400_000); // ~16 MB: above the off-thread threshold
+    assert(good.length > 8 * 1024 * 1024);
+    const res = await upload(server, "large", good);
+    const body = await res.json();
+    assertEquals(res.status, 201, JSON.stringify(body));
+    assertEquals(body.rows, 400_000);
+    assertEquals(body.sha256, await sha256(good));
+    assertEquals((await server.stored(server.orgId, "large"))?.length, good.length);
+    for (const badLine of [3, 399_000]) {
+      const bad = bigCsv(400_000, badLine);
+      const error = await assertApiError(await upload(server, "large", bad), 400, "invalid_date");
+      assert(error.message.includes(`line ${badLine}`), error.message);
+      assertEquals(await server.stored(server.orgId, "large"), good);
+    }
+    const zip = new Uint8Array(good);
+    zip.set([0x50, 0x4b, 0x03, 0x04]);
+    await assertApiError(await upload(server, "large", zip), 400, "archive_detected");
+    assertEquals(await server.stored(server.orgId, "large"), good);
+  },
+);

@@ -4,15 +4,21 @@
  */
 import type { DriverServer } from "../_drivers.ts";
 import type { TestServer } from "../_server.ts";
-import { freePort, startTestServer } from "../_server.ts";
+import { freePort } from "../_server.ts";
+import { loadConfig } from "../../src/config.ts";
+import { createService } from "../../src/service.ts";
+import { createOrg } from "../../src/db/orgs.ts";
+import { createKey } from "../../src/db/api_keys.ts";
 import type { S3rverFixture } from "../_s3rver.ts";
 import { startS3rver } from "../_s3rver.ts";
 import type { FaultProxy } from "../_faults.ts";
-import { FaultyStore, startFaultProxy } from "../_faults.ts";
+import { abandonUpload, FaultyStore, Rng, startFaultProxy, tmpFiles, waitFor } from "../_faults.ts";
 import { DatasetValidator } from "../../src/pipeline/mod.ts";
 import { LocalStore } from "../../src/storage/local_store.ts";
 import { S3Store } from "../../src/storage/s3_store.ts";
 import { loadOrCreateSecret, UrlSigner } from "../../src/storage/url_signer.ts";
+
+const enc = new TextEncoder();
 
 export const VALID = await Deno.readFile(new URL("../testdata/small.csv", import.meta.url));
 
@@ -42,6 +48,23 @@ export function authed(
   const headers = new Headers(init.headers);
   headers.set("authorization", `Bearer ${apiKey}`);
   return fetch(`${server.api}${path}`, { ...init, headers });
+}
+
+/** A valid dataset of about `bytes` bytes, cut at a line end; `tag` makes its content unique. */
+export function validCsv(bytes: number, tag = "u"): Uint8Array<ArrayBuffer> {
+  const header = "user_id,variant,date,converted,revenue\n";
+  const line = (i: number) =>
+    `${tag}${i},${i % 2 ? "B" : "A"},2026-01-${String(1 + (i % 28)).padStart(2, "0")},${
+      i % 3 === 0 ? 1 : 0
+    },${i % 97}.25\n`;
+  const rows: string[] = [header];
+  let size = header.length;
+  for (let i = 0; size < bytes; i++) {
+    const l = line(i);
+    rows.push(l);
+    size += l.length;
+  }
+  return enc.encode(rows.join(""));
 }
 
 /** What the validator says of these chunks in-process: `accept` or the error code. */
@@ -119,12 +142,32 @@ export async function startFaultyServer(
     direct = inner;
   }
   const faulty = new FaultyStore(inner);
-  const server = await startTestServer(
-    { ABN_DATA_DIR: dataDir, ABN_PORT: String(port), ...env },
-    { store: faulty },
+  // Like startTestServer, but on a port known before the store is built (local upload URLs).
+  const config = loadConfig({
+    ABN_DATA_DIR: dataDir,
+    ABN_PORT: String(port),
+    ABN_HOST: "127.0.0.1",
+    ...env,
+  });
+  const service = await createService(config, { log: () => {}, store: faulty });
+  const controller = new AbortController();
+  const httpServer = Deno.serve(
+    { hostname: "127.0.0.1", port, signal: controller.signal, onListen: () => {} },
+    service.handler,
   );
+  const newOrg = (name = "test") => {
+    const org = createOrg(service.db, name);
+    return { orgId: org.id, apiKey: createKey(service.db, org.id).api_key };
+  };
+  const first = newOrg("first");
+  const url = `http://127.0.0.1:${port}`;
   return {
-    ...server,
+    url,
+    api: `${url}/api/v1`,
+    service,
+    orgId: first.orgId,
+    apiKey: first.apiKey,
+    newOrg,
     dataDir,
     faulty,
     s3,
@@ -135,7 +178,9 @@ export async function startFaultyServer(
       return new Uint8Array(await new Response(object.body).arrayBuffer());
     },
     async close() {
-      await server.close();
+      controller.abort();
+      await httpServer.finished;
+      await service.close();
       for (const store of [inner, direct]) {
         if (store instanceof S3Store) await store.close();
       }
@@ -188,3 +233,49 @@ export function errorCode(json: unknown): string | undefined {
 }
 
 export type { DriverServer };
+
+/**
+ * Clients that send the head of an upload and part of its body (Content-Length or chunked, at
+ * seeded random points), then close: each request ends with a 4xx, the stored file stays, and no
+ * temporary file outlives it. `lines` is the server's captured request log.
+ */
+export async function disconnectTrials(
+  server: DriverServer,
+  lines: string[],
+  options: { trials: number; seed: number; bodyBytes?: number },
+): Promise<void> {
+  const port = Number(new URL(server.url).port);
+  const first = await upload(server, "victim", VALID);
+  await first.body?.cancel();
+  if (first.status !== 201) throw new Error(`the first upload answered ${first.status}`);
+  const body = validCsv(options.bodyBytes ?? 6_000_000, "d");
+  const rng = new Rng(options.seed);
+  const finished = () =>
+    lines.filter((l) => l.includes('"path":"/api/v1/datasets/upload/"')).length;
+  for (let trial = 0; trial < options.trials; trial++) {
+    const before = finished();
+    const sent = rng.int(body.length);
+    await abandonUpload(port, server.apiKey, "victim", body, sent, trial % 2 === 1, rng);
+    // The server notices asynchronously: wait for the request to end, then for its clean-up.
+    await waitFor(() => finished() > before, `trial ${trial}: the request to end`);
+    const last = JSON.parse(lines.findLast((l) => l.includes("/datasets/upload/"))!);
+    if (!(last.status >= 400 && last.status < 500)) {
+      throw new Error(`trial ${trial} (${sent} bytes sent): ${JSON.stringify(last)}`);
+    }
+    if (server.driver === "local") {
+      await waitFor(
+        async () => (await tmpFiles(server.dataDir)).length === 0,
+        `trial ${trial}: no temporaries`,
+        5_000,
+      );
+    }
+    assertSameBytes(await server.stored(server.orgId, "victim"), VALID, `trial ${trial}`);
+  }
+  const health = await fetch(`${server.url}/healthz`);
+  await health.body?.cancel();
+  if (health.status !== 200) throw new Error(`/healthz answered ${health.status}`);
+  const again = await upload(server, "victim", body);
+  await again.body?.cancel();
+  if (again.status !== 201) throw new Error(`the upload after the trials answered ${again.status}`);
+  assertSameBytes(await server.stored(server.orgId, "victim"), body);
+}

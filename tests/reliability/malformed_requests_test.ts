@@ -313,3 +313,22 @@ Deno.test("every route answers a wrong method with 405 JSON and the right Allow 
     await server.close();
   }
 });
+
+Deno.test("HEAD on a dataset's file does not hold its file open", async () => {
+  const server = await startTestServer();
+  try {
+    assertEquals((await upload(server, "h", VALID)).status, 201);
+    const fds = () => [...Deno.readDirSync("/proc/self/fd")].length;
+    const before = fds();
+    for (let i = 0; i < 200; i++) {
+      const res = await authed(server, server.apiKey, "/datasets/h/file/", { method: "HEAD" });
+      assertEquals(res.status, 200);
+      assertEquals(res.headers.get("content-length"), String(VALID.length));
+      await res.body?.cancel();
+    }
+    const after = fds();
+    assert(after - before < 50, `${after - before} descriptors more after 200 HEAD requests`);
+  } finally {
+    await server.close();
+  }
+});

@@ -1,0 +1,90 @@
+/**
+ * Faults at soak scale: 100 seeded client disconnects per driver, and the service killed with
+ * SIGKILL at eight random points of an upload, restarted each time.
+ */
+import { DatabaseSync } from "node:sqlite";
+import { assert, assertEquals } from "../tests/_assert.ts";
+import { DRIVERS, startDriverServer } from "../tests/_drivers.ts";
+import { runMain, spawnServer } from "../tests/_server.ts";
+import { listFiles, Rng, tmpFiles, waitFor, writeAll } from "../tests/_faults.ts";
+import {
+  assertSameBytes,
+  disconnectTrials,
+  upload,
+  validCsv,
+} from "../tests/reliability/_helpers.ts";
+
+for (const driver of DRIVERS) {
+  Deno.test(`soak: 100 clients disconnecting at seeded random points (${driver})`, async () => {
+    const lines: string[] = [];
+    const server = await startDriverServer(driver, {}, { log: (line) => lines.push(line) });
+    try {
+      await disconnectTrials(server, lines, { trials: 100, seed: 777 });
+    } finally {
+      await server.close();
+    }
+  });
+}
+
+Deno.test("soak: SIGKILL at 8 random points of an upload, restart each time, nothing lost", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "abn-sigkill-soak-" });
+  const env = { ABN_DATA_DIR: dataDir };
+  const rng = new Rng(31337);
+  let server = null;
+  try {
+    const org = JSON.parse(
+      (await runMain(["admin", "org", "create", "acme", "--json"], env)).stdout,
+    );
+    const { api_key } = JSON.parse(
+      (await runMain(["admin", "key", "create", org.org_id, "--json"], env)).stdout,
+    );
+    const body = validCsv(10_000_000, "k");
+    const stored = `${dataDir}/storage/org/${org.org_id}/experiments/exp/latest.csv`;
+    for (let round = 0; round < 8; round++) {
+      server = await spawnServer(env);
+      assertEquals(await tmpFiles(dataDir), [], `round ${round}: temporaries left at start-up`);
+      const current = validCsv(2_000 + round, `r${round}`);
+      const api = { api: `${server.url}/api/v1`, apiKey: api_key };
+      assertEquals((await upload(api, "exp", current)).status, 201);
+      const conn = await Deno.connect({
+        hostname: "127.0.0.1",
+        port: Number(new URL(server.url).port),
+      });
+      try {
+        await writeAll(
+          conn,
+          new TextEncoder().encode(
+            `POST /api/v1/datasets/upload/?experiment_id=exp HTTP/1.1\r\nHost: x\r\n` +
+              `Authorization: Bearer ${api_key}\r\nContent-Length: ${body.length}\r\n\r\n`,
+          ),
+        );
+        await writeAll(conn, body.subarray(0, rng.int(body.length)));
+        await waitFor(async () => (await tmpFiles(dataDir)).length > 0, "a temporary file");
+        await new Promise((r) => setTimeout(r, rng.int(100)));
+        await server.stop("SIGKILL");
+      } finally {
+        try {
+          conn.close();
+        } catch { /* closed by the peer */ }
+      }
+      assertSameBytes(await Deno.readFile(stored), current, `round ${round}`);
+    }
+    server = await spawnServer(env);
+    assertEquals(await tmpFiles(dataDir), []);
+    assertEquals(await listFiles(`${dataDir}/storage`), [
+      `org/${org.org_id}/experiments/exp/latest.csv`,
+    ]);
+    const db = new DatabaseSync(`${dataDir}/abn.sqlite`);
+    try {
+      assertEquals(db.prepare("PRAGMA integrity_check").get()?.integrity_check, "ok");
+    } finally {
+      db.close();
+    }
+    const health = await fetch(`${server.url}/healthz`);
+    assert(health.status === 200);
+    await health.body?.cancel();
+  } finally {
+    await server?.stop().catch(() => {});
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});

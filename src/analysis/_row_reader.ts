@@ -1,0 +1,226 @@
+/**
+ * The first half of the aggregation: receives CSV rows as byte ranges and reads the cells the
+ * user pass needs into `RowBatch`es (the id, copied and hashed; the variant as an index; the date
+ * as a day number; each metric candidate's value), and learns along the way which columns are
+ * numbers (metric candidates), which hold only 0/1, which variants and days occur. Full batches go
+ * to a `BatchSink` (a `UserTally`, here or in a worker).
+ */
+import { DAY_LIMIT, hasText, isBinaryCell, readDay, readNumber } from "./_csv_cells.ts";
+import type { CsvRowSink } from "./_csv_rows.ts";
+import { newBatch, type RowBatch } from "./_row_batch.ts";
+import { copyId } from "./_user_table.ts";
+
+export type MetricKind = "conversion" | "numeric";
+
+/** Takes a full batch and answers an empty one to fill next. */
+export type BatchSink = (batch: RowBatch) => RowBatch;
+
+/** What the reader learned, as the summary needs it (plain data, so it can go to a worker). */
+export interface ReaderFindings {
+  rows: number;
+  variantNames: string[];
+  /** Days seen, in order of appearance. */
+  days: number[];
+  /** Every column but user_id, variant and date, in header order. */
+  metricNames: string[];
+  /** Per metric column: 1 while every non-empty cell was a number. */
+  candidate: Uint8Array;
+  /** Per metric column: 1 once a cell held a number. */
+  hasValue: Uint8Array;
+  /** Per metric column: 1 while every value was written as 0 or 1. */
+  binary: Uint8Array;
+}
+
+const SPACE = 0x20;
+const TAB = 0x09;
+/** Variants compared byte by byte before falling back to a `Map` of decoded names. */
+const LINEAR_VARIANTS = 64;
+
+export class RowReader implements CsvRowSink, ReaderFindings {
+  rows = 0;
+  readonly variantNames: string[] = [];
+  readonly days: number[] = [];
+  metricNames: string[] = [];
+  candidate = new Uint8Array(0);
+  hasValue = new Uint8Array(0);
+  binary = new Uint8Array(0);
+
+  readonly #kinds: Readonly<Record<string, MetricKind>>;
+  readonly #batchRows: number;
+  readonly #open: (forcedConversion: Uint8Array) => BatchSink;
+  #sink: BatchSink | null = null;
+  #batch: RowBatch = newBatch(0, 0);
+  /** Where the next id goes in the batch's ids, in bytes (a multiple of 4). */
+  #idFill = 0;
+  #userField = 0;
+  #variantField = 0;
+  #dayField = 0;
+  #metricField = new Int32Array(0);
+  #decimalComma = false;
+  #daySeen = new Uint8Array(0);
+  readonly #variantBytes: Uint8Array[] = [];
+  readonly #variantIndex = new Map<string, number>();
+  #lastVariant = -1;
+  readonly #decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+  /**
+   * `kinds` are the caller's metric kinds by column name; batches hold `batchRows` rows; `open`
+   * is called once the header is read, with 1 per metric column read as conversion by `kinds`,
+   * and answers where full batches go.
+   */
+  constructor(
+    kinds: Readonly<Record<string, MetricKind>>,
+    batchRows: number,
+    open: (forcedConversion: Uint8Array) => BatchSink,
+  ) {
+    this.#kinds = kinds;
+    this.#batchRows = batchRows;
+    this.#open = open;
+  }
+
+  header(names: string[], delimiter: "," | ";"): void {
+    const field = (name: string): number => {
+      const found = names.indexOf(name);
+      if (found < 0) throw new Error(`Cannot read CSV: the header has no ${name} column`);
+      return found;
+    };
+    const seen = new Set<string>();
+    for (const name of names) {
+      if (seen.has(name)) {
+        throw new Error(`Cannot read CSV: the column name "${name}" appears twice`);
+      }
+      seen.add(name);
+    }
+    this.#userField = field("user_id");
+    this.#variantField = field("variant");
+    this.#dayField = field("date");
+    this.#decimalComma = delimiter === ";";
+    const metricFields = names.flatMap((name, i) =>
+      name === "user_id" || name === "variant" || name === "date" ? [] : [i]
+    );
+    const count = metricFields.length;
+    this.metricNames = metricFields.map((i) => names[i]);
+    this.#metricField = Int32Array.from(metricFields);
+    this.candidate = new Uint8Array(count).fill(1);
+    this.hasValue = new Uint8Array(count);
+    this.binary = new Uint8Array(count).fill(1);
+    this.#daySeen = new Uint8Array(DAY_LIMIT);
+    const forced = Uint8Array.from(
+      this.metricNames,
+      (name) => Object.hasOwn(this.#kinds, name) && this.#kinds[name] === "conversion" ? 1 : 0,
+    );
+    this.#sink = this.#open(forced);
+    this.#take(newBatch(this.#batchRows, count));
+  }
+
+  /**
+   * Reads the row's cells into the batch (the id bytes are copied, so the batch does not depend
+   * on `buf`) and learns which columns are numbers; hands the batch over when full.
+   */
+  row(buf: Uint8Array, start: Int32Array, end: Int32Array, line: number): void {
+    this.rows++;
+    const batch = this.#batch;
+    const r = batch.size;
+    let s = start[this.#userField];
+    let e = end[this.#userField];
+    if (s < e && (isBlank(buf[s]) || isBlank(buf[e - 1]))) {
+      while (s < e && isBlank(buf[s])) s++;
+      while (e > s && isBlank(buf[e - 1])) e--;
+    }
+    const length = e - s;
+    const at = this.#idFill;
+    if (at + length + 4 > 4 * batch.ids.length) this.#growIds(at + length + 4);
+    batch.hash[r] = copyId(buf, s, e, batch.ids, at >> 2);
+    batch.idStart[r] = at >> 2;
+    batch.idLength[r] = length;
+    this.#idFill = (at + length + 3) & ~3;
+    batch.variant[r] = this.#variant(buf, start[this.#variantField], end[this.#variantField]);
+    const day = readDay(buf, start[this.#dayField], end[this.#dayField]);
+    if (day < 0) {
+      const text = this.#decoder.decode(buf.subarray(start[this.#dayField], end[this.#dayField]));
+      throw new Error(`Cannot parse line ${line}: the date "${text}" is not written YYYY-MM-DD`);
+    }
+    if (this.#daySeen[day] === 0) {
+      this.#daySeen[day] = 1;
+      this.days.push(day);
+    }
+    batch.day[r] = day;
+    const candidate = this.candidate;
+    const metricField = this.#metricField;
+    const count = metricField.length;
+    const values = batch.values;
+    for (let k = 0; k < count; k++) {
+      values[r * count + k] = NaN;
+      if (candidate[k] === 0) continue;
+      s = start[metricField[k]];
+      e = end[metricField[k]];
+      if (s === e) continue;
+      const x = readNumber(buf, s, e, this.#decimalComma);
+      if (x !== x) {
+        if (hasText(buf, s, e)) candidate[k] = 0; // a dimension: no longer read
+        continue;
+      }
+      values[r * count + k] = x;
+      this.hasValue[k] = 1;
+      if (
+        this.binary[k] === 1 &&
+        ((x !== 0 && x !== 1) || (e - s > 1 && !isBinaryCell(buf, s, e, this.#decimalComma)))
+      ) this.binary[k] = 0;
+    }
+    if (++batch.size === this.#batchRows) this.#handOver();
+  }
+
+  /** Hands over the rows of a partly filled batch (at the end of the input). */
+  end(): void {
+    if (this.#batch.size > 0) this.#handOver();
+  }
+
+  #handOver(): void {
+    this.#batch.candidate.set(this.candidate);
+    this.#take(this.#sink!(this.#batch));
+  }
+
+  #take(batch: RowBatch): void {
+    batch.size = 0;
+    this.#batch = batch;
+    this.#idFill = 0;
+  }
+
+  #growIds(bytes: number): void {
+    const ids = new Int32Array(Math.max((bytes + 3) >> 2, 2 * this.#batch.ids.length));
+    ids.set(this.#batch.ids.subarray(0, this.#idFill >> 2));
+    this.#batch.ids = ids;
+  }
+
+  /** The index of the variant named `buf[start..end)`, registering a new one. */
+  #variant(buf: Uint8Array, start: number, end: number): number {
+    while (start < end && isBlank(buf[start])) start++;
+    while (end > start && isBlank(buf[end - 1])) end--;
+    const known = this.#variantBytes;
+    const last = this.#lastVariant;
+    if (last >= 0 && sameBytes(known[last], buf, start, end)) return last;
+    const linear = Math.min(known.length, LINEAR_VARIANTS);
+    for (let v = 0; v < linear; v++) {
+      if (sameBytes(known[v], buf, start, end)) return this.#lastVariant = v;
+    }
+    const name = this.#decoder.decode(buf.subarray(start, end));
+    let v = this.#variantIndex.get(name);
+    if (v === undefined) {
+      v = this.variantNames.length;
+      this.variantNames.push(name);
+      known.push(buf.slice(start, end));
+      this.#variantIndex.set(name, v);
+    }
+    return this.#lastVariant = v;
+  }
+}
+
+function isBlank(b: number): boolean {
+  return b === SPACE || b === TAB;
+}
+
+function sameBytes(a: Uint8Array, buf: Uint8Array, start: number, end: number): boolean {
+  if (a.length !== end - start) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== buf[start + i]) return false;
+  return true;
+}

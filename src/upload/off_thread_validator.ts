@@ -1,0 +1,129 @@
+/**
+ * Validates an upload on a worker thread while the request's own thread reads, hashes and
+ * writes: each batch goes to the worker (transferred, not copied) after it was written, and its
+ * buffer comes back for reuse. The first error surfaces on the next `check()`; nothing commits
+ * before `finish()` resolved.
+ */
+import type { ValidationSummary } from "../pipeline/mod.ts";
+import { ValidationError } from "../pipeline/mod.ts";
+import type { ErrorCode } from "../http/errors.ts";
+
+export type ValidatorRequest =
+  | { id: number; type: "start" }
+  | { id: number; type: "chunk"; buffer: ArrayBuffer; length: number }
+  | { id: number; type: "finish" }
+  | { id: number; type: "abort" };
+
+export type ValidatorReply =
+  | { id: number; type: "buffer"; buffer: ArrayBuffer }
+  | { id: number; type: "error"; code: ErrorCode | "internal_error"; message: string }
+  | { id: number; type: "summary"; summary: ValidationSummary };
+
+interface Session {
+  onBuffer(buffer: ArrayBuffer): void;
+  onError(code: string, message: string): void;
+  onSummary(summary: ValidationSummary): void;
+}
+
+let worker: Worker | null = null;
+let nextId = 1;
+const sessions = new Map<number, Session>();
+
+function shared(): Worker {
+  if (worker) return worker;
+  worker = new Worker(new URL("./_validator_worker.ts", import.meta.url).href, { type: "module" });
+  worker.onmessage = (event: MessageEvent<ValidatorReply>) => {
+    const m = event.data;
+    const session = sessions.get(m.id);
+    if (!session) return;
+    if (m.type === "buffer") session.onBuffer(m.buffer);
+    else if (m.type === "error") session.onError(m.code, m.message);
+    else session.onSummary(m.summary);
+  };
+  worker.onerror = (event) => {
+    event.preventDefault();
+    for (const session of sessions.values()) session.onError("internal_error", event.message);
+  };
+  return worker;
+}
+
+/** Stops the shared worker (tests, shutdown). A later upload starts a new one. */
+export function stopValidatorWorker(): void {
+  worker?.terminate();
+  worker = null;
+  for (const session of sessions.values()) {
+    session.onError("internal_error", "The validator stopped");
+  }
+}
+
+function toError(code: string, message: string): Error {
+  if (code === "internal_error") return new Error(`Validator failed: ${message}`);
+  // The message already names the line; keep it as it is.
+  const error = new ValidationError(code as ErrorCode, message);
+  return error;
+}
+
+export class OffThreadValidator {
+  readonly #id = nextId++;
+  readonly #worker = shared();
+  #error: Error | null = null;
+  #summary: Promise<ValidationSummary>;
+  #resolve!: (s: ValidationSummary) => void;
+  #reject!: (e: Error) => void;
+  #onBuffer: (buffer: ArrayBuffer) => void;
+  #inFlight = 0;
+
+  /** `onBuffer` receives each batch's buffer back once the worker is done with it. */
+  constructor(onBuffer: (buffer: ArrayBuffer) => void) {
+    this.#onBuffer = onBuffer;
+    this.#summary = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    this.#summary.catch(() => {});
+    sessions.set(this.#id, {
+      onBuffer: (buffer) => {
+        this.#inFlight--;
+        this.#onBuffer(buffer);
+      },
+      onError: (code, message) => {
+        this.#error ??= toError(code, message);
+        this.#reject(this.#error);
+        sessions.delete(this.#id);
+      },
+      onSummary: (summary) => {
+        this.#resolve(summary);
+        sessions.delete(this.#id);
+      },
+    });
+    this.#worker.postMessage({ id: this.#id, type: "start" } satisfies ValidatorRequest);
+  }
+
+  /** Throws the first error the worker found so far. */
+  check(): void {
+    if (this.#error) throw this.#error;
+  }
+
+  /** Hands a batch to the worker; the caller must not touch `batch` until it comes back. */
+  push(batch: Uint8Array): void {
+    this.check();
+    this.#inFlight++;
+    const buffer = batch.buffer as ArrayBuffer;
+    this.#worker.postMessage(
+      { id: this.#id, type: "chunk", buffer, length: batch.length } satisfies ValidatorRequest,
+      [buffer],
+    );
+  }
+
+  /** End of input: resolves with the summary or rejects with the first error. */
+  finish(): Promise<ValidationSummary> {
+    this.#worker.postMessage({ id: this.#id, type: "finish" } satisfies ValidatorRequest);
+    return this.#summary;
+  }
+
+  abort(): void {
+    if (!sessions.has(this.#id)) return;
+    sessions.delete(this.#id);
+    this.#worker.postMessage({ id: this.#id, type: "abort" } satisfies ValidatorRequest);
+  }
+}
