@@ -17,15 +17,25 @@ interface WrkResult {
 }
 
 async function wrk(url: string, seconds: number, script?: string): Promise<WrkResult> {
-  const args = ["-t2", "-c50", `-d${seconds}s`, "--latency", ...(script ? ["-s", script] : []), url];
+  const args = [
+    "-t2",
+    "-c50",
+    `-d${seconds}s`,
+    "--latency",
+    ...(script ? ["-s", script] : []),
+    url,
+  ];
   const out = await new Deno.Command("wrk", { args, stdout: "piped", stderr: "piped" }).output();
   const text = new TextDecoder().decode(out.stdout);
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1] ?? NaN);
   const p99 = /99%\s+([\d.]+)(us|ms|s)/.exec(text);
   const p99ms = p99 ? Number(p99[1]) * (p99[2] === "us" ? 0.001 : p99[2] === "s" ? 1000 : 1) : NaN;
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(text)?.[1] ?? 0);
-  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text);
-  const errors = non2xx + (socketErrors ? socketErrors.slice(1).reduce((a, b) => a + Number(b), 0) : 0);
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(
+    text,
+  );
+  const errors = non2xx +
+    (socketErrors ? socketErrors.slice(1).reduce((a, b) => a + Number(b), 0) : 0);
   return { rps, p99ms, errors };
 }
 

@@ -95,7 +95,13 @@ export async function benchUpload(path?: string, runs = 3) {
   const rawPort = freePort();
   await Deno.mkdir(`${work}/raw`);
   const raw = await startChild(
-    ["run", "-A", new URL("./_raw_upload_server.ts", import.meta.url).pathname, String(rawPort), `${work}/raw`],
+    [
+      "run",
+      "-A",
+      new URL("./_raw_upload_server.ts", import.meta.url).pathname,
+      String(rawPort),
+      `${work}/raw`,
+    ],
     {},
     "ready",
     rawPort,
@@ -169,6 +175,9 @@ if (import.meta.main) {
     { what: "ours: validate + store", value: `${r.ourMBs.toFixed(0)} MB/s` },
     { what: "ratio (target ≥ 0.7)", value: r.ratio.toFixed(2) },
     { what: "peak RSS, 200 MB upload (target < 150)", value: `${r.rssSingleMB?.toFixed(0)} MB` },
-    { what: "peak RSS, 8 × 25 MB concurrent (target < 300)", value: `${r.rssConcurrentMB?.toFixed(0)} MB` },
+    {
+      what: "peak RSS, 8 × 25 MB concurrent (target < 300)",
+      value: `${r.rssConcurrentMB?.toFixed(0)} MB`,
+    },
   ]);
 }

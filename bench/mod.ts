@@ -1,0 +1,92 @@
+/**
+ * `deno task bench`: every benchmark on one ~200 MB generated dataset, printed as tables with
+ * ratios against the baselines the targets name. Machines are shared: compare ratios, not MB/s.
+ *
+ *   deno task bench [FILE]        (FILE: an existing dataset; otherwise one is generated)
+ *   ABN_BENCH_ONLY=upload,initiate deno task bench   (a subset)
+ */
+import { writeCsv } from "./generate_csv.ts";
+import { printTable } from "./_util.ts";
+import { benchValidator } from "./validator_bench.ts";
+import { benchUpload } from "./upload_bench.ts";
+import { benchInitiate } from "./initiate_bench.ts";
+import { benchAnalysis } from "./analysis_bench.ts";
+
+const only = (Deno.env.get("ABN_BENCH_ONLY") ?? "validator,upload,initiate,analysis").split(",");
+const work = await Deno.makeTempDir({ prefix: "abn-bench-" });
+const file = Deno.args[0] ?? `${work}/bench.csv`;
+try {
+  if (!Deno.args[0]) {
+    console.log("generating a ~200 MB dataset (4.7 M rows)…");
+    await writeCsv(file, { rows: 4_700_000 });
+  }
+  const mb = (await Deno.stat(file)).size / 1e6;
+  const rows: Record<string, string | number>[] = [];
+
+  if (only.includes("validator")) {
+    const v = await benchValidator(file, { runs: 5 });
+    rows.push({
+      benchmark: "validator alone (in memory)",
+      ours: `${v.mbPerSecond.toFixed(0)} MB/s`,
+      baseline: `TextDecoder fatal ${v.textDecoderMbPerSecond.toFixed(0)} MB/s`,
+      ratio: (v.mbPerSecond / v.textDecoderMbPerSecond).toFixed(2),
+      target: "—",
+    });
+  }
+  if (only.includes("upload")) {
+    const u = await benchUpload(file);
+    rows.push({
+      benchmark: `direct upload, ${mb.toFixed(0)} MB, local driver`,
+      ours: `${u.ourMBs.toFixed(0)} MB/s`,
+      baseline: `raw body→file ${u.rawMBs.toFixed(0)} MB/s`,
+      ratio: u.ratio.toFixed(2),
+      target: "≥ 0.70",
+    });
+    rows.push({
+      benchmark: "peak RSS during one 200 MB upload",
+      ours: `${u.rssSingleMB?.toFixed(0)} MB`,
+      baseline: "—",
+      ratio: "—",
+      target: "< 150 MB",
+    });
+    rows.push({
+      benchmark: "peak RSS during 8 × 25 MB concurrent uploads",
+      ours: `${u.rssConcurrentMB?.toFixed(0)} MB`,
+      baseline: "—",
+      ratio: "—",
+      target: "< 300 MB",
+    });
+  }
+  if (only.includes("initiate")) {
+    const i = await benchInitiate(10);
+    for (
+      const [name, r, target] of [["local", i.local, "≥ 0.30"], ["S3", i.s3, "≥ 0.20"]] as const
+    ) {
+      rows.push({
+        benchmark: `initiate, ${name} driver, 50 connections`,
+        ours: `${r.rps.toFixed(0)} req/s, p99 ${r.p99ms.toFixed(1)} ms`,
+        baseline: `hello-world ${i.hello.rps.toFixed(0)} req/s`,
+        ratio: (r.rps / i.hello.rps).toFixed(2),
+        target: `${target}, p99 < 20 ms`,
+      });
+    }
+  }
+  if (only.includes("analysis")) {
+    const a = await benchAnalysis(file);
+    rows.push({
+      benchmark: `analysis aggregation, ${mb.toFixed(0)} MB`,
+      ours: `${a.oursSeconds.toFixed(2)} s, ${a.oursPeakRssMB.toFixed(0)} MB`,
+      baseline: a.duckdbSeconds === null
+        ? `DuckDB: ${a.duckdbRunner}`
+        : `DuckDB ${a.duckdbSeconds.toFixed(2)} s, ${a.duckdbPeakRssMB?.toFixed(0)} MB`,
+      ratio: a.ratio === null ? "—" : a.ratio.toFixed(2),
+      target: "≤ 1.00, memory no higher",
+    });
+  }
+  printTable(
+    "Benchmarks (ratio: our rate ÷ baseline rate; for the analysis, our time ÷ DuckDB time)",
+    rows,
+  );
+} finally {
+  await Deno.remove(work, { recursive: true });
+}
