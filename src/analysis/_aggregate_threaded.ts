@@ -1,12 +1,15 @@
 /**
- * `aggregateCsv` on two threads: this one reads the chunks, splits rows and reads their cells
- * into batches (`RowReader`); a worker adds the batches to their users (`UserTally`, the part
- * that waits on memory) and summarizes. Batches travel as transferred buffers and come back for
- * reuse; at most `MAX_IN_FLIGHT` are at the worker, which holds back reading when it lags.
+ * `aggregateCsv` on two threads. This one reads the chunks, splits rows and reads their cells into
+ * batches (`RowReader`), and adds the rows of lane 0 (an eighth of the users) to its own
+ * `UserTally`; a worker adds lane 1's batches (the rest) to its tally, the part that waits on
+ * memory. Batches travel as transferred buffers and come back for reuse; at most `MAX_IN_FLIGHT`
+ * are at the worker, which holds back reading when it lags. At the end the worker sends its
+ * tally's state and this thread summarizes both.
  *
- * Until the worker reports that it is up, batches wait here; if it cannot start (e.g. a compiled
- * binary built without the worker module), is not up within `START_TIMEOUT_MS`, or the input ends
- * first, everything runs on this thread instead, with the same result.
+ * Until the worker reports that it is up, lane 1's batches wait here; if it cannot start (e.g. a
+ * compiled binary built without the worker module), is not up within `START_TIMEOUT_MS`, or the
+ * input ends first, lane 1 is added here too. The answer is the same either way, and the same as
+ * `CsvAggregator`'s (which keeps the two lanes in two tallies on one thread).
  */
 import type { Aggregate } from "./aggregate_types.ts";
 import type { AggregateOptions } from "./aggregate.ts";
@@ -14,14 +17,16 @@ import { CsvRowSplitter } from "./_csv_rows.ts";
 import { batchBuffers, newBatch, type RowBatch } from "./_row_batch.ts";
 import { type BatchSink, type MetricKind, RowReader } from "./_row_reader.ts";
 import { summarize } from "./_summary.ts";
-import { UserTally } from "./_user_tally.ts";
+import { type TallyState, UserTally } from "./_user_tally.ts";
 import type { WorkerReply, WorkerRequest } from "./_user_worker.ts";
 
-const BATCH_ROWS = 4096;
+/** Rows per batch of lane 0 (added here at once) and of lane 1 (sent to the worker). */
+const LOCAL_BATCH_ROWS = 256;
+const WORKER_BATCH_ROWS = 4096;
 /** Batches at the worker before reading waits for one to come back. */
 const MAX_IN_FLIGHT = 8;
 /** Batches kept while the worker starts before reading waits for it. */
-const MAX_WAITING = 64;
+const MAX_WAITING = 32;
 /** A worker not up after this long is given up for reading on this thread. */
 const START_TIMEOUT_MS = 5000;
 
@@ -54,20 +59,21 @@ class ThreadedRun {
   readonly #kinds: Readonly<Record<string, MetricKind>>;
   readonly #reader: RowReader;
   readonly #splitter: CsvRowSplitter;
+  readonly #onMode: (mode: "threaded" | "local") => void;
   #worker: Worker | null = null;
   #mode: "starting" | "threaded" | "local" = "starting";
+  #startTimer: ReturnType<typeof setTimeout> | undefined;
   #forcedConversion: Uint8Array | null = null;
-  #local: UserTally | null = null;
-  /** Batches read while the worker starts. */
+  /** Lane 0's tally, and lane 1's when it is not the worker's. */
+  #tallies: UserTally[] = [];
+  /** Lane 1's batches read while the worker starts. */
   readonly #waiting: RowBatch[] = [];
   /** Batches back from the worker, to fill again. */
   readonly #spare: RowBatch[] = [];
   #inFlight = 0;
-  #result: Aggregate | null = null;
+  #workerState: TallyState | null = null;
   #failure: Error | null = null;
   #wake: (() => void) | null = null;
-  #startTimer: ReturnType<typeof setTimeout> | undefined;
-  readonly #onMode: (mode: "threaded" | "local") => void;
 
   constructor(
     kinds: Readonly<Record<string, MetricKind>>,
@@ -76,7 +82,8 @@ class ThreadedRun {
   ) {
     this.#kinds = kinds;
     this.#onMode = onMode;
-    this.#reader = new RowReader(kinds, BATCH_ROWS, (forced) => this.#open(forced));
+    const rows = [LOCAL_BATCH_ROWS, WORKER_BATCH_ROWS] as const;
+    this.#reader = new RowReader(kinds, rows, (forced) => this.#open(forced));
     this.#splitter = new CsvRowSplitter(this.#reader);
     try {
       const worker = new Worker(workerUrl.href, { type: "module" });
@@ -93,8 +100,7 @@ class ThreadedRun {
         this.#wakeUp();
       }, START_TIMEOUT_MS);
     } catch {
-      this.#mode = "local";
-      onMode("local");
+      this.#goLocal();
     }
   }
 
@@ -118,26 +124,16 @@ class ThreadedRun {
     this.#splitter.finish();
     this.#reader.end();
     if (this.#mode === "starting") this.#goLocal();
-    if (this.#mode === "local") return summarize(this.#reader, this.#local!, this.#kinds);
-    const reader = this.#reader;
-    this.#post({
-      type: "finish",
-      findings: {
-        rows: reader.rows,
-        variantNames: reader.variantNames,
-        days: reader.days,
-        metricNames: reader.metricNames,
-        candidate: reader.candidate,
-        hasValue: reader.hasValue,
-        binary: reader.binary,
-      },
-      kinds: this.#kinds,
-    });
-    while (this.#result === null) {
-      if (this.#failure) throw this.#failure;
-      await this.#nextEvent();
+    const states = this.#tallies.map((tally) => tally.state());
+    if (this.#mode === "threaded") {
+      this.#worker!.postMessage({ type: "finish" } satisfies WorkerRequest);
+      while (this.#workerState === null) {
+        if (this.#failure) throw this.#failure;
+        await this.#nextEvent();
+      }
+      states.push(this.#workerState);
     }
-    return this.#result;
+    return summarize(this.#reader, this.#tallies[0].layout, states, this.#kinds);
   }
 
   close(): void {
@@ -146,25 +142,30 @@ class ThreadedRun {
     this.#worker = null;
   }
 
-  /** The header is read: where batches go from now on. */
-  #open(forcedConversion: Uint8Array): BatchSink {
+  /** The header is read: where the batches of each lane go from now on. */
+  #open(forcedConversion: Uint8Array): [BatchSink, BatchSink] {
     this.#forcedConversion = forcedConversion;
-    if (this.#mode === "local") this.#local = new UserTally(forcedConversion);
-    if (this.#mode === "threaded") this.#post({ type: "start", forcedConversion });
-    const metrics = forcedConversion.length;
-    return (batch) => {
+    this.#tallies.push(new UserTally(forcedConversion));
+    if (this.#mode === "local") this.#tallies.push(new UserTally(forcedConversion));
+    if (this.#mode === "threaded") this.#start(forcedConversion);
+    const local = (batch: RowBatch) => {
+      this.#tallies[0].add(batch);
+      return batch;
+    };
+    const remote = (batch: RowBatch) => {
       if (this.#mode === "local") {
-        this.#local!.add(batch);
+        this.#tallies[1].add(batch);
         return batch;
       }
       if (this.#mode === "starting") this.#waiting.push(batch);
       else this.#send(batch);
-      return this.#spare.pop() ?? newBatch(BATCH_ROWS, metrics);
+      return this.#spare.pop() ?? newBatch(WORKER_BATCH_ROWS, forcedConversion.length);
     };
+    return [local, remote];
   }
 
-  #post(request: WorkerRequest): void {
-    this.#worker!.postMessage(request);
+  #start(forcedConversion: Uint8Array): void {
+    this.#worker!.postMessage({ type: "start", forcedConversion } satisfies WorkerRequest);
   }
 
   #send(batch: RowBatch): void {
@@ -180,15 +181,13 @@ class ThreadedRun {
       clearTimeout(this.#startTimer);
       this.#mode = "threaded";
       this.#onMode("threaded");
-      if (this.#forcedConversion) {
-        this.#post({ type: "start", forcedConversion: this.#forcedConversion });
-      }
+      if (this.#forcedConversion) this.#start(this.#forcedConversion);
       for (const batch of this.#waiting.splice(0)) this.#send(batch);
     } else if (reply.type === "batch") {
       this.#inFlight--;
       this.#spare.push(reply.batch);
-    } else if (reply.type === "result") {
-      this.#result = reply.aggregate;
+    } else if (reply.type === "state") {
+      this.#workerState = reply.state;
     } else if (reply.type === "failed") {
       this.#fail(new Error(reply.message));
     }
@@ -202,13 +201,15 @@ class ThreadedRun {
     this.#wakeUp();
   }
 
+  /** Gives up the worker: lane 1 is added on this thread from now on. */
   #goLocal(): void {
     this.close();
     this.#mode = "local";
     this.#onMode("local");
     if (this.#forcedConversion) {
-      const local = this.#local = new UserTally(this.#forcedConversion);
-      for (const batch of this.#waiting.splice(0)) local.add(batch);
+      const tally = new UserTally(this.#forcedConversion);
+      this.#tallies.push(tally);
+      for (const batch of this.#waiting.splice(0)) tally.add(batch);
     }
   }
 

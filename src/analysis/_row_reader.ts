@@ -2,13 +2,21 @@
  * The first half of the aggregation: receives CSV rows as byte ranges and reads the cells the
  * user pass needs into `RowBatch`es (the id, copied and hashed; the variant as an index; the date
  * as a day number; each metric candidate's value), and learns along the way which columns are
- * numbers (metric candidates), which hold only 0/1, which variants and days occur. Full batches go
- * to a `BatchSink` (a `UserTally`, here or in a worker).
+ * numbers (metric candidates), which hold only 0/1, which variants and days occur.
+ *
+ * Rows go to one of two lanes by the hash of their user id, so each user's rows stay in one lane,
+ * in order: lane 0 takes `LANE_0_SHARE` of the users, lane 1 the rest. Full batches of a lane go
+ * to its `BatchSink` (a `UserTally`; with a worker, lane 1's is in the worker, and lane 0's share
+ * balances the two threads).
  */
 import { DAY_LIMIT, hasText, isBinaryCell, readDay, readNumber } from "./_csv_cells.ts";
 import type { CsvRowSink } from "./_csv_rows.ts";
 import { newBatch, type RowBatch } from "./_row_batch.ts";
 import { copyId } from "./_user_table.ts";
+
+/** Share of the users (by id hash) in lane 0. */
+export const LANE_0_SHARE = 1 / 8;
+const LANE_0_LIMIT = LANE_0_SHARE * 2 ** 32;
 
 export type MetricKind = "conversion" | "numeric";
 
@@ -46,12 +54,14 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   binary = new Uint8Array(0);
 
   readonly #kinds: Readonly<Record<string, MetricKind>>;
-  readonly #batchRows: number;
-  readonly #open: (forcedConversion: Uint8Array) => BatchSink;
-  #sink: BatchSink | null = null;
-  #batch: RowBatch = newBatch(0, 0);
-  /** Where the next id goes in the batch's ids, in bytes (a multiple of 4). */
-  #idFill = 0;
+  readonly #batchRows: readonly number[];
+  readonly #open: (forcedConversion: Uint8Array) => BatchSink[];
+  /** Per lane: where full batches go, the batch being filled, and where its next id goes. */
+  #sinks: BatchSink[] = [];
+  readonly #batches: RowBatch[] = [];
+  readonly #idFill = new Int32Array(2);
+  /** The id of the row being read, as words. */
+  #id = new Int32Array(64);
   #userField = 0;
   #variantField = 0;
   #dayField = 0;
@@ -64,14 +74,14 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   readonly #decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
   /**
-   * `kinds` are the caller's metric kinds by column name; batches hold `batchRows` rows; `open`
-   * is called once the header is read, with 1 per metric column read as conversion by `kinds`,
-   * and answers where full batches go.
+   * `kinds` are the caller's metric kinds by column name; batches of lane i hold `batchRows[i]`
+   * rows; `open` is called once the header is read, with 1 per metric column read as conversion
+   * by `kinds`, and answers where full batches of each lane go.
    */
   constructor(
     kinds: Readonly<Record<string, MetricKind>>,
-    batchRows: number,
-    open: (forcedConversion: Uint8Array) => BatchSink,
+    batchRows: readonly [number, number],
+    open: (forcedConversion: Uint8Array) => [BatchSink, BatchSink],
   ) {
     this.#kinds = kinds;
     this.#batchRows = batchRows;
@@ -109,8 +119,8 @@ export class RowReader implements CsvRowSink, ReaderFindings {
       this.metricNames,
       (name) => Object.hasOwn(this.#kinds, name) && this.#kinds[name] === "conversion" ? 1 : 0,
     );
-    this.#sink = this.#open(forced);
-    this.#take(newBatch(this.#batchRows, count));
+    this.#sinks = this.#open(forced);
+    for (let lane = 0; lane < 2; lane++) this.#take(lane, newBatch(this.#batchRows[lane], count));
   }
 
   /**
@@ -119,8 +129,6 @@ export class RowReader implements CsvRowSink, ReaderFindings {
    */
   row(buf: Uint8Array, start: Int32Array, end: Int32Array, line: number): void {
     this.rows++;
-    const batch = this.#batch;
-    const r = batch.size;
     let s = start[this.#userField];
     let e = end[this.#userField];
     if (s < e && (isBlank(buf[s]) || isBlank(buf[e - 1]))) {
@@ -128,12 +136,21 @@ export class RowReader implements CsvRowSink, ReaderFindings {
       while (e > s && isBlank(buf[e - 1])) e--;
     }
     const length = e - s;
-    const at = this.#idFill;
-    if (at + length + 4 > 4 * batch.ids.length) this.#growIds(at + length + 4);
-    batch.hash[r] = copyId(buf, s, e, batch.ids, at >> 2);
-    batch.idStart[r] = at >> 2;
+    const words = (length + 3) >> 2;
+    if (words > this.#id.length) this.#id = new Int32Array(2 * words);
+    const id = this.#id;
+    const hash = copyId(buf, s, e, id, 0);
+    const lane = hash >>> 0 < LANE_0_LIMIT ? 0 : 1;
+    const batch = this.#batches[lane];
+    const r = batch.size;
+    const at = this.#idFill[lane];
+    if (at + words > batch.ids.length) this.#growIds(lane, at + words);
+    const ids = batch.ids;
+    for (let i = 0; i < words; i++) ids[at + i] = id[i];
+    this.#idFill[lane] = at + words;
+    batch.hash[r] = hash;
+    batch.idStart[r] = at;
     batch.idLength[r] = length;
-    this.#idFill = (at + length + 3) & ~3;
     batch.variant[r] = this.#variant(buf, start[this.#variantField], end[this.#variantField]);
     const day = readDay(buf, start[this.#dayField], end[this.#dayField]);
     if (day < 0) {
@@ -167,29 +184,33 @@ export class RowReader implements CsvRowSink, ReaderFindings {
         ((x !== 0 && x !== 1) || (e - s > 1 && !isBinaryCell(buf, s, e, this.#decimalComma)))
       ) this.binary[k] = 0;
     }
-    if (++batch.size === this.#batchRows) this.#handOver();
+    if (++batch.size === this.#batchRows[lane]) this.#handOver(lane);
   }
 
-  /** Hands over the rows of a partly filled batch (at the end of the input). */
+  /** Hands over the rows of partly filled batches (at the end of the input). */
   end(): void {
-    if (this.#batch.size > 0) this.#handOver();
+    for (let lane = 0; lane < this.#batches.length; lane++) {
+      if (this.#batches[lane].size > 0) this.#handOver(lane);
+    }
   }
 
-  #handOver(): void {
-    this.#batch.candidate.set(this.candidate);
-    this.#take(this.#sink!(this.#batch));
+  #handOver(lane: number): void {
+    const batch = this.#batches[lane];
+    batch.candidate.set(this.candidate);
+    this.#take(lane, this.#sinks[lane](batch));
   }
 
-  #take(batch: RowBatch): void {
+  #take(lane: number, batch: RowBatch): void {
     batch.size = 0;
-    this.#batch = batch;
-    this.#idFill = 0;
+    this.#batches[lane] = batch;
+    this.#idFill[lane] = 0;
   }
 
-  #growIds(bytes: number): void {
-    const ids = new Int32Array(Math.max((bytes + 3) >> 2, 2 * this.#batch.ids.length));
-    ids.set(this.#batch.ids.subarray(0, this.#idFill >> 2));
-    this.#batch.ids = ids;
+  #growIds(lane: number, words: number): void {
+    const batch = this.#batches[lane];
+    const ids = new Int32Array(Math.max(words, 2 * batch.ids.length));
+    ids.set(batch.ids.subarray(0, this.#idFill[lane]));
+    batch.ids = ids;
   }
 
   /** The index of the variant named `buf[start..end)`, registering a new one. */

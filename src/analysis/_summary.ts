@@ -1,14 +1,16 @@
 /**
- * Turns what the `RowReader` learned and the per-user state of a `UserTally` into the `Aggregate`:
- * one walk over the user records (users per variant, per-metric stats, and first days counted per
- * day and variant), one over each numeric metric's value log (daily sums, users seen in two
- * variants skipped), then running totals over the sorted days.
+ * Turns what the `RowReader` learned and the user records of the `UserTally`s into the
+ * `Aggregate`: one walk over each tally's records (users per variant, per-metric stats, and first
+ * days counted per day and variant), one over each numeric metric's value logs (daily sums, users
+ * seen in two variants skipped), then running totals over the sorted days. The tallies hold
+ * disjoint sets of users.
  */
 import type { Aggregate, DailyVariantPoint, MetricVariantStats } from "./aggregate_types.ts";
 import { DAY_LIMIT, formatDay } from "./_csv_cells.ts";
 import type { MetricKind, ReaderFindings } from "./_row_reader.ts";
-import { EXCLUDED, type UserTally, VARIANT_WORD } from "./_user_tally.ts";
-import type { ValueLog } from "./_value_log.ts";
+import { EXCLUDED, type RecordLayout, type TallyState, VARIANT_WORD } from "./_user_tally.ts";
+import { nextRecord } from "./_user_table.ts";
+import { blockSize, type LogEntries } from "./_value_log.ts";
 
 /** Per metric: per variant stats, and per (day, variant) counts and sums before running totals. */
 interface MetricTotals {
@@ -23,28 +25,58 @@ interface MetricTotals {
   dailySum: Float64Array;
 }
 
+/** Indexes the per-(day, variant) tables: rows are days in order, columns variants in order. */
+class DayCells {
+  readonly days: number[];
+  readonly variantCount: number;
+  /** Column of each variant index. */
+  readonly position: Int32Array;
+  readonly #firstDay: number;
+  readonly #rank: Int32Array;
+
+  constructor(days: number[], position: Int32Array) {
+    this.days = days.slice().sort((a, b) => a - b);
+    this.variantCount = position.length;
+    this.position = position;
+    this.#firstDay = this.days[0] ?? 0;
+    const span = this.days.length === 0 ? 0 : this.days[this.days.length - 1] - this.#firstDay + 1;
+    this.#rank = new Int32Array(span);
+    this.days.forEach((day, rank) => this.#rank[day - this.#firstDay] = rank);
+  }
+
+  get size(): number {
+    return this.days.length * this.variantCount;
+  }
+
+  /** The cell of `day` and variant index `variant`. */
+  of(day: number, variant: number): number {
+    return this.#rank[day - this.#firstDay] * this.variantCount + this.position[variant];
+  }
+
+  /** The cell of a stored first day (`DAY_LIMIT - day`) and variant index `variant`. */
+  ofStored(stored: number, variant: number): number {
+    return this.of(DAY_LIMIT - stored, variant);
+  }
+
+  /** Turns per-cell counts into running totals over days. */
+  accumulate(table: Float64Array): void {
+    for (let i = this.variantCount; i < table.length; i++) table[i] += table[i - this.variantCount];
+  }
+}
+
 export function summarize(
   reader: ReaderFindings,
-  tally: UserTally,
+  layout: RecordLayout,
+  tallies: TallyState[],
   kinds: Readonly<Record<string, MetricKind>>,
 ): Aggregate {
-  const variantCount = reader.variantNames.length;
-  const order = reader.variantNames.map((_, v) => v).sort((a, b) =>
-    reader.variantNames[a] < reader.variantNames[b] ? -1 : 1
-  );
-  const variants = order.map((v) => reader.variantNames[v]);
-  const position = new Int32Array(variantCount);
+  const names = reader.variantNames;
+  const order = names.map((_, v) => v).sort((a, b) => names[a] < names[b] ? -1 : 1);
+  const variants = order.map((v) => names[v]);
+  const position = new Int32Array(names.length);
   order.forEach((v, p) => position[v] = p);
+  const cells = new DayCells(reader.days, position);
 
-  const days = reader.days.slice().sort((a, b) => a - b);
-  const dayCount = days.length;
-  const firstDay = days[0] ?? 0;
-  const dayRank = new Int32Array(dayCount === 0 ? 0 : days[dayCount - 1] - firstDay + 1);
-  days.forEach((day, r) => dayRank[day - firstDay] = r);
-  /** Row of a stored (`DAY_LIMIT - day`) first day in the per-(day, variant) tables. */
-  const slot = (stored: number) => dayRank[DAY_LIMIT - stored - firstDay] * variantCount;
-
-  const cells = dayCount * variantCount;
   const metrics: MetricTotals[] = [];
   reader.metricNames.forEach((name, k) => {
     if (reader.candidate[k] === 0 || reader.hasValue[k] === 0) return;
@@ -56,67 +88,62 @@ export function summarize(
       k,
       kind,
       detectedKind,
-      users: new Float64Array(variantCount),
-      sum: new Float64Array(variantCount),
-      squares: new Float64Array(variantCount),
-      dailyUsers: new Float64Array(cells),
-      dailySum: new Float64Array(cells),
+      users: new Float64Array(variants.length),
+      sum: new Float64Array(variants.length),
+      squares: new Float64Array(variants.length),
+      dailyUsers: new Float64Array(cells.size),
+      dailySum: new Float64Array(cells.size),
     });
   });
 
-  const users = tally.users;
-  const i32 = users.i32;
-  const f64 = users.f64;
-  const userCounts = new Float64Array(variantCount);
-  const cumulative = new Float64Array(cells);
-  for (let record = 0; record < users.top; record = users.next(record)) {
-    const w = 2 * record;
-    const variant = i32[w + VARIANT_WORD];
-    if (variant === EXCLUDED) continue;
-    const p = position[variant];
-    userCounts[p]++;
-    cumulative[slot(i32[w + tally.firstDayWord]) + p]++;
+  const userCounts = new Float64Array(variants.length);
+  const cumulative = new Float64Array(cells.size);
+  let excluded = 0;
+  for (const tally of tallies) {
+    excluded += tally.excluded;
+    const i32 = new Int32Array(tally.arena);
+    const f64 = new Float64Array(tally.arena);
+    for (let record = 0; record < tally.top; record = nextRecord(i32, layout.words, record)) {
+      const w = 2 * record;
+      const variant = i32[w + VARIANT_WORD];
+      if (variant === EXCLUDED) continue;
+      const p = position[variant];
+      userCounts[p]++;
+      cumulative[cells.ofStored(i32[w + layout.firstDayWord], variant)]++;
+      for (const metric of metrics) {
+        const k = metric.k;
+        const firstValue = i32[w + layout.firstValueWord[k]];
+        if (firstValue === 0) continue;
+        const firstOne = i32[w + layout.firstOneWord[k]];
+        const binary = reader.binary[k] === 1;
+        const value = metric.kind === "numeric"
+          ? f64[(w + layout.sumWord[k]) >> 1]
+          : binary
+          ? (firstOne === 0 ? 0 : 1)
+          : f64[(w + layout.maxWord[k]) >> 1];
+        metric.users[p]++;
+        metric.sum[p] += value;
+        metric.squares[p] += value * value;
+        metric.dailyUsers[cells.ofStored(firstValue, variant)]++;
+        if (metric.kind === "conversion" && binary && firstOne !== 0) {
+          metric.dailySum[cells.ofStored(firstOne, variant)]++;
+        }
+      }
+    }
     for (const metric of metrics) {
-      const k = metric.k;
-      const firstValue = i32[w + tally.firstValueWord[k]];
-      if (firstValue === 0) continue;
-      const firstOne = i32[w + tally.firstOneWord[k]];
-      const binary = reader.binary[k] === 1;
-      const value = metric.kind === "numeric"
-        ? f64[(w + tally.sumWord[k]) >> 1]
-        : binary
-        ? (firstOne === 0 ? 0 : 1)
-        : f64[(w + tally.maxWord[k]) >> 1];
-      metric.users[p]++;
-      metric.sum[p] += value;
-      metric.squares[p] += value * value;
-      metric.dailyUsers[slot(firstValue) + p]++;
-      if (metric.kind === "conversion" && binary && firstOne !== 0) {
-        metric.dailySum[slot(firstOne) + p]++;
+      const log = tally.logs[metric.k]!;
+      if (metric.kind === "numeric") {
+        addLoggedValues(log, i32, cells, metric.dailySum);
+      } else if (reader.binary[metric.k] === 0) {
+        addRunningMaxima(log, i32, layout.firstZeroWord[metric.k], cells, metric.dailySum);
       }
     }
   }
-
   for (const metric of metrics) {
-    const log = tally.logs[metric.k]!;
-    if (metric.kind === "numeric") {
-      addLoggedValues(log, i32, position, dayRank, firstDay, variantCount, metric.dailySum);
-    } else if (reader.binary[metric.k] === 0) {
-      const zeroWord = tally.firstZeroWord[metric.k];
-      addRunningMaxima(
-        log,
-        i32,
-        zeroWord,
-        position,
-        dayRank,
-        firstDay,
-        variantCount,
-        metric.dailySum,
-      );
-    }
-    for (const table of [metric.dailyUsers, metric.dailySum]) runningTotals(table, variantCount);
+    cells.accumulate(metric.dailyUsers);
+    cells.accumulate(metric.dailySum);
   }
-  runningTotals(cumulative, variantCount);
+  cells.accumulate(cumulative);
 
   const byVariant = <T>(value: (p: number) => T): Record<string, T> =>
     Object.fromEntries(variants.map((name, p) => [name, value(p)]));
@@ -126,7 +153,7 @@ export function summarize(
     rows: reader.rows,
     variants,
     users: byVariant((p) => userCounts[p]),
-    excludedUsers: tally.excluded,
+    excludedUsers: excluded,
     metrics: metrics.map(({ name, kind, detectedKind }) => ({ name, kind, detectedKind })),
     stats: byMetric((metric) =>
       byVariant((p): MetricVariantStats => ({
@@ -135,10 +162,10 @@ export function summarize(
         sumSquares: metric.squares[p],
       }))
     ),
-    daily: days.map((day, r) => ({
+    daily: cells.days.map((day, r) => ({
       date: formatDay(day),
       variants: byVariant((p): DailyVariantPoint => {
-        const i = r * variantCount + p;
+        const i = r * variants.length + p;
         return {
           cumulativeUsers: cumulative[i],
           metricUsers: byMetric((metric) => metric.dailyUsers[i]),
@@ -151,22 +178,18 @@ export function summarize(
 
 /** Adds each logged value of a user in one variant to its (day, variant) cell. */
 function addLoggedValues(
-  log: ValueLog,
+  log: LogEntries,
   i32: Int32Array,
-  position: Int32Array,
-  dayRank: Int32Array,
-  firstDay: number,
-  variantCount: number,
+  cells: DayCells,
   table: Float64Array,
 ): void {
   for (let b = 0; b < log.keys.length; b++) {
     const keys = log.keys[b];
     const values = log.values[b];
-    const size = log.blockSize(b);
+    const size = blockSize(log, b);
     for (let i = 0; i < size; i++) {
       const variant = i32[2 * keys[2 * i] + VARIANT_WORD];
-      if (variant === EXCLUDED) continue;
-      table[dayRank[keys[2 * i + 1] - firstDay] * variantCount + position[variant]] += values[i];
+      if (variant !== EXCLUDED) table[cells.of(keys[2 * i + 1], variant)] += values[i];
     }
   }
 }
@@ -174,23 +197,21 @@ function addLoggedValues(
 /**
  * For a column read as conversion whose values are not all 0/1: a user's value up to a day is the
  * maximum of their values up to it, so each rise of the running maximum is added on its day. The
- * rises come from the logged non-zero values, sorted by user and day, and the user's first 0.
+ * rises come from the logged non-zero values, sorted by user and day, and the user's first 0
+ * (record word `zeroWord`).
  */
 function addRunningMaxima(
-  log: ValueLog,
+  log: LogEntries,
   i32: Int32Array,
   zeroWord: number,
-  position: Int32Array,
-  dayRank: Int32Array,
-  firstDay: number,
-  variantCount: number,
+  cells: DayCells,
   table: Float64Array,
 ): void {
   const records: number[] = [];
   const days: number[] = [];
   const values: number[] = [];
   for (let b = 0; b < log.keys.length; b++) {
-    for (let i = 0; i < log.blockSize(b); i++) {
+    for (let i = 0; i < blockSize(log, b); i++) {
       const record = log.keys[b][2 * i];
       if (i32[2 * record + VARIANT_WORD] === EXCLUDED) continue;
       records.push(record);
@@ -204,13 +225,13 @@ function addRunningMaxima(
   let i = 0;
   while (i < order.length) {
     const record = records[order[i]];
-    const p = position[i32[2 * record + VARIANT_WORD]];
+    const variant = i32[2 * record + VARIANT_WORD];
     const zero = i32[2 * record + zeroWord];
     let zeroDay = zero === 0 ? Infinity : DAY_LIMIT - zero;
     let max = -Infinity;
     const rise = (day: number, value: number) => {
       if (value <= max) return;
-      table[dayRank[day - firstDay] * variantCount + p] += max === -Infinity ? value : value - max;
+      table[cells.of(day, variant)] += max === -Infinity ? value : value - max;
       max = value;
     };
     for (; i < order.length && records[order[i]] === record; i++) {
@@ -223,9 +244,4 @@ function addRunningMaxima(
     }
     if (zeroDay !== Infinity) rise(zeroDay, 0);
   }
-}
-
-/** Turns per-(day, variant) counts into running totals over days. */
-function runningTotals(table: Float64Array, variantCount: number): void {
-  for (let i = variantCount; i < table.length; i++) table[i] += table[i - variantCount];
 }

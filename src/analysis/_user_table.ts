@@ -4,8 +4,8 @@
  * number of 32-bit words (word 0 holds the id's length, the others belong to the caller) followed
  * by the id bytes, the record padded to 8 bytes. A record is named by its start in 8-byte units,
  * so that `i32[2 * record + k]` is word k and `f64[record + k / 2]` the double at even word k.
- * Records are laid out in the order users were added, so walking them with `next` visits users in
- * first-seen order.
+ * Records are laid out in the order users were added, so walking them with `nextRecord` visits
+ * users in first-seen order.
  *
  * Random memory reads are what the aggregation waits for (a few hundred nanoseconds each when they
  * depend on each other), so a user's fields and id share one record, and callers `warm` a batch
@@ -54,6 +54,11 @@ export function copyId(
   return h ^ (h >>> 16);
 }
 
+/** The record after `record` in an arena viewed as `i32`, with `words` words before each id. */
+export function nextRecord(i32: Int32Array, words: number, record: number): number {
+  return record + ((4 * words + i32[2 * record] + 7) >> 3);
+}
+
 export class UserTable {
   /** Whether the last `lookup` added the user. */
   isNew = false;
@@ -66,7 +71,7 @@ export class UserTable {
   f64: Float64Array;
   #arena: ArrayBuffer;
   /** Words per record before the id bytes. */
-  readonly #words: number;
+  readonly words: number;
   /** Pairs (hash, record + 1); 0 marks a free slot. */
   #slots = new Int32Array(2 * INITIAL_SLOTS);
   #mask = INITIAL_SLOTS - 1;
@@ -74,7 +79,7 @@ export class UserTable {
 
   /** `words` is the number of 32-bit words before the id bytes, word 0 included; at least 2. */
   constructor(words: number) {
-    this.#words = Math.max(2, words);
+    this.words = Math.max(2, words);
     this.#arena = newArena();
     this.i32 = new Int32Array(this.#arena);
     this.f64 = new Float64Array(this.#arena);
@@ -92,7 +97,7 @@ export class UserTable {
     let sum = 0;
     for (let r = from; r < to; r++) sum += slots[2 * (hashes[r] & mask) + 1];
     const i32 = this.i32;
-    const words = this.#words;
+    const words = this.words;
     for (let r = from; r < to; r++) {
       const entry = slots[2 * (hashes[r] & mask) + 1];
       if (entry === 0) continue;
@@ -131,26 +136,26 @@ export class UserTable {
     return record;
   }
 
-  /** The record after `record` (`top` after the last). */
-  next(record: number): number {
-    return record + ((4 * this.#words + this.i32[2 * record] + 7) >> 3);
+  /** The arena (its first `8 * top` bytes hold the records). */
+  get arena(): ArrayBuffer {
+    return this.#arena;
   }
 
   #sameId(record: number, ids: Int32Array, at: number, length: number): boolean {
     const i32 = this.i32;
-    const id = 2 * record + this.#words;
+    const id = 2 * record + this.words;
     for (let i = 0; i < (length + 3) >> 2; i++) if (i32[id + i] !== ids[at + i]) return false;
     return true;
   }
 
   #add(ids: Int32Array, at: number, length: number): number {
     const record = this.top;
-    const top = record + ((4 * this.#words + length + 7) >> 3);
+    const top = record + ((4 * this.words + length + 7) >> 3);
     if (8 * top > this.#arena.byteLength) this.#grow(8 * top);
     this.top = top;
     const i32 = this.i32;
     i32[2 * record] = length;
-    const id = 2 * record + this.#words;
+    const id = 2 * record + this.words;
     for (let i = 0; i < (length + 3) >> 2; i++) i32[id + i] = ids[at + i];
     return record;
   }

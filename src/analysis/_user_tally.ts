@@ -7,7 +7,7 @@
 import { DAY_LIMIT } from "./_csv_cells.ts";
 import type { RowBatch } from "./_row_batch.ts";
 import { UserTable } from "./_user_table.ts";
-import { ValueLog } from "./_value_log.ts";
+import { type LogEntries, ValueLog } from "./_value_log.ts";
 
 /** A user's variant word once the user was seen in two variants. */
 export const EXCLUDED = -1;
@@ -22,50 +22,88 @@ export const VARIANT_WORD = 1;
 const WARM_ROWS = 256;
 
 /**
- * Record layout, in 32-bit words: 0 the id length (the table's), 1 the variant, then the doubles
- * (per metric column its sum, and for columns read as conversion by the caller's setting also the
- * maximum), then the first day, per metric column the first days with a value and with a 1, and
- * for columns read as conversion by the setting the first day with a 0. For two metric columns
- * and a 20-byte id that makes 64 bytes.
+ * Where a user record keeps what, in 32-bit words: 0 the id length (the table's), 1 the variant,
+ * then the doubles (per metric column its sum, and for columns read as conversion by the caller's
+ * setting also the maximum), then the first day, per metric column the first days with a value
+ * and with a 1, and for columns read as conversion by the setting the first day with a 0; then the
+ * id. For two metric columns and a 20-byte id that makes 64 bytes.
  *
  * Days are stored as `DAY_LIMIT - day`, so that 0 (a fresh record) means "none" and a later
- * day is a smaller number: "first day" is a plain maximum.
+ * day is a smaller number: "first day" is a plain maximum. A word of -1 means "not kept".
  */
-export class UserTally {
-  /** Users seen in two variants. */
-  excluded = 0;
-  readonly users: UserTable;
-  /** Non-zero values per metric column; dropped when the column turns out a dimension. */
-  readonly logs: (ValueLog | null)[];
+export interface RecordLayout {
   /** Per metric column: 1 when read as conversion by the caller (maximum and first 0 kept). */
-  readonly forcedConversion: Uint8Array;
-  readonly firstDayWord: number;
-  readonly sumWord: Int32Array;
-  readonly maxWord: Int32Array;
-  readonly firstValueWord: Int32Array;
-  readonly firstOneWord: Int32Array;
-  readonly firstZeroWord: Int32Array;
+  forcedConversion: Uint8Array;
+  /** Words before the id. */
+  words: number;
+  firstDayWord: number;
+  sumWord: Int32Array;
+  maxWord: Int32Array;
+  firstValueWord: Int32Array;
+  firstOneWord: Int32Array;
+  firstZeroWord: Int32Array;
+}
+
+export function recordLayout(forcedConversion: Uint8Array): RecordLayout {
+  const forced = Array.from(forcedConversion);
+  let words = 2;
+  const next = (size: number) => (words += size) - size;
+  const sumWord = Int32Array.from(forced, () => next(2));
+  const maxWord = Int32Array.from(forced, (flag) => flag ? next(2) : -1);
+  const firstDayWord = next(1);
+  const firstValueWord = Int32Array.from(forced, () => next(1));
+  const firstOneWord = Int32Array.from(forced, () => next(1));
+  const firstZeroWord = Int32Array.from(forced, (flag) => flag ? next(1) : -1);
+  return {
+    forcedConversion,
+    words,
+    firstDayWord,
+    sumWord,
+    maxWord,
+    firstValueWord,
+    firstOneWord,
+    firstZeroWord,
+  };
+}
+
+/** A tally as plain data for the summary: records `arena[0..8 * top)`, logs per metric column. */
+export interface TallyState {
+  arena: ArrayBuffer;
+  top: number;
+  /** Users seen in two variants. */
+  excluded: number;
+  /** Per metric column; null once the column turned out a dimension. */
+  logs: (LogEntries | null)[];
+}
+
+/** The buffers behind a tally state, to transfer with it. */
+export function stateBuffers(state: TallyState): ArrayBuffer[] {
+  const buffers = [state.arena];
+  for (const log of state.logs) {
+    for (const keys of log?.keys ?? []) buffers.push(keys.buffer as ArrayBuffer);
+    for (const values of log?.values ?? []) buffers.push(values.buffer as ArrayBuffer);
+  }
+  return buffers;
+}
+
+export class UserTally {
+  readonly layout: RecordLayout;
+  #excluded = 0;
+  readonly #users: UserTable;
+  readonly #logs: (ValueLog | null)[];
 
   constructor(forcedConversion: Uint8Array) {
-    this.forcedConversion = forcedConversion;
-    const forced = Array.from(forcedConversion);
-    let words = 2;
-    const next = (size: number) => (words += size) - size;
-    this.sumWord = Int32Array.from(forced, () => next(2));
-    this.maxWord = Int32Array.from(forced, (flag) => flag ? next(2) : -1);
-    this.firstDayWord = next(1);
-    this.firstValueWord = Int32Array.from(forced, () => next(1));
-    this.firstOneWord = Int32Array.from(forced, () => next(1));
-    this.firstZeroWord = Int32Array.from(forced, (flag) => flag ? next(1) : -1);
-    this.users = new UserTable(words);
-    this.logs = forced.map(() => new ValueLog());
+    this.layout = recordLayout(forcedConversion);
+    this.#users = new UserTable(this.layout.words);
+    this.#logs = Array.from(forcedConversion, () => new ValueLog());
   }
 
   /** Adds the batch's rows to their users, in order. */
   add(batch: RowBatch): void {
-    const count = this.forcedConversion.length;
-    for (let k = 0; k < count; k++) if (batch.candidate[k] === 0) this.logs[k] = null;
-    const users = this.users;
+    const layout = this.layout;
+    const count = layout.forcedConversion.length;
+    for (let k = 0; k < count; k++) if (batch.candidate[k] === 0) this.#logs[k] = null;
+    const users = this.#users;
     const { ids, idStart, idLength, hash, variant, day, values } = batch;
     for (let from = 0; from < batch.size; from += WARM_ROWS) {
       const to = Math.min(from + WARM_ROWS, batch.size);
@@ -75,7 +113,7 @@ export class UserTally {
         const first = DAY_LIMIT - day[r];
         const i32 = users.i32;
         const w = 2 * record;
-        const firstDay = w + this.firstDayWord;
+        const firstDay = w + layout.firstDayWord;
         if (users.isNew) {
           i32[w + VARIANT_WORD] = variant[r];
           i32[firstDay] = first;
@@ -84,7 +122,7 @@ export class UserTally {
           if (known !== variant[r]) {
             if (known !== EXCLUDED) {
               i32[w + VARIANT_WORD] = EXCLUDED;
-              this.excluded++;
+              this.#excluded++;
             }
             continue;
           }
@@ -94,23 +132,33 @@ export class UserTally {
         for (let k = 0; k < count; k++) {
           const x = values[r * count + k];
           if (x !== x) continue;
-          const firstValue = w + this.firstValueWord[k];
+          const firstValue = w + layout.firstValueWord[k];
           const fresh = i32[firstValue] === 0;
-          f64[(w + this.sumWord[k]) >> 1] += x;
+          f64[(w + layout.sumWord[k]) >> 1] += x;
           if (first > i32[firstValue]) i32[firstValue] = first;
           if (x === 1) {
-            const firstOne = w + this.firstOneWord[k];
+            const firstOne = w + layout.firstOneWord[k];
             if (first > i32[firstOne]) i32[firstOne] = first;
           }
-          if (this.forcedConversion[k] === 1) {
-            const max = (w + this.maxWord[k]) >> 1;
+          if (layout.forcedConversion[k] === 1) {
+            const max = (w + layout.maxWord[k]) >> 1;
             if (fresh || x > f64[max]) f64[max] = x;
-            const firstZero = w + this.firstZeroWord[k];
+            const firstZero = w + layout.firstZeroWord[k];
             if (x === 0 && first > i32[firstZero]) i32[firstZero] = first;
           }
-          if (x !== 0) this.logs[k]?.append(record, day[r], x);
+          if (x !== 0) this.#logs[k]?.append(record, day[r], x);
         }
       }
     }
+  }
+
+  /** The records and logs so far (not a copy). */
+  state(): TallyState {
+    return {
+      arena: this.#users.arena,
+      top: this.#users.top,
+      excluded: this.#excluded,
+      logs: this.#logs.map((log) => log?.entries() ?? null),
+    };
   }
 }

@@ -1,24 +1,21 @@
 /**
- * The worker side of `aggregateThreaded`: keeps a `UserTally`, adds each batch it is sent to it
- * and sends the batch back for reuse, and at the end answers the summarized `Aggregate`.
+ * The worker side of `aggregateThreaded`: keeps a `UserTally` for lane 1, adds each batch it is
+ * sent to it and sends the batch back for reuse, and at the end sends the tally's state.
  */
-import type { Aggregate } from "./aggregate_types.ts";
 import { batchBuffers, type RowBatch } from "./_row_batch.ts";
-import type { MetricKind, ReaderFindings } from "./_row_reader.ts";
-import { summarize } from "./_summary.ts";
-import { UserTally } from "./_user_tally.ts";
+import { stateBuffers, type TallyState, UserTally } from "./_user_tally.ts";
 
 /** What the reading thread sends, in this order: start, batches, finish. */
 export type WorkerRequest =
   | { type: "start"; forcedConversion: Uint8Array }
   | { type: "batch"; batch: RowBatch }
-  | { type: "finish"; findings: ReaderFindings; kinds: Readonly<Record<string, MetricKind>> };
+  | { type: "finish" };
 
-/** What the worker answers: ready once loaded, each batch back, then the result. */
+/** What the worker answers: ready once loaded, each batch back, then its tally's state. */
 export type WorkerReply =
   | { type: "ready" }
   | { type: "batch"; batch: RowBatch }
-  | { type: "result"; aggregate: Aggregate }
+  | { type: "state"; state: TallyState }
   | { type: "failed"; message: string };
 
 interface WorkerScope {
@@ -37,15 +34,13 @@ scope.onmessage = ({ data: request }) => {
       tally!.add(request.batch);
       scope.postMessage({ type: "batch", batch: request.batch }, batchBuffers(request.batch));
     } else {
-      const aggregate = summarize(request.findings, tally!, request.kinds);
+      const state = tally!.state();
       tally = null;
-      scope.postMessage({ type: "result", aggregate });
+      scope.postMessage({ type: "state", state }, stateBuffers(state));
     }
   } catch (error) {
-    scope.postMessage({
-      type: "failed",
-      message: error instanceof Error ? error.message : String(error),
-    });
+    const message = error instanceof Error ? error.message : String(error);
+    scope.postMessage({ type: "failed", message });
   }
 };
 scope.postMessage({ type: "ready" });

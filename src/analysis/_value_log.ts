@@ -6,34 +6,43 @@
 
 const BLOCK = 1 << 15;
 
-export class ValueLog {
-  /** Entries so far. */
-  size = 0;
+/** A log's entries as plain data (what the summary reads; transferable). */
+export interface LogEntries {
   /** Per block: (record, day) pairs. */
-  readonly keys: Int32Array[] = [];
+  keys: Int32Array[];
   /** Per block: values. */
-  readonly values: Float64Array[] = [];
+  values: Float64Array[];
+  /** Entries in the last block (the others are full). */
+  lastSize: number;
+}
+
+/** Entries in block `block` of `log`. */
+export function blockSize(log: LogEntries, block: number): number {
+  return block < log.keys.length - 1 ? BLOCK : log.lastSize;
+}
+
+export class ValueLog {
+  readonly #entries: LogEntries = { keys: [], values: [], lastSize: BLOCK };
   #keys = new Int32Array(0);
   #values = new Float64Array(0);
-  #fill = BLOCK;
 
   append(record: number, day: number, value: number): void {
-    if (this.#fill === BLOCK) {
+    const entries = this.#entries;
+    if (entries.lastSize === BLOCK) {
       this.#keys = new Int32Array(2 * BLOCK);
       this.#values = new Float64Array(BLOCK);
-      this.keys.push(this.#keys);
-      this.values.push(this.#values);
-      this.#fill = 0;
+      entries.keys.push(this.#keys);
+      entries.values.push(this.#values);
+      entries.lastSize = 0;
     }
-    const i = this.#fill++;
+    const i = entries.lastSize++;
     this.#keys[2 * i] = record;
     this.#keys[2 * i + 1] = day;
     this.#values[i] = value;
-    this.size++;
   }
 
-  /** Entries in block `block`. */
-  blockSize(block: number): number {
-    return block < this.keys.length - 1 ? BLOCK : this.#fill;
+  /** The entries so far (not a copy). */
+  entries(): LogEntries {
+    return this.#entries;
   }
 }

@@ -12,6 +12,7 @@
 import type { Aggregate } from "./aggregate_types.ts";
 import { aggregateThreaded } from "./_aggregate_threaded.ts";
 import { CsvRowSplitter } from "./_csv_rows.ts";
+import type { RowBatch } from "./_row_batch.ts";
 import { type MetricKind, RowReader } from "./_row_reader.ts";
 import { summarize } from "./_summary.ts";
 import { UserTally } from "./_user_tally.ts";
@@ -37,16 +38,18 @@ export class CsvAggregator {
   readonly #kinds: Readonly<Record<string, MetricKind>>;
   readonly #reader: RowReader;
   readonly #splitter: CsvRowSplitter;
-  #tally: UserTally | null = null;
+  /** One per lane of the reader (the same split as on two threads, so the same sums). */
+  #tallies: UserTally[] = [];
 
   constructor(options: Pick<AggregateOptions, "metricKinds"> = {}) {
     this.#kinds = options.metricKinds ?? {};
-    this.#reader = new RowReader(this.#kinds, BATCH_ROWS, (forcedConversion) => {
-      const tally = this.#tally = new UserTally(forcedConversion);
-      return (batch) => {
+    this.#reader = new RowReader(this.#kinds, [BATCH_ROWS, BATCH_ROWS], (forcedConversion) => {
+      const tallies = this.#tallies = [0, 1].map(() => new UserTally(forcedConversion));
+      const sink = (tally: UserTally) => (batch: RowBatch) => {
         tally.add(batch);
         return batch;
       };
+      return [sink(tallies[0]), sink(tallies[1])];
     });
     this.#splitter = new CsvRowSplitter(this.#reader);
   }
@@ -60,14 +63,15 @@ export class CsvAggregator {
   finish(): Aggregate {
     this.#splitter.finish();
     this.#reader.end();
-    return summarize(this.#reader, this.#tally!, this.#kinds);
+    const tallies = this.#tallies;
+    return summarize(this.#reader, tallies[0].layout, tallies.map((t) => t.state()), this.#kinds);
   }
 }
 
 /**
- * Aggregates a whole CSV stream. Reading the cells and adding rows to their users run on two
- * threads (the second in a worker) when a worker can start; otherwise, and for an input read
- * before the worker is up, all on the calling thread. The answer is the same either way.
+ * Aggregates a whole CSV stream, on two threads when a worker can start: this one reads the cells
+ * and keeps an eighth of the users, the worker the rest. Otherwise (and for an input read before
+ * the worker is up) all on the calling thread; the answer is the same either way.
  */
 export function aggregateCsv(
   chunks: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,

@@ -19,9 +19,9 @@ export interface ReceiveOptions {
    * hands it back through `BatchPool.give` when done (the off-thread validator does so).
    */
   onBatch?: (batch: Uint8Array, pool: BatchPool) => void;
-  /** Size of the batched writes; default 4 MiB. */
+  /** Size of the batched writes; default 1 MiB. */
   batchBytes?: number;
-  /** Most batch buffers alive at once; default 4. */
+  /** Most batch buffers alive at once; default 8. */
   maxBuffers?: number;
 }
 
@@ -63,7 +63,7 @@ export async function receiveBody(
   options: ReceiveOptions,
 ): Promise<number> {
   if (body === null) return 0;
-  const pool = new BatchPool(options.batchBytes ?? 4 * 1024 * 1024, options.maxBuffers ?? 4);
+  const pool = new BatchPool(options.batchBytes ?? 1024 * 1024, options.maxBuffers ?? 8);
   const reader = body.getReader();
   let batch = new Uint8Array(await pool.take());
   let filled = 0;

@@ -88,7 +88,7 @@ export async function runCorpus(server: DriverServer, cases: CorpusCase[]): Prom
     }
   }
 
-  // Numbers at the edge of the double range: the analysis still answers (ready or failed).
+  // Numbers at the edge of the double range: the analysis of an accepted file is ready.
   const analysed: Record<string, number> = {};
   for (const id of edge) {
     const status = await waitFor(
@@ -106,6 +106,12 @@ export async function runCorpus(server: DriverServer, cases: CorpusCase[]): Prom
       20_000,
     );
     analysed[status] = (analysed[status] ?? 0) + 1;
+    // A file the upload accepted must be analysable, numbers at the edge of the range included.
+    if (status !== "ready") {
+      const res = await authed(server, server.apiKey, `/datasets/${id}/analysis/`);
+      const { json } = await readJson(res);
+      failures.push(`analysis of ${id}: ${status}: ${(json as { error?: string }).error}`);
+    }
   }
   if (server.driver === "local") {
     await waitFor(

@@ -181,12 +181,12 @@ Deno.test("local storage failing to open, to commit, or on the disk: 500 storage
 });
 
 Deno.test({
-  // Bug: src/routes/_receive.ts keeps the promise of a batched `writer.write()` in `pending`
-  // without a handler (lines 43 and 93, `pending = writer.write(…)`) and awaits it only at the
-  // next flush. A write that fails while the loop waits for the next chunk of the body is an
-  // unhandled rejection, which ends the Deno process: under `main.ts serve` the whole service
-  // dies (see the child-process test below), in-process it fails the test runner. Fix: attach
-  // `pending.catch(() => {})` where it is created (the later `await pending` still throws).
+  // Bug: src/routes/_receive.ts keeps the promise of a batched write in `pending` without a
+  // handler (`pending = written(…)` in `flush`) and awaits it only at the next flush. A write that
+  // fails while the loop waits for the next chunk of the body is an unhandled rejection, which
+  // ends the Deno process: under `main.ts serve` the whole service dies; in-process it fails the
+  // test runner. Fix: `pending.catch(() => {})` where it is created (the later `await pending`
+  // still throws).
   ignore: true,
   name: "local storage failing on a batched write: 500 storage_error, nothing left behind",
   async fn() {
@@ -194,7 +194,17 @@ Deno.test({
     try {
       assertEquals((await upload(server, "exp", VALID)).status, 201);
       server.faulty.failNext("write");
-      await storageError(await upload(server, "exp", validCsv(6_000_000, "w")));
+      // The client pauses after the first 4 MiB batch, so the failed write waits for a handler.
+      const body = validCsv(6_000_000, "w");
+      const paused = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(body.subarray(0, 4_500_000));
+          await new Promise((r) => setTimeout(r, 300));
+          controller.enqueue(body.subarray(4_500_000));
+          controller.close();
+        },
+      });
+      await storageError(await upload(server, "exp", paused));
       assertSameBytes(await server.stored(server.orgId, "exp"), VALID);
       assertEquals(await tmpFiles(server.dataDir), []);
     } finally {
