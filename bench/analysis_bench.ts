@@ -3,8 +3,9 @@
  * per-user, then per-variant aggregation from the same CSV file: per user max(converted) and
  * sum(revenue) over users in one variant only, then per variant the count, sum and sum of squares.
  * Ours also builds the daily cumulative series (it is part of the same pass); DuckDB's query
- * leaves it out. Ours reads the file in 1 MiB chunks into one reused buffer and aggregates on two
- * threads (see `aggregateCsv`); DuckDB uses its default thread count (the machine's cores).
+ * leaves it out. Ours reads the file in 1 MiB chunks into two reused buffers (one read ahead)
+ * and aggregates on two threads (see `aggregateCsv`); DuckDB uses its default thread count (the
+ * machine's cores).
  *
  * Each side runs in a child process of its own, three times, alternating; the answer is the median
  * wall time and the median peak RSS (`VmHWM`, read by the child at its end), both including the
@@ -61,13 +62,19 @@ function peakRssMB(): number {
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) / 1024;
 }
 
-/** The file's bytes in chunks read into one reused 1 MiB buffer (`aggregateCsv` copies what it keeps). */
+/**
+ * The file's bytes in 1 MiB chunks, reading the next chunk (into the other of two reused
+ * buffers) while the current one is aggregated; `aggregateCsv` copies what it keeps of a chunk.
+ */
 async function* readChunks(path: string): AsyncGenerator<Uint8Array> {
   using file = await Deno.open(path);
-  const buffer = new Uint8Array(1 << 20);
-  for (;;) {
-    const length = await file.read(buffer);
+  const buffers = [new Uint8Array(1 << 20), new Uint8Array(1 << 20)];
+  let next = file.read(buffers[0]);
+  for (let i = 0;; i++) {
+    const length = await next;
     if (length === null) return;
+    const buffer = buffers[i & 1];
+    next = file.read(buffers[(i + 1) & 1]);
     yield buffer.subarray(0, length);
   }
 }

@@ -9,7 +9,9 @@ export interface BatchedLog {
   flush(): void;
 }
 
-export function createBatchedLog(write: (text: string) => void = (t) => console.log(t)): BatchedLog {
+export function createBatchedLog(
+  write: (text: string) => void = (t) => console.log(t),
+): BatchedLog {
   let lines: string[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
   const flush = () => {

@@ -60,8 +60,6 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   #sinks: BatchSink[] = [];
   readonly #batches: RowBatch[] = [];
   readonly #idFill = new Int32Array(2);
-  /** The id of the row being read, as words. */
-  #id = new Int32Array(64);
   #userField = 0;
   #variantField = 0;
   #dayField = 0;
@@ -135,18 +133,23 @@ export class RowReader implements CsvRowSink, ReaderFindings {
       while (s < e && isBlank(buf[s])) s++;
       while (e > s && isBlank(buf[e - 1])) e--;
     }
+    // The id is read into lane 1's batch (most rows go there), then moved if the hash says lane 0.
     const length = e - s;
     const words = (length + 3) >> 2;
-    if (words > this.#id.length) this.#id = new Int32Array(2 * words);
-    const id = this.#id;
-    const hash = copyId(buf, s, e, id, 0);
+    if (this.#idFill[1] + words > this.#batches[1].ids.length) this.#growIds(1, words);
+    const at1 = this.#idFill[1];
+    const hash = copyId(buf, s, e, this.#batches[1].ids, at1);
     const lane = hash >>> 0 < LANE_0_LIMIT ? 0 : 1;
     const batch = this.#batches[lane];
     const r = batch.size;
-    const at = this.#idFill[lane];
-    if (at + words > batch.ids.length) this.#growIds(lane, at + words);
-    const ids = batch.ids;
-    for (let i = 0; i < words; i++) ids[at + i] = id[i];
+    let at = at1;
+    if (lane === 0) {
+      if (this.#idFill[0] + words > batch.ids.length) this.#growIds(0, words);
+      at = this.#idFill[0];
+      const from = this.#batches[1].ids;
+      const ids = batch.ids;
+      for (let i = 0; i < words; i++) ids[at + i] = from[at1 + i];
+    }
     this.#idFill[lane] = at + words;
     batch.hash[r] = hash;
     batch.idStart[r] = at;
@@ -167,22 +170,22 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     const count = metricField.length;
     const values = batch.values;
     for (let k = 0; k < count; k++) {
-      values[r * count + k] = NaN;
-      if (candidate[k] === 0) continue;
+      let x = NaN;
       s = start[metricField[k]];
       e = end[metricField[k]];
-      if (s === e) continue;
-      const x = readNumber(buf, s, e, this.#decimalComma);
-      if (x !== x) {
-        if (hasText(buf, s, e)) candidate[k] = 0; // a dimension: no longer read
-        continue;
+      if (candidate[k] === 1 && s !== e) {
+        x = readNumber(buf, s, e, this.#decimalComma);
+        if (x !== x) {
+          if (hasText(buf, s, e)) candidate[k] = 0; // a dimension: no longer read
+        } else {
+          this.hasValue[k] = 1;
+          if (
+            this.binary[k] === 1 &&
+            ((x !== 0 && x !== 1) || (e - s > 1 && !isBinaryCell(buf, s, e, this.#decimalComma)))
+          ) this.binary[k] = 0;
+        }
       }
       values[r * count + k] = x;
-      this.hasValue[k] = 1;
-      if (
-        this.binary[k] === 1 &&
-        ((x !== 0 && x !== 1) || (e - s > 1 && !isBinaryCell(buf, s, e, this.#decimalComma)))
-      ) this.binary[k] = 0;
     }
     if (++batch.size === this.#batchRows[lane]) this.#handOver(lane);
   }
@@ -206,9 +209,10 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     this.#idFill[lane] = 0;
   }
 
+  /** Makes room for `words` more words of ids in lane `lane`'s batch. */
   #growIds(lane: number, words: number): void {
     const batch = this.#batches[lane];
-    const ids = new Int32Array(Math.max(words, 2 * batch.ids.length));
+    const ids = new Int32Array(Math.max(this.#idFill[lane] + words, 2 * batch.ids.length));
     ids.set(batch.ids.subarray(0, this.#idFill[lane]));
     batch.ids = ids;
   }

@@ -53,9 +53,9 @@ class DayCells {
     return this.#rank[day - this.#firstDay] * this.variantCount + this.position[variant];
   }
 
-  /** The cell of a stored first day (`DAY_LIMIT - day`) and variant index `variant`. */
-  ofStored(stored: number, variant: number): number {
-    return this.of(DAY_LIMIT - stored, variant);
+  /** Day ranks by stored first day (`DAY_LIMIT - day`): the rank of `stored` is `rank[base - stored]`. */
+  storedRanks(): { rank: Int32Array; base: number } {
+    return { rank: this.#rank, base: DAY_LIMIT - this.#firstDay };
   }
 
   /** Turns per-cell counts into running totals over days. */
@@ -102,34 +102,7 @@ export function summarize(
   for (const tally of tallies) {
     excluded += tally.excluded;
     const i32 = new Int32Array(tally.arena);
-    const f64 = new Float64Array(tally.arena);
-    for (let record = 0; record < tally.top; record = nextRecord(i32, layout.words, record)) {
-      const w = 2 * record;
-      const variant = i32[w + VARIANT_WORD];
-      if (variant === EXCLUDED) continue;
-      const p = position[variant];
-      userCounts[p]++;
-      cumulative[cells.ofStored(i32[w + layout.firstDayWord], variant)]++;
-      for (const metric of metrics) {
-        const k = metric.k;
-        const firstValue = i32[w + layout.firstValueWord[k]];
-        if (firstValue === 0) continue;
-        const firstOne = i32[w + layout.firstOneWord[k]];
-        const binary = reader.binary[k] === 1;
-        const value = metric.kind === "numeric"
-          ? f64[(w + layout.sumWord[k]) >> 1]
-          : binary
-          ? (firstOne === 0 ? 0 : 1)
-          : f64[(w + layout.maxWord[k]) >> 1];
-        metric.users[p]++;
-        metric.sum[p] += value;
-        metric.squares[p] += value * value;
-        metric.dailyUsers[cells.ofStored(firstValue, variant)]++;
-        if (metric.kind === "conversion" && binary && firstOne !== 0) {
-          metric.dailySum[cells.ofStored(firstOne, variant)]++;
-        }
-      }
-    }
+    walkRecords(tally, layout, reader.binary, metrics, cells, userCounts, cumulative);
     for (const metric of metrics) {
       const log = tally.logs[metric.k]!;
       if (metric.kind === "numeric") {
@@ -174,6 +147,84 @@ export function summarize(
       }),
     })),
   };
+}
+
+/**
+ * Counts each user of `tally` (not seen in two variants) in its variant and on its first day, and
+ * per metric adds its value to the variant's stats and counts it on its first day with a value
+ * (for a 0/1 conversion metric, also in the sum on its first day with a 1). One loop over flat
+ * arrays: it runs once, over a million records and more.
+ */
+function walkRecords(
+  tally: TallyState,
+  layout: RecordLayout,
+  binary: Uint8Array,
+  metrics: MetricTotals[],
+  cells: DayCells,
+  userCounts: Float64Array,
+  cumulative: Float64Array,
+): void {
+  const count = metrics.length;
+  const variants = cells.variantCount;
+  const size = cells.size;
+  // Per metric: where its first days and value are, and how the value is read.
+  const firstValueWord = Int32Array.from(metrics, (m) => layout.firstValueWord[m.k]);
+  const firstOneWord = Int32Array.from(metrics, (m) => layout.firstOneWord[m.k]);
+  const ones = Uint8Array.from(
+    metrics,
+    (m) => m.kind === "conversion" && binary[m.k] === 1 ? 1 : 0,
+  );
+  const valueWord = Int32Array.from(
+    metrics,
+    (m) => m.kind === "numeric" ? layout.sumWord[m.k] : layout.maxWord[m.k],
+  );
+  const statUsers = new Float64Array(count * variants);
+  const statSum = new Float64Array(count * variants);
+  const statSquares = new Float64Array(count * variants);
+  const dailyUsers = new Float64Array(count * size);
+  const dailySum = new Float64Array(count * size);
+  const position = cells.position;
+  const { rank, base } = cells.storedRanks();
+  const words = layout.words;
+  const firstDayWord = layout.firstDayWord;
+  const i32 = new Int32Array(tally.arena);
+  const f64 = new Float64Array(tally.arena);
+  for (let record = 0; record < tally.top; record = nextRecord(i32, words, record)) {
+    const w = 2 * record;
+    const variant = i32[w + VARIANT_WORD];
+    if (variant === EXCLUDED) continue;
+    const p = position[variant];
+    userCounts[p]++;
+    cumulative[rank[base - i32[w + firstDayWord]] * variants + p]++;
+    for (let j = 0; j < count; j++) {
+      const firstValue = i32[w + firstValueWord[j]];
+      if (firstValue === 0) continue;
+      let value: number;
+      if (ones[j] === 1) {
+        const firstOne = i32[w + firstOneWord[j]];
+        value = firstOne === 0 ? 0 : 1;
+        if (firstOne !== 0) dailySum[j * size + rank[base - firstOne] * variants + p]++;
+      } else {
+        value = f64[(w + valueWord[j]) >> 1];
+      }
+      const s = j * variants + p;
+      statUsers[s]++;
+      statSum[s] += value;
+      statSquares[s] += value * value;
+      dailyUsers[j * size + rank[base - firstValue] * variants + p]++;
+    }
+  }
+  metrics.forEach((metric, j) => {
+    for (let p = 0; p < variants; p++) {
+      metric.users[p] += statUsers[j * variants + p];
+      metric.sum[p] += statSum[j * variants + p];
+      metric.squares[p] += statSquares[j * variants + p];
+    }
+    for (let i = 0; i < size; i++) {
+      metric.dailyUsers[i] += dailyUsers[j * size + i];
+      metric.dailySum[i] += dailySum[j * size + i];
+    }
+  });
 }
 
 /** Adds each logged value of a user in one variant to its (day, variant) cell. */

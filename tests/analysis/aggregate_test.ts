@@ -651,6 +651,23 @@ Deno.test("aggregateCsv answers on its worker exactly what CsvAggregator answers
   assert.deepEqual(threaded, expected);
 });
 
+Deno.test("aggregateCsv hands its worker the rows read while the worker started", async () => {
+  // More rows than are kept back while the worker starts, read without a pause: reading waits
+  // for the worker once, which then gets the batches read so far.
+  const bytes = encoder.encode(await generatedDataset(200_000));
+  const alone = new CsvAggregator();
+  alone.push(bytes);
+  const modes: string[] = [];
+  const result = await aggregateThreaded(
+    ReadableStream.from(chunksOf(bytes, 1 << 20)),
+    {},
+    undefined,
+    (mode) => modes.push(mode),
+  );
+  assert.deepEqual(modes, ["threaded"]);
+  assert.deepEqual(result, alone.finish());
+});
+
 Deno.test("aggregateCsv reads on one thread when its worker cannot start", async () => {
   const bytes = encoder.encode(await generatedDataset(20_000));
   const alone = new CsvAggregator();
