@@ -70,8 +70,8 @@ export class CsvAggregator {
 
 /**
  * Aggregates a whole CSV stream, on two threads when a worker can start: this one reads the cells
- * and keeps an eighth of the users, the worker the rest. Otherwise (and for an input read before
- * the worker is up) all on the calling thread; the answer is the same either way.
+ * and keeps an eighth of the users, the worker the rest. Otherwise (and for an input that ends
+ * before the worker is up) all on the calling thread; the answer is the same either way.
  */
 export function aggregateCsv(
   chunks: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,

@@ -10,7 +10,7 @@ import { ApiError } from "../http/errors.ts";
 import { getAnalysis, markPending, saveResult } from "../db/analyses.ts";
 import { getSettings } from "../db/settings.ts";
 import { DatasetValidator } from "../pipeline/mod.ts";
-import { CsvAggregator } from "./aggregate.ts";
+import { aggregateCsv } from "./aggregate.ts";
 import { buildReport } from "./report.ts";
 import { validateSettings } from "./settings.ts";
 
@@ -112,20 +112,20 @@ export class AnalysisService {
       etag = object.info.etag;
       const settings = validateSettings(getSettings(db, orgId, experimentId) ?? {});
       const validator = delivery.validated ? null : new DatasetValidator();
-      const aggregator = new CsvAggregator({ metricKinds: settings.metric_kinds });
-      let rows = 0;
+      // Two threads where a worker can start; the validator sees every chunk first.
+      let aggregate;
       try {
-        for await (const chunk of object.body) {
-          validator?.push(chunk);
-          aggregator.push(chunk);
-        }
+        aggregate = await aggregateCsv(object.body, {
+          metricKinds: settings.metric_kinds,
+          onChunk: validator ? (chunk) => validator.push(chunk) : undefined,
+        });
       } catch (error) {
-        await object.body.cancel().catch(() => {});
+        // A file the reader cannot make sense of gets the upload check's own message.
+        if (validator && !(error instanceof ApiError)) validator.finish();
         throw error;
       }
-      if (validator) rows = validator.finish().rows;
-      const aggregate = aggregator.finish();
-      rows = aggregate.rows;
+      validator?.finish();
+      const rows = aggregate.rows;
       const report = buildReport(aggregate, settings);
       // `_data` keeps what settings are checked against (variants, metrics), not served as such.
       const data = { ...aggregate, daily: [] };

@@ -48,8 +48,9 @@ export async function runCorpus(server: DriverServer, cases: CorpusCase[]): Prom
     try {
       res = await upload(server, target, body);
     } catch (error) {
-      failures.push(`${c.name}: the request failed: ${String(error)}`);
-      continue;
+      // No answer (a hang or a dropped connection): the server is in no state to go on.
+      failures.push(`${c.name}: no answer: ${String(error)}`);
+      break;
     }
     const { text, json } = await readJson(res);
     const code = res.status === 201 ? "201" : errorCode(json) ?? `status ${res.status}`;

@@ -20,6 +20,9 @@ import { loadOrCreateSecret, UrlSigner } from "../../src/storage/url_signer.ts";
 
 const enc = new TextEncoder();
 
+/** Longest wait for any one request of these tests. */
+export const REQUEST_TIMEOUT_MS = 60_000;
+
 export const VALID = await Deno.readFile(new URL("../testdata/small.csv", import.meta.url));
 
 export function upload(
@@ -35,6 +38,8 @@ export function upload(
       method: "POST",
       headers: { authorization: `Bearer ${apiKey}`, "content-type": "text/csv", ...headers },
       body,
+      // A hang is a failure, not a stalled suite.
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     },
   );
 }
@@ -47,7 +52,11 @@ export function authed(
 ): Promise<Response> {
   const headers = new Headers(init.headers);
   headers.set("authorization", `Bearer ${apiKey}`);
-  return fetch(`${server.api}${path}`, { ...init, headers });
+  return fetch(`${server.api}${path}`, {
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    ...init,
+    headers,
+  });
 }
 
 /** A valid dataset of about `bytes` bytes, cut at a line end; `tag` makes its content unique. */
