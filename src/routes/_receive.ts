@@ -31,7 +31,8 @@ export class BatchPool {
   #free: ArrayBuffer[] = [];
   #allocated = 0;
   #max: number;
-  #waiting: ((buffer: ArrayBuffer) => void)[] = [];
+  #waiting: { resolve: (buffer: ArrayBuffer) => void; reject: (error: Error) => void }[] = [];
+  #failed: Error | null = null;
 
   constructor(size: number, max: number) {
     this.size = size;
@@ -40,19 +41,26 @@ export class BatchPool {
 
   /** A free buffer, waiting for one to come back when all are in use. */
   take(): ArrayBuffer | Promise<ArrayBuffer> {
+    if (this.#failed) return Promise.reject(this.#failed);
     const free = this.#free.pop();
     if (free) return free;
     if (this.#allocated < this.#max) {
       this.#allocated++;
       return new ArrayBuffer(this.size);
     }
-    return new Promise((resolve) => this.#waiting.push(resolve));
+    return new Promise((resolve, reject) => this.#waiting.push({ resolve, reject }));
   }
 
   give(buffer: ArrayBuffer): void {
     const waiter = this.#waiting.shift();
-    if (waiter) waiter(buffer);
+    if (waiter) waiter.resolve(buffer);
     else this.#free.push(buffer);
+  }
+
+  /** Whoever waits for a buffer, now or later, gets `error` instead. */
+  fail(error: Error): void {
+    this.#failed ??= error;
+    for (const waiter of this.#waiting.splice(0)) waiter.reject(error);
   }
 }
 
@@ -82,6 +90,8 @@ export async function receiveBody(
     pending = null;
     if (filled === 0) return;
     pending = written(batch.subarray(0, filled));
+    // Awaited later; marked handled now so an early failure elsewhere cannot orphan it.
+    pending.catch(() => {});
     filled = 0;
     batch = new Uint8Array(await pool.take());
   };

@@ -68,7 +68,9 @@ async function upload(ctx: Ctx): Promise<Response> {
     const offThread = declared >= OFF_THREAD_MIN_BYTES;
     const writer = await store.createWriter(key);
     let pool: BatchPool | null = null;
-    const remote = offThread ? new OffThreadValidator((buffer) => pool?.give(buffer)) : null;
+    const remote = offThread
+      ? new OffThreadValidator((buffer) => pool?.give(buffer), (error) => pool?.fail(error))
+      : null;
     const inline = offThread ? null : new DatasetValidator();
     let bytes = 0;
     try {

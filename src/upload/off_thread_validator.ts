@@ -73,9 +73,15 @@ export class OffThreadValidator {
   #onBuffer: (buffer: ArrayBuffer) => void;
   #inFlight = 0;
 
-  /** `onBuffer` receives each batch's buffer back once the worker is done with it. */
-  constructor(onBuffer: (buffer: ArrayBuffer) => void) {
+  #onError?: (error: Error) => void;
+
+  /**
+   * `onBuffer` receives each batch's buffer back once the worker is done with it; `onError`
+   * hears the first error at once (so a caller waiting for a buffer can stop waiting).
+   */
+  constructor(onBuffer: (buffer: ArrayBuffer) => void, onError?: (error: Error) => void) {
     this.#onBuffer = onBuffer;
+    this.#onError = onError;
     this.#summary = new Promise((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -87,9 +93,10 @@ export class OffThreadValidator {
         this.#onBuffer(buffer);
       },
       onError: (code, message) => {
+        // The session stays until abort(): the worker still hands the in-flight buffers back.
         this.#error ??= toError(code, message);
         this.#reject(this.#error);
-        sessions.delete(this.#id);
+        this.#onError?.(this.#error);
       },
       onSummary: (summary) => {
         this.#resolve(summary);
