@@ -5,10 +5,20 @@
 
 type Labels = Record<string, string>;
 
+const keyCache = new Map<string, string>();
+
+/** The rendered label set `a="1",b="2"` (names sorted), memoized by the raw names and values. */
 function labelKey(labels: Labels): string {
-  const names = Object.keys(labels).sort();
-  if (names.length === 0) return "";
-  return names.map((n) => `${n}="${escapeLabel(labels[n])}"`).join(",");
+  let raw = "";
+  for (const name in labels) raw += `${name}\u0000${labels[name]}\u0000`;
+  if (raw === "") return "";
+  let key = keyCache.get(raw);
+  if (key === undefined) {
+    const names = Object.keys(labels).sort();
+    key = names.map((n) => `${n}="${escapeLabel(labels[n])}"`).join(",");
+    if (keyCache.size < 10_000) keyCache.set(raw, key);
+  }
+  return key;
 }
 
 function escapeLabel(value: string): string {

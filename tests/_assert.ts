@@ -60,3 +60,24 @@ export async function assertApiError(
   assert.equal(body.error.request_id, response.headers.get("x-request-id"));
   return body.error;
 }
+
+/**
+ * Calls `probe` until it answers `expected` or `ms` pass; answers the elapsed milliseconds.
+ * For effects that the service promises within a bound (admin changes: one second).
+ */
+export async function eventually<T>(
+  probe: () => Promise<T>,
+  expected: T,
+  ms = 1000,
+): Promise<number> {
+  const started = Date.now();
+  let last: T;
+  do {
+    last = await probe();
+    if (last === expected) return Date.now() - started;
+    await new Promise((r) => setTimeout(r, 25));
+  } while (Date.now() - started <= ms);
+  throw new assert.AssertionError({
+    message: `expected ${String(expected)} within ${ms} ms, still ${String(last)}`,
+  });
+}

@@ -130,13 +130,18 @@ export interface KeyOwner {
   revoked: boolean;
 }
 
-/** Looks a key up by its hash. */
+/** Looks a key up. */
 export function findKeyOwner(db: Database, key: string): KeyOwner | null {
+  return findKeyOwnerByHash(db, hashKey(key));
+}
+
+/** Looks a key up by its SHA-256 (hex). */
+export function findKeyOwnerByHash(db: Database, hash: string): KeyOwner | null {
   const row = stmt(
     db,
     `SELECT k.id AS key_id, k.org_id, k.revoked_at, o.active
        FROM api_keys k JOIN orgs o ON o.id = k.org_id WHERE k.hash = ?`,
-  ).get(hashKey(key)) as
+  ).get(hash) as
     | { key_id: string; org_id: string; revoked_at: string | null; active: number }
     | undefined;
   if (!row) return null;

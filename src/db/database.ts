@@ -83,7 +83,7 @@ function migrate(db: DatabaseSync): void {
 /** Answers true when the database answers a trivial query. */
 export function databaseReachable(db: DatabaseSync): boolean {
   try {
-    db.prepare("SELECT 1").get();
+    stmt(db, "SELECT 1").get();
     return true;
   } catch {
     return false;

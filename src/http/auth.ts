@@ -1,11 +1,12 @@
 /**
  * Bearer authentication (spec part 5): exactly `Authorization: Bearer abn_…`. Missing,
  * malformed, unknown or revoked keys answer 401; a key of a deactivated organization 403.
- * Every request reads the database, so admin changes apply at once.
+ * Lookups are remembered for half a second, so admin changes apply within a second.
  */
 import type { Database } from "../db/database.ts";
 import type { LastUsedRecorder } from "../db/api_keys.ts";
-import { findKeyOwner, isWellFormedKey } from "../db/api_keys.ts";
+import type { KeyOwner } from "../db/api_keys.ts";
+import { findKeyOwnerByHash, hashKey, isWellFormedKey } from "../db/api_keys.ts";
 import { ApiError } from "./errors.ts";
 
 export interface Principal {
@@ -33,6 +34,29 @@ export function bearerKey(header: string | null): string {
   return match[1];
 }
 
+/**
+ * Key lookups answered in the last half second, by key hash: a hot key costs one hash, not a
+ * query, and an admin change (revoke, deactivate) is still seen within a second.
+ */
+const recent = new WeakMap<Database, Map<string, { owner: KeyOwner | null; at: number }>>();
+const RECENT_MS = 500;
+
+function lookup(db: Database, key: string): KeyOwner | null {
+  let cache = recent.get(db);
+  if (!cache) {
+    cache = new Map();
+    recent.set(db, cache);
+  }
+  const hash = hashKey(key);
+  const now = performance.now();
+  const hit = cache.get(hash);
+  if (hit && now - hit.at < RECENT_MS) return hit.owner;
+  const owner = findKeyOwnerByHash(db, hash);
+  if (cache.size >= 10_000) cache.clear();
+  cache.set(hash, { owner, at: now });
+  return owner;
+}
+
 export function authenticate(
   db: Database,
   header: string | null,
@@ -42,7 +66,7 @@ export function authenticate(
   if (!isWellFormedKey(key)) {
     throw new ApiError("unauthorized", "Invalid API key");
   }
-  const owner = findKeyOwner(db, key);
+  const owner = lookup(db, key);
   if (!owner || owner.revoked) {
     throw new ApiError("unauthorized", "Invalid API key");
   }

@@ -1,4 +1,4 @@
-import { assert, assertApiError, assertEquals } from "../_assert.ts";
+import { assert, assertApiError, assertEquals, eventually } from "../_assert.ts";
 import { startTestServer } from "../_server.ts";
 import { generateKey, revokeKey } from "../../src/db/api_keys.ts";
 import { setOrgActive } from "../../src/db/orgs.ts";
@@ -27,6 +27,13 @@ Deno.test("auth answers 401 JSON for missing, malformed, unknown and revoked key
     assertEquals(JSON.stringify(body).includes(server.apiKey), false);
     const keyId = listKeys(server.service.db, server.orgId)[0].key_id;
     revokeKey(server.service.db, keyId);
+    const status = async () => {
+      const res = await get(`Bearer ${server.apiKey}`);
+      await res.body?.cancel();
+      return res.status;
+    };
+    // Admin changes reach the running server within one second.
+    await eventually(status, 401, 1000);
     await assertApiError(await get(`Bearer ${server.apiKey}`), 401, "unauthorized");
   } finally {
     await server.close();
@@ -38,12 +45,17 @@ Deno.test("auth answers 403 for a key of a deactivated organization, and 200 aga
   try {
     const get = () =>
       fetch(`${server.api}/keys/`, { headers: { authorization: `Bearer ${server.apiKey}` } });
+    const status = async () => {
+      const res = await get();
+      await res.body?.cancel();
+      return res.status;
+    };
+    assertEquals(await status(), 200);
     setOrgActive(server.service.db, server.orgId, false);
+    await eventually(status, 403, 1000);
     await assertApiError(await get(), 403, "org_deactivated");
     setOrgActive(server.service.db, server.orgId, true);
-    const ok = await get();
-    assertEquals(ok.status, 200);
-    await ok.body?.cancel();
+    await eventually(status, 200, 1000);
   } finally {
     await server.close();
   }
