@@ -26,7 +26,7 @@ Deno.test("admin CLI manages organizations and keys while the server runs; chang
 
     const call = () =>
       fetch(`${server.url}/api/v1/keys/`, { headers: { authorization: `Bearer ${api_key}` } });
-    let res = await call();
+    const res = await call();
     assertEquals(res.status, 200);
     await res.body?.cancel();
 
