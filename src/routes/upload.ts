@@ -73,15 +73,17 @@ async function upload(ctx: Ctx): Promise<Response> {
       : null;
     const inline = offThread ? null : new DatasetValidator();
     let bytes = 0;
+    let counted = 0;
     try {
       bytes = await receiveBody(ctx.req.body, writer, {
         maxBytes: config.maxUploadBytes,
         idleTimeoutMs: config.bodyIdleTimeoutSeconds * 1000,
         onChunk(chunk) {
-          metrics.bytesReceived.inc({ route: "upload" }, chunk.length);
-          if (inline) inline.push(chunk);
-          else remote!.check();
-          hash.update(chunk);
+          counted += chunk.length;
+          if (inline) {
+            inline.push(chunk);
+            hash.update(chunk);
+          } else remote!.check();
         },
         onBatch: remote
           ? (batch, batches) => {
@@ -91,7 +93,9 @@ async function upload(ctx: Ctx): Promise<Response> {
           : undefined,
       });
       ctx.logFields.bytes_in = bytes;
-      const summary = inline ? inline.finish() : await remote!.finish();
+      const { summary, sha256 } = inline
+        ? { summary: inline.finish(), sha256: hash.digest("hex") }
+        : await remote!.finish();
       const info = await writer.commit();
       metrics.uploadsStored.inc({ route: "upload" });
       deliveries.publish({
@@ -110,14 +114,16 @@ async function upload(ctx: Ctx): Promise<Response> {
           `Dataset stored for experiment ${experimentId}: ${summary.rows} rows, ${bytes} bytes`,
         size_bytes: bytes,
         rows: summary.rows,
-        sha256: hash.digest("hex"),
+        sha256,
         etag: info.etag,
       }, 201);
     } catch (error) {
-      ctx.logFields.bytes_in = bytes;
+      ctx.logFields.bytes_in = counted;
       remote?.abort();
       await writer.abort();
       throw error;
+    } finally {
+      metrics.bytesReceived.inc({ route: "upload" }, counted);
     }
   } catch (error) {
     metrics.uploadsRejected.inc({ reason: rejectionReason(error) });

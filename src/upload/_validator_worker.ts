@@ -1,13 +1,16 @@
 /**
- * Worker side of `OffThreadValidator`: runs one `DatasetValidator` per upload id on batches
- * posted in order, answers the first error or the summary, and hands each batch's buffer back.
+ * Worker side of `OffThreadValidator`: runs one `DatasetValidator` and one SHA-256 per upload id
+ * on batches posted in order, answers the first error or the summary with the hash, and hands
+ * each batch's buffer back.
  */
 /// <reference lib="deno.worker" />
+import { createHash, type Hash } from "node:crypto";
 import { DatasetValidator } from "../pipeline/mod.ts";
 import { ApiError } from "../http/errors.ts";
 import type { ValidatorReply, ValidatorRequest } from "./off_thread_validator.ts";
 
 const validators = new Map<number, DatasetValidator | null>();
+const hashes = new Map<number, Hash>();
 
 function reply(message: ValidatorReply, transfer: Transferable[] = []): void {
   self.postMessage(message, transfer);
@@ -27,12 +30,15 @@ self.onmessage = (event: MessageEvent<ValidatorRequest>) => {
   switch (m.type) {
     case "start":
       validators.set(m.id, new DatasetValidator());
+      hashes.set(m.id, createHash("sha256"));
       return;
     case "chunk": {
       const validator = validators.get(m.id);
       if (validator) {
+        const bytes = new Uint8Array(m.buffer, 0, m.length);
         try {
-          validator.push(new Uint8Array(m.buffer, 0, m.length));
+          validator.push(bytes);
+          hashes.get(m.id)?.update(bytes);
         } catch (error) {
           failure(m.id, error);
         }
@@ -42,10 +48,13 @@ self.onmessage = (event: MessageEvent<ValidatorRequest>) => {
     }
     case "finish": {
       const validator = validators.get(m.id);
+      const hash = hashes.get(m.id);
       validators.delete(m.id);
-      if (!validator) return; // its error was already answered
+      hashes.delete(m.id);
+      if (!validator || !hash) return; // its error was already answered
       try {
-        reply({ id: m.id, type: "summary", summary: validator.finish() });
+        const summary = validator.finish();
+        reply({ id: m.id, type: "summary", summary, sha256: hash.digest("hex") });
       } catch (error) {
         failure(m.id, error);
         validators.delete(m.id);
@@ -54,6 +63,7 @@ self.onmessage = (event: MessageEvent<ValidatorRequest>) => {
     }
     case "abort":
       validators.delete(m.id);
+      hashes.delete(m.id);
       return;
   }
 };

@@ -1,5 +1,5 @@
 /**
- * Validates an upload on a worker thread while the request's own thread reads, hashes and
+ * Validates and hashes an upload on a worker thread while the request's own thread reads and
  * writes: each batch goes to the worker (transferred, not copied) after it was written, and its
  * buffer comes back for reuse. The first error surfaces on the next `check()`; nothing commits
  * before `finish()` resolved.
@@ -17,12 +17,19 @@ export type ValidatorRequest =
 export type ValidatorReply =
   | { id: number; type: "buffer"; buffer: ArrayBuffer }
   | { id: number; type: "error"; code: ErrorCode | "internal_error"; message: string }
-  | { id: number; type: "summary"; summary: ValidationSummary };
+  | { id: number; type: "summary"; summary: ValidationSummary; sha256: string };
+
+/** What the worker answers at the end of a valid upload. */
+export interface OffThreadResult {
+  summary: ValidationSummary;
+  /** SHA-256 of every byte pushed, hex. */
+  sha256: string;
+}
 
 interface Session {
   onBuffer(buffer: ArrayBuffer): void;
   onError(code: string, message: string): void;
-  onSummary(summary: ValidationSummary): void;
+  onSummary(result: OffThreadResult): void;
 }
 
 let worker: Worker | null = null;
@@ -38,7 +45,7 @@ function shared(): Worker {
     if (!session) return;
     if (m.type === "buffer") session.onBuffer(m.buffer);
     else if (m.type === "error") session.onError(m.code, m.message);
-    else session.onSummary(m.summary);
+    else session.onSummary({ summary: m.summary, sha256: m.sha256 });
   };
   worker.onerror = (event) => {
     event.preventDefault();
@@ -67,8 +74,8 @@ export class OffThreadValidator {
   readonly #id = nextId++;
   readonly #worker = shared();
   #error: Error | null = null;
-  #summary: Promise<ValidationSummary>;
-  #resolve!: (s: ValidationSummary) => void;
+  #summary: Promise<OffThreadResult>;
+  #resolve!: (s: OffThreadResult) => void;
   #reject!: (e: Error) => void;
   #onBuffer: (buffer: ArrayBuffer) => void;
   #inFlight = 0;
@@ -98,8 +105,8 @@ export class OffThreadValidator {
         this.#reject(this.#error);
         this.#onError?.(this.#error);
       },
-      onSummary: (summary) => {
-        this.#resolve(summary);
+      onSummary: (result) => {
+        this.#resolve(result);
         sessions.delete(this.#id);
       },
     });
@@ -122,8 +129,8 @@ export class OffThreadValidator {
     );
   }
 
-  /** End of input: resolves with the summary or rejects with the first error. */
-  finish(): Promise<ValidationSummary> {
+  /** End of input: resolves with the summary and hash, or rejects with the first error. */
+  finish(): Promise<OffThreadResult> {
     this.#worker.postMessage({ id: this.#id, type: "finish" } satisfies ValidatorRequest);
     return this.#summary;
   }
