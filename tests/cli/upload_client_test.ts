@@ -420,6 +420,8 @@ Deno.test("uploadDataset reports a 413 and an org_deactivated 403 at once, witho
     assertEquals(notices, []);
     // A deactivated organization: initiate answers 403 once, no URL refresh loop.
     setOrgActive(server.service.db, server.orgId, false);
+    // Admin changes reach the running server within one second.
+    await new Promise((r) => setTimeout(r, 600));
     const refused = await assertRejects(
       () =>
         uploadDataset({
