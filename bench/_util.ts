@@ -30,13 +30,44 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-/** Starts a Deno script as a child process and waits until `readyText` appears on stdout. */
+/**
+ * Starts a Deno script as a child process and waits until `readyText` appears on stdout, or,
+ * when `readyText` is a URL path (`/healthz`), until that path answers 200 — its output then
+ * goes to /dev/null, so that logging costs the child what it costs in production.
+ */
 export async function startChild(
   args: string[],
   env: Record<string, string>,
   readyText: string,
   port: number,
 ): Promise<Child> {
+  if (readyText.startsWith("/")) {
+    const quiet = new Deno.Command(Deno.execPath(), {
+      args,
+      env,
+      stdout: "null",
+      stderr: "inherit",
+    }).spawn();
+    const url = `http://127.0.0.1:${port}`;
+    for (let i = 0; i < 300; i++) {
+      try {
+        const res = await fetch(url + readyText);
+        await res.body?.cancel();
+        if (res.ok) break;
+      } catch { /* not listening yet */ }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return {
+      pid: quiet.pid,
+      url,
+      async stop() {
+        try {
+          quiet.kill("SIGKILL");
+        } catch { /* gone */ }
+        await quiet.status;
+      },
+    };
+  }
   const child = new Deno.Command(Deno.execPath(), {
     args,
     env,

@@ -58,7 +58,7 @@ async function service(env: Record<string, string>) {
   const child = await startChild(
     ["run", "-A", MAIN, "serve"],
     { ...full, ABN_PORT: String(port) },
-    '"msg":"listening"',
+    "/healthz",
     port,
   );
   const script = `${dataDir}/initiate.lua`;

@@ -19,6 +19,11 @@ export async function readJsonObject(req: Request): Promise<Record<string, unkno
   }
   let text: string;
   try {
+    if (req.headers.has("content-length")) {
+      // A declared small body: read it as text (invalid UTF-8 cannot form a valid request).
+      text = await req.text();
+      return parseJsonObject(text);
+    }
     const bytes = new Uint8Array(await req.arrayBuffer());
     if (bytes.length > MAX_JSON_BYTES) {
       throw new ApiError("invalid_json", `The JSON body is larger than ${MAX_JSON_BYTES} bytes`);
@@ -28,6 +33,10 @@ export async function readJsonObject(req: Request): Promise<Record<string, unkno
     if (error instanceof ApiError) throw error;
     throw new ApiError("invalid_json", "The request body is not valid UTF-8 JSON");
   }
+  return parseJsonObject(text);
+}
+
+function parseJsonObject(text: string): Record<string, unknown> {
   let value: unknown;
   try {
     value = JSON.parse(text);

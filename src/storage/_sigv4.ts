@@ -4,6 +4,7 @@
  * it), the payload as `UNSIGNED-PAYLOAD`, and the query is sorted and URI-encoded the same way.
  */
 import { createHash, createHmac } from "node:crypto";
+import { HmacSha256 } from "../hmac.ts";
 
 export interface SigV4Credentials {
   accessKeyId: string;
@@ -81,17 +82,21 @@ export class SigV4Presigner {
     this.#service = options.service ?? "s3";
   }
 
-  #signingKey(shortDate: string): Uint8Array {
-    if (this.#keyDate !== shortDate) {
+  #signingMac: HmacSha256 | null = null;
+
+  /** The day's signing key, as a ready HMAC (the key changes once a day). */
+  #signingKey(shortDate: string): HmacSha256 {
+    if (this.#keyDate !== shortDate || this.#signingMac === null) {
       let key: Uint8Array = createHmac("sha256", `AWS4${this.#credentials.secretAccessKey}`)
         .update(shortDate).digest();
       for (const part of [this.#region, this.#service, "aws4_request"]) {
         key = createHmac("sha256", key).update(part).digest();
       }
       this.#key = key;
+      this.#signingMac = new HmacSha256(key);
       this.#keyDate = shortDate;
     }
-    return this.#key;
+    return this.#signingMac;
   }
 
   /** The full URL: `{origin}{path}?{query with the X-Amz-* parameters and the signature}`. */
@@ -147,8 +152,7 @@ export class SigV4Presigner {
       scope,
       createHash("sha256").update(canonicalRequest).digest("hex"),
     ].join("\n");
-    const signature = createHmac("sha256", this.#signingKey(shortDate))
-      .update(stringToSign).digest("hex");
+    const signature = this.#signingKey(shortDate).digest(stringToSign).toString("hex");
 
     // The signature joins the other parameters in sorted order, as the SDK writes it.
     const at = pairs.findIndex(([name]) => name > "X-Amz-Signature");

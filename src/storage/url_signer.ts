@@ -22,10 +22,9 @@ export class UrlSigner {
 
   /** The query string (without `?`) that authorizes `method` on `key` until `expires` (s). */
   sign(method: string, key: string, expires: number, size?: number): string {
-    const params = new URLSearchParams({ expires: String(expires) });
-    if (size !== undefined) params.set("size", String(size));
-    params.set("signature", this.#mac(method, key, expires, size));
-    return params.toString();
+    // Built by hand: every part is digits or base64url, so nothing needs escaping.
+    const sized = size === undefined ? "" : `&size=${size}`;
+    return `expires=${expires}${sized}&signature=${this.#mac(method, key, expires, size)}`;
   }
 
   /** Checks a signed query; `size` is the declared length bound into the URL, if any. */
