@@ -10,7 +10,9 @@ import {
   HeadObjectCommand,
   PutObjectCommand,
   type S3Client,
+  UploadPartCommand,
 } from "@aws-sdk/client-s3";
+import { createHash } from "node:crypto";
 import { Upload } from "@aws-sdk/lib-storage";
 import type { ObjectInfo, ObjectWriter } from "./object_store.ts";
 import { StorageError } from "./object_store.ts";
@@ -31,6 +33,15 @@ export interface S3WriterOptions {
 
 /** Every object the service stores is a CSV dataset. */
 const CONTENT_TYPE = "text/csv";
+
+/**
+ * Adds `Content-MD5` to a body that lib-storage hands over whole (the single PutObject and each
+ * part): a store then refuses a body cut short in transit instead of keeping the truncated bytes.
+ */
+function withIntegrity(input: { Body?: unknown; ContentMD5?: string }): void {
+  if (input.ContentMD5 !== undefined || !(input.Body instanceof Uint8Array)) return;
+  input.ContentMD5 = createHash("md5").update(input.Body).digest("base64");
+}
 
 interface Sender {
   send(...args: unknown[]): Promise<unknown>;
@@ -187,6 +198,9 @@ export class S3Writer implements ObjectWriter {
   /** A view of the client that remembers lib-storage's requests and its multipart upload id. */
   #tracking(client: S3Like): S3Like {
     const send = (command: unknown, ...rest: unknown[]) => {
+      if (command instanceof PutObjectCommand || command instanceof UploadPartCommand) {
+        withIntegrity(command.input as { Body?: unknown; ContentMD5?: string });
+      }
       const sent = (client as unknown as Sender).send(command, ...rest);
       if (command instanceof CreateMultipartUploadCommand) {
         sent.then((output) => {

@@ -84,6 +84,10 @@ function createClient(options: S3StoreOptions, endpoint: string | undefined): S3
     // which Garage, R2, SeaweedFS and MinIO reject.
     requestChecksumCalculation: "WHEN_REQUIRED",
     responseChecksumValidation: "WHEN_REQUIRED",
+    // Storage that accepts connections but never answers must not hang uploads or the timer:
+    // give up on a connection after 5 s and on a request silent for 20 s (then 500).
+    requestHandler: { connectionTimeout: 5_000, requestTimeout: 20_000 },
+    maxAttempts: 3,
   });
 }
 
