@@ -4,6 +4,7 @@
  */
 import type { Database } from "../db/database.ts";
 import type { ObjectStore } from "../storage/object_store.ts";
+import { StorageError } from "../storage/object_store.ts";
 import type { Delivery, DeliveryHub } from "../deliveries.ts";
 import type { Metrics } from "../metrics.ts";
 import { ApiError } from "../http/errors.ts";
@@ -131,6 +132,19 @@ export class AnalysisService {
       const data = { ...aggregate, daily: [] };
       outcome = { status: "ready", error: null, rows, result: { ...report, _data: data } };
     } catch (error) {
+      if (error instanceof StorageError) {
+        // Transient: the row stays `pending`, and the timer's scan runs it again.
+        metrics.analysisRuns.inc({ outcome: "retry" });
+        log(JSON.stringify({
+          level: "warn",
+          time: new Date().toISOString(),
+          msg: "analysis postponed: storage failed; the next scan retries it",
+          org_id: orgId,
+          experiment_id: experimentId,
+          error: error.message,
+        }));
+        return;
+      }
       if (error instanceof ApiError) {
         outcome = { status: "failed", error: error.message, rows: null, result: null };
       } else {

@@ -187,6 +187,9 @@ export async function startFaultyServer(
       return new Uint8Array(await new Response(object.body).arrayBuffer());
     },
     async close() {
+      // Storage calls hung on a swallowing proxy would keep their requests (and the server)
+      // from finishing: cut them first.
+      proxy?.setMode("refuse");
       controller.abort();
       await httpServer.finished;
       await service.close();

@@ -61,18 +61,6 @@ Deno.test(`bad input: ${CASES.length} malformed uploads per driver answer 201 or
 });
 
 Deno.test({
-  // Bug (src/upload/off_thread_validator.ts, src/routes/_receive.ts, src/routes/upload.ts): an
-  // invalid upload with a declared length of 8 MiB or more (validated on the worker thread)
-  // 1. hangs: once the worker reports the error, `onError` deletes the session, so the worker's
-  //    later "buffer" replies are dropped (`if (!session) return;` in the shared onmessage); the
-  //    batch buffers never return to the BatchPool, and receiveBody's `flush` waits forever in
-  //    `await pool.take()`: no answer, the connection held, the temporary file left in tmp/;
-  // 2. crashes: `remote.push()` (onBatch, inside `written`) throws the worker's error, so the
-  //    `pending` promise of receiveBody rejects with no handler while the loop awaits the next
-  //    chunk: an unhandled rejection that ends the process (seen as "Uncaught (in promise)
-  //    ValidationError: Cannot parse line 2: line is longer than 1048576 bytes").
-  // Found by the corpus's 10 MB cases sent whole; the corpus now streams them (chunked).
-  ignore: true,
   name: "invalid uploads with a declared length over 8 MiB answer 400 and leave no temporary file",
   async fn() {
     const server = await startDriverServer("local");
