@@ -94,7 +94,9 @@ export class Histogram {
       s = { counts: new Array(this.buckets.length).fill(0), sum: 0, count: 0 };
       this.#series.set(key, s);
     }
-    for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]) s.counts[i]++;
+    // Counted in the first bucket that holds it; render() adds them up (buckets are cumulative).
+    const i = this.buckets.findIndex((le) => value <= le);
+    if (i !== -1) s.counts[i]++;
     s.sum += value;
     s.count++;
   }
@@ -107,8 +109,10 @@ export class Histogram {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`];
     for (const [key, s] of this.#series) {
       const sep = key ? "," : "";
+      let cumulative = 0;
       this.buckets.forEach((le, i) => {
-        lines.push(`${this.name}_bucket{${key}${sep}le="${le}"} ${s.counts[i]}`);
+        cumulative += s.counts[i];
+        lines.push(`${this.name}_bucket{${key}${sep}le="${le}"} ${cumulative}`);
       });
       lines.push(`${this.name}_bucket{${key}${sep}le="+Inf"} ${s.count}`);
       lines.push(`${this.name}_sum${key ? `{${key}}` : ""} ${s.sum}`);
