@@ -86,7 +86,11 @@ function createClient(options: S3StoreOptions, endpoint: string | undefined): S3
     responseChecksumValidation: "WHEN_REQUIRED",
     // Storage that accepts connections but never answers must not hang uploads or the timer:
     // give up on a connection after 5 s and on a request silent for 20 s (then 500).
-    requestHandler: { connectionTimeout: 5_000, requestTimeout: 20_000 },
+    requestHandler: {
+      connectionTimeout: 5_000,
+      requestTimeout: 20_000,
+      throwOnRequestTimeout: true,
+    },
     maxAttempts: 3,
   });
 }
@@ -101,6 +105,35 @@ function toWebStream(body: unknown): ReadableStream<Uint8Array> {
   if (body instanceof ReadableStream) return body;
   if (body instanceof Readable) return Readable.toWeb(body) as ReadableStream<Uint8Array>;
   throw new StorageError("Storage failed: the object body is not a stream");
+}
+
+/** Longest a storage request may take (a part of 8 MiB, a listing page) before it fails. */
+const REQUEST_DEADLINE_MS = 60_000;
+
+/**
+ * The client with a deadline on every request but GetObject (whose body streams for as long as
+ * the reader takes): storage that accepts connections and never answers fails the request with
+ * a 500 instead of hanging an upload or the timer. (The socket timeouts of the SDK's Node
+ * handler are not enforced under Deno's node:http.)
+ */
+function withDeadline(client: S3Client, ms: number): S3Like {
+  const send = (
+    command: { constructor: { name: string } },
+    options?: { abortSignal?: AbortSignal },
+  ) => {
+    if (command instanceof GetObjectCommand) {
+      return (client.send as (...a: unknown[]) => Promise<unknown>)(command, options);
+    }
+    const deadline = AbortSignal.timeout(ms);
+    const abortSignal = options?.abortSignal
+      ? AbortSignal.any([options.abortSignal, deadline])
+      : deadline;
+    return (client.send as (...a: unknown[]) => Promise<unknown>)(command, {
+      ...options,
+      abortSignal,
+    });
+  };
+  return { config: client.config, send: send as unknown as S3Like["send"] };
 }
 
 export class S3Store implements ObjectStore {
@@ -127,7 +160,7 @@ export class S3Store implements ObjectStore {
     this.bucket = options.bucket;
     const own = options.client === undefined ? createClient(options, options.endpoint) : null;
     if (own !== null) this.#owned.push(own);
-    this.#client = own ?? options.client!;
+    this.#client = own === null ? options.client! : withDeadline(own, REQUEST_DEADLINE_MS);
     const publicEndpoint = options.publicEndpoint ?? options.endpoint;
     if (own !== null && publicEndpoint === options.endpoint) {
       this.#presigner = own;

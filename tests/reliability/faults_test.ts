@@ -123,10 +123,6 @@ Deno.test({
 });
 
 Deno.test({
-  // Bug: the S3 client has no connection or request timeout (src/storage/s3_store.ts,
-  // createClient): storage that accepts connections but never answers hangs the upload, the
-  // listing and the timer forever instead of answering 500 storage_error.
-  ignore: true,
   name: "S3 accepting but never answering: the upload answers 500 storage_error in bounded time",
   async fn() {
     const server = await startFaultyServer("s3");
