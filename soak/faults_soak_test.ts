@@ -1,16 +1,18 @@
 /**
- * Faults at soak scale: 100 seeded client disconnects per driver, and the service killed with
- * SIGKILL at eight random points of an upload, restarted each time.
+ * Faults at soak scale: 100 seeded client disconnects per driver, the service killed with SIGKILL
+ * at eight random points of an upload (restarted each time), and S3 that never answers.
  */
 import { DatabaseSync } from "node:sqlite";
-import { assert, assertEquals } from "../tests/_assert.ts";
+import { assert, assertApiError, assertEquals, assertMatch } from "../tests/_assert.ts";
 import { DRIVERS, startDriverServer } from "../tests/_drivers.ts";
 import { runMain, spawnServer } from "../tests/_server.ts";
 import { listFiles, Rng, tmpFiles, waitFor, writeAll } from "../tests/_faults.ts";
 import {
   assertSameBytes,
   disconnectTrials,
+  startFaultyServer,
   upload,
+  VALID,
   validCsv,
 } from "../tests/reliability/_helpers.ts";
 
@@ -86,5 +88,29 @@ Deno.test("soak: SIGKILL at 8 random points of an upload, restart each time, not
   } finally {
     await server?.stop().catch(() => {});
     await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+// Storage that accepts connections and never answers fails a request at the S3 store's 60 s
+// deadline (src/storage/s3_store.ts): a minute, so it runs here rather than in the fast suite.
+Deno.test("soak: S3 accepting but never answering: the upload answers 500 storage_error in bounded time", async () => {
+  const server = await startFaultyServer("s3");
+  try {
+    assertEquals((await upload(server, "exp", VALID)).status, 201);
+    server.proxy!.setMode("blackhole");
+    const started = performance.now();
+    const res = await fetch(`${server.api}/datasets/upload/?experiment_id=exp`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.apiKey}` },
+      body: validCsv(2_000),
+      signal: AbortSignal.timeout(90_000),
+    });
+    const error = await assertApiError(res, 500, "storage_error");
+    assertMatch(error.message, /retry/i);
+    console.log(`answered after ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    server.proxy!.setMode("pass");
+    assertSameBytes(await server.stored(server.orgId, "exp"), VALID);
+  } finally {
+    await server.close();
   }
 });

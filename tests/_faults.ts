@@ -307,6 +307,12 @@ export interface FaultProxy {
   mode: ProxyMode;
   /** Bytes a connection may send upstream before a `cut`. */
   cutAfterBytes: number;
+  /**
+   * Request heads (request line and headers) seen going upstream, in order, while `recordHeads`
+   * is on: lets a test check what the service sends to the storage.
+   */
+  readonly heads: string[];
+  recordHeads: boolean;
   /** Connections accepted, and connections cut, refused or swallowed. */
   readonly stats: { accepted: number; cut: number; refused: number; swallowed: number };
   /**
@@ -337,6 +343,8 @@ export function startFaultProxy(
     endpoint: `http://127.0.0.1:${port}`,
     mode: options.mode ?? "pass",
     cutAfterBytes: options.cutAfterBytes ?? 64 * 1024,
+    heads: [],
+    recordHeads: false,
     stats,
     setMode(mode: ProxyMode, cutAfterBytes?: number) {
       proxy.mode = mode;
@@ -378,6 +386,21 @@ export function startFaultProxy(
     }
     open.add(upstream);
     const limit = mode === "cut" ? proxy.cutAfterBytes : Infinity;
+    // Request heads start a connection or follow a blank line; body bytes in between are skipped
+    // by scanning for an HTTP method at the start of a line after a head ended.
+    let pendingText = "";
+    const recordHeads = (bytes: Uint8Array) => {
+      pendingText += new TextDecoder("latin1").decode(bytes);
+      const re =
+        /(?:^|\r\n)((?:GET|PUT|POST|HEAD|DELETE) \S+ HTTP\/1\.1\r\n(?:[^\r\n]+\r\n)*)\r\n/g;
+      let last = 0;
+      for (const m of pendingText.matchAll(re)) {
+        proxy.heads.push(m[1]);
+        last = m.index! + m[0].length;
+      }
+      // Keep a tail that may hold the start of a head cut by this read.
+      pendingText = pendingText.slice(Math.max(last, pendingText.length - 16 * 1024));
+    };
     let sent = 0;
     const up = (async () => {
       try {
@@ -391,6 +414,7 @@ export function startFaultProxy(
             break;
           }
           sent += n;
+          if (proxy.recordHeads) recordHeads(buf.subarray(0, n));
           await writeAll(upstream, buf.subarray(0, n));
         }
       } catch { /* either side closed */ }
