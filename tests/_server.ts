@@ -27,12 +27,18 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
+export interface TestServerOptions extends ServiceOptions {
+  /** A port chosen beforehand (e.g. for a store built with the public URL); default a free one. */
+  port?: number;
+  /** A data directory made beforehand; default a fresh temporary one. Removed at close. */
+  dataDir?: string;
+}
+
 export async function startTestServer(
   env: Record<string, string> = {},
-  options: ServiceOptions = {},
+  { port = freePort(), dataDir, ...options }: TestServerOptions = {},
 ): Promise<TestServer> {
-  const dataDir = await Deno.makeTempDir({ prefix: "abn-test-" });
-  const port = freePort();
+  dataDir ??= await Deno.makeTempDir({ prefix: "abn-test-" });
   const config = loadConfig({
     ABN_DATA_DIR: dataDir,
     ABN_PORT: String(port),

@@ -4,11 +4,7 @@
  */
 import type { DriverServer } from "../_drivers.ts";
 import type { TestServer } from "../_server.ts";
-import { freePort } from "../_server.ts";
-import { loadConfig } from "../../src/config.ts";
-import { createService } from "../../src/service.ts";
-import { createOrg } from "../../src/db/orgs.ts";
-import { createKey } from "../../src/db/api_keys.ts";
+import { freePort, startTestServer } from "../_server.ts";
 import type { S3rverFixture } from "../_s3rver.ts";
 import { startS3rver } from "../_s3rver.ts";
 import type { FaultProxy } from "../_faults.ts";
@@ -151,32 +147,10 @@ export async function startFaultyServer(
     direct = inner;
   }
   const faulty = new FaultyStore(inner);
-  // Like startTestServer, but on a port known before the store is built (local upload URLs).
-  const config = loadConfig({
-    ABN_DATA_DIR: dataDir,
-    ABN_PORT: String(port),
-    ABN_HOST: "127.0.0.1",
-    ...env,
-  });
-  const service = await createService(config, { log: () => {}, store: faulty });
-  const controller = new AbortController();
-  const httpServer = Deno.serve(
-    { hostname: "127.0.0.1", port, signal: controller.signal, onListen: () => {} },
-    service.handler,
-  );
-  const newOrg = (name = "test") => {
-    const org = createOrg(service.db, name);
-    return { orgId: org.id, apiKey: createKey(service.db, org.id).api_key };
-  };
-  const first = newOrg("first");
-  const url = `http://127.0.0.1:${port}`;
+  // On a port known before the store is built (local upload URLs).
+  const server = await startTestServer(env, { port, dataDir, store: faulty });
   return {
-    url,
-    api: `${url}/api/v1`,
-    service,
-    orgId: first.orgId,
-    apiKey: first.apiKey,
-    newOrg,
+    ...server,
     dataDir,
     faulty,
     s3,
@@ -190,15 +164,12 @@ export async function startFaultyServer(
       // Storage calls hung on a swallowing proxy would keep their requests (and the server)
       // from finishing: cut them first.
       proxy?.setMode("refuse");
-      controller.abort();
-      await httpServer.finished;
-      await service.close();
+      await server.close();
       for (const store of [inner, direct]) {
         if (store instanceof S3Store) await store.close();
       }
       await proxy?.close();
       await s3?.stop();
-      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
     },
   };
 }
