@@ -5,10 +5,8 @@
  */
 import {
   AbortMultipartUploadCommand,
-  CopyObjectCommand,
   CreateMultipartUploadCommand,
   type CreateMultipartUploadCommandOutput,
-  DeleteObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
   type S3Client,
@@ -32,9 +30,6 @@ export interface S3WriterOptions {
   /** Bytes the feeding stream holds before `write()` waits. */
   bufferBytes: number;
 }
-
-/** Where single-request bodies wait before being copied into place (outside `org/`). */
-export const STAGING_PREFIX = "staging/";
 
 /** Every object the service stores is a CSV dataset. */
 const CONTENT_TYPE = "text/csv";
@@ -69,8 +64,6 @@ export class S3Writer implements ObjectWriter {
   #inFlight = new Set<Promise<unknown>>();
   #uploadId: string | null = null;
   #uploadAborted = false;
-  /** The staging key of a body sent as one PutObject, until it is copied into place. */
-  #staging: string | null = null;
 
   constructor(options: S3WriterOptions) {
     this.#options = options;
@@ -133,7 +126,6 @@ export class S3Writer implements ObjectWriter {
     await this.#upload.abort();
     await this.#finished;
     await this.#abortMultipart();
-    await this.#dropStaging();
   }
 
   #start(): ReadableStreamDefaultController<Uint8Array> {
@@ -183,31 +175,7 @@ export class S3Writer implements ObjectWriter {
     } else {
       this.#controller!.close();
       await this.#finished;
-      if (this.#failure !== null) {
-        await this.#dropStaging();
-        throw this.#failure;
-      }
-      if (this.#staging !== null) {
-        const staged = await client.send(
-          new HeadObjectCommand({ Bucket: bucket, Key: this.#staging }),
-        );
-        if (staged.ContentLength !== this.#bytes) {
-          await this.#dropStaging();
-          throw new StorageError(
-            `Storage kept ${staged.ContentLength} of ${this.#bytes} bytes of ${key}`,
-          );
-        }
-        await client.send(
-          new CopyObjectCommand({
-            Bucket: bucket,
-            Key: key,
-            CopySource: `${bucket}/${this.#staging}`,
-            ContentType: CONTENT_TYPE,
-            MetadataDirective: "REPLACE",
-          }),
-        );
-        await this.#dropStaging();
-      }
+      if (this.#failure !== null) throw this.#failure;
     }
     const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
     return {
@@ -216,15 +184,6 @@ export class S3Writer implements ObjectWriter {
       etag: (head.ETag ?? "").replaceAll('"', ""),
       lastModified: head.LastModified ?? new Date(),
     };
-  }
-
-  /** Deletes the staging object, if any; a failure leaves it to the sweep. */
-  async #dropStaging(): Promise<void> {
-    if (this.#staging === null) return;
-    const staging = this.#staging;
-    this.#staging = null;
-    const { client, bucket } = this.#options;
-    await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: staging })).catch(() => {});
   }
 
   /** Lets a waiting `write()` go on (`error` null) or fail. */
@@ -241,12 +200,6 @@ export class S3Writer implements ObjectWriter {
     const send = (command: unknown, ...rest: unknown[]) => {
       if (command instanceof PutObjectCommand || command instanceof UploadPartCommand) {
         withIntegrity(command.input as { Body?: unknown; ContentMD5?: string });
-      }
-      if (command instanceof PutObjectCommand) {
-        // A body under one part goes to a staging key and is copied into place at commit: a
-        // store that keeps a body cut short in transit then keeps it only under the staging key.
-        this.#staging = `${STAGING_PREFIX}${crypto.randomUUID()}`;
-        command.input.Key = this.#staging;
       }
       const sent = (client as unknown as Sender).send(command, ...rest);
       if (command instanceof CreateMultipartUploadCommand) {

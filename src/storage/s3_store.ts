@@ -28,7 +28,6 @@ import { StorageError } from "./object_store.ts";
 import { isNotFound, storageFailure } from "./_s3_errors.ts";
 import type { S3Like } from "./_s3_like.ts";
 import { sweepMultipartUploads } from "./_s3_sweep.ts";
-import { STAGING_PREFIX } from "./_s3_writer.ts";
 import { S3Writer } from "./_s3_writer.ts";
 import { SigV4Presigner, uriEncodePath } from "./_sigv4.ts";
 
@@ -373,21 +372,8 @@ export class S3Store implements ObjectStore {
     });
   }
 
-  async sweep(): Promise<number> {
-    let removed = await sweepMultipartUploads(this.#client, this.bucket);
-    // Staging objects of single-request bodies whose commit never finished (a killed process).
-    const dayAgo = Date.now() - 24 * 3600 * 1000;
-    try {
-      const page = await this.list(STAGING_PREFIX, { limit: 1000 });
-      for (const object of page.objects) {
-        if (object.lastModified.getTime() >= dayAgo) continue;
-        await this.delete(object.key);
-        removed++;
-      }
-    } catch {
-      // The next run tries again; staging objects are invisible to the API meanwhile.
-    }
-    return removed;
+  sweep(): Promise<number> {
+    return sweepMultipartUploads(this.#client, this.bucket);
   }
 
   /** Releases the SDK clients this store created (their sockets and timers). */
