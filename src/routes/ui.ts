@@ -58,6 +58,8 @@ function asset(name: string): Promise<Asset | null> {
   if (!found) {
     found = readAsset(name);
     assets.set(name, found);
+    // Only files that exist stay cached: invented names must not grow the map.
+    found.then((a) => a === null && assets.delete(name), () => assets.delete(name));
   }
   return found;
 }
