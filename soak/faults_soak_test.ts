@@ -2,14 +2,16 @@
  * Faults at soak scale: 100 seeded client disconnects per driver, the service killed with SIGKILL
  * at eight random points of an upload (restarted each time), and S3 that never answers.
  */
-import { DatabaseSync } from "node:sqlite";
 import { assert, assertApiError, assertEquals, assertMatch } from "../tests/_assert.ts";
 import { DRIVERS, startDriverServer } from "../tests/_drivers.ts";
-import { runMain, spawnServer } from "../tests/_server.ts";
-import { listFiles, Rng, tmpFiles, waitFor, writeAll } from "../tests/_faults.ts";
+import { spawnServer } from "../tests/_server.ts";
+import { Rng, tmpFiles, waitFor, writeAll } from "../tests/_faults.ts";
 import {
+  assertOnlyDatasetAndSoundDb,
   assertSameBytes,
+  cliOrgWithKey,
   disconnectTrials,
+  rawUploadHead,
   startFaultyServer,
   upload,
   VALID,
@@ -34,32 +36,17 @@ Deno.test("soak: SIGKILL at 8 random points of an upload, restart each time, not
   const rng = new Rng(31337);
   let server = null;
   try {
-    const org = JSON.parse(
-      (await runMain(["admin", "org", "create", "acme", "--json"], env)).stdout,
-    );
-    const { api_key } = JSON.parse(
-      (await runMain(["admin", "key", "create", org.org_id, "--json"], env)).stdout,
-    );
+    const { orgId, apiKey: api_key } = await cliOrgWithKey(env);
     const body = validCsv(10_000_000, "k");
-    const stored = `${dataDir}/storage/org/${org.org_id}/experiments/exp/latest.csv`;
+    const stored = `${dataDir}/storage/org/${orgId}/experiments/exp/latest.csv`;
     for (let round = 0; round < 8; round++) {
       server = await spawnServer(env);
       assertEquals(await tmpFiles(dataDir), [], `round ${round}: temporaries left at start-up`);
       const current = validCsv(2_000 + round, `r${round}`);
       const api = { api: `${server.url}/api/v1`, apiKey: api_key };
       assertEquals((await upload(api, "exp", current)).status, 201);
-      const conn = await Deno.connect({
-        hostname: "127.0.0.1",
-        port: Number(new URL(server.url).port),
-      });
+      const conn = await rawUploadHead(server.url, api_key, body.length);
       try {
-        await writeAll(
-          conn,
-          new TextEncoder().encode(
-            `POST /api/v1/datasets/upload/?experiment_id=exp HTTP/1.1\r\nHost: x\r\n` +
-              `Authorization: Bearer ${api_key}\r\nContent-Length: ${body.length}\r\n\r\n`,
-          ),
-        );
         await writeAll(conn, body.subarray(0, rng.int(body.length)));
         await waitFor(async () => (await tmpFiles(dataDir)).length > 0, "a temporary file");
         await new Promise((r) => setTimeout(r, rng.int(100)));
@@ -73,15 +60,7 @@ Deno.test("soak: SIGKILL at 8 random points of an upload, restart each time, not
     }
     server = await spawnServer(env);
     assertEquals(await tmpFiles(dataDir), []);
-    assertEquals(await listFiles(`${dataDir}/storage`), [
-      `org/${org.org_id}/experiments/exp/latest.csv`,
-    ]);
-    const db = new DatabaseSync(`${dataDir}/abn.sqlite`);
-    try {
-      assertEquals(db.prepare("PRAGMA integrity_check").get()?.integrity_check, "ok");
-    } finally {
-      db.close();
-    }
+    await assertOnlyDatasetAndSoundDb(dataDir, orgId);
     const health = await fetch(`${server.url}/healthz`);
     assert(health.status === 200);
     await health.body?.cancel();

@@ -2,13 +2,24 @@
  * Shared pieces of the reliability tests: requests, the in-process verdict of the validator,
  * and servers whose storage can be made to fail.
  */
+import { assertEquals } from "../_assert.ts";
 import type { DriverServer } from "../_drivers.ts";
 import type { TestServer } from "../_server.ts";
-import { freePort, startTestServer } from "../_server.ts";
+import { freePort, runMain, startTestServer } from "../_server.ts";
 import type { S3rverFixture } from "../_s3rver.ts";
 import { startS3rver } from "../_s3rver.ts";
 import type { FaultProxy } from "../_faults.ts";
-import { abandonUpload, FaultyStore, Rng, startFaultProxy, tmpFiles, waitFor } from "../_faults.ts";
+import {
+  abandonUpload,
+  FaultyStore,
+  listFiles,
+  Rng,
+  startFaultProxy,
+  tmpFiles,
+  waitFor,
+  writeAll,
+} from "../_faults.ts";
+import { DatabaseSync } from "node:sqlite";
 import { DatasetValidator } from "../../src/pipeline/mod.ts";
 import { LocalStore } from "../../src/storage/local_store.ts";
 import { S3Store } from "../../src/storage/s3_store.ts";
@@ -261,4 +272,45 @@ export async function disconnectTrials(
   await again.body?.cancel();
   if (again.status !== 201) throw new Error(`the upload after the trials answered ${again.status}`);
   assertSameBytes(await server.stored(server.orgId, "victim"), body);
+}
+
+/** An organization and its key made through the admin CLI, as an operator would. */
+export async function cliOrgWithKey(
+  env: Record<string, string>,
+): Promise<{ orgId: string; apiKey: string }> {
+  const org = JSON.parse((await runMain(["admin", "org", "create", "acme", "--json"], env)).stdout);
+  const key = JSON.parse(
+    (await runMain(["admin", "key", "create", org.org_id, "--json"], env)).stdout,
+  );
+  return { orgId: org.org_id, apiKey: key.api_key };
+}
+
+/** Opens a raw connection and sends the head of a direct upload declaring `length` bytes. */
+export async function rawUploadHead(
+  url: string,
+  apiKey: string,
+  length: number,
+): Promise<Deno.Conn> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(url).port) });
+  await writeAll(
+    conn,
+    enc.encode(
+      `POST /api/v1/datasets/upload/?experiment_id=exp HTTP/1.1\r\nHost: x\r\n` +
+        `Authorization: Bearer ${apiKey}\r\nContent-Length: ${length}\r\n\r\n`,
+    ),
+  );
+  return conn;
+}
+
+/** After crashes: storage holds only the experiment's latest.csv and SQLite is intact. */
+export async function assertOnlyDatasetAndSoundDb(dataDir: string, orgId: string): Promise<void> {
+  assertEquals(await listFiles(`${dataDir}/storage`), [
+    `org/${orgId}/experiments/exp/latest.csv`,
+  ]);
+  const db = new DatabaseSync(`${dataDir}/abn.sqlite`);
+  try {
+    assertEquals(db.prepare("PRAGMA integrity_check").get()?.integrity_check, "ok");
+  } finally {
+    db.close();
+  }
 }

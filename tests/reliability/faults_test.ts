@@ -7,21 +7,17 @@
 import { DatabaseSync } from "node:sqlite";
 import { assert, assertApiError, assertEquals, assertMatch } from "../_assert.ts";
 import { DRIVERS, startDriverServer } from "../_drivers.ts";
-import { runMain, spawnServer } from "../_server.ts";
-import {
-  listFiles,
-  rawExchange,
-  startFaultProxy,
-  tmpFiles,
-  waitFor,
-  writeAll,
-} from "../_faults.ts";
+import { spawnServer } from "../_server.ts";
+import { rawExchange, startFaultProxy, tmpFiles, waitFor, writeAll } from "../_faults.ts";
 import { startS3rver } from "../_s3rver.ts";
 import type { FaultyServer } from "./_helpers.ts";
 import {
+  assertOnlyDatasetAndSoundDb,
   assertSameBytes,
   authed,
+  cliOrgWithKey,
   disconnectTrials,
+  rawUploadHead,
   readJson,
   startFaultyServer,
   upload,
@@ -219,12 +215,7 @@ Deno.test({
     };
     let server = null;
     try {
-      const org = JSON.parse(
-        (await runMain(["admin", "org", "create", "acme", "--json"], env)).stdout,
-      );
-      const { api_key } = JSON.parse(
-        (await runMain(["admin", "key", "create", org.org_id, "--json"], env)).stdout,
-      );
+      const { apiKey: api_key } = await cliOrgWithKey(env);
       server = await spawnServer(env);
       const body = validCsv(12_000_000, "slow");
       proxy.setMode("cut", 256 * 1024);
@@ -273,27 +264,14 @@ Deno.test("the service killed with SIGKILL mid-upload restarts with the previous
   const env = { ABN_DATA_DIR: dataDir };
   let server = null;
   try {
-    const org = JSON.parse(
-      (await runMain(["admin", "org", "create", "acme", "--json"], env)).stdout,
-    );
-    const { api_key } = JSON.parse(
-      (await runMain(["admin", "key", "create", org.org_id, "--json"], env)).stdout,
-    );
+    const { orgId, apiKey: api_key } = await cliOrgWithKey(env);
     server = await spawnServer(env);
     const first = await upload({ api: `${server.url}/api/v1`, apiKey: api_key }, "exp", VALID);
     assertEquals(first.status, 201);
-    const port = Number(new URL(server.url).port);
     const body = validCsv(8_000_000, "k");
-    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    const conn = await rawUploadHead(server.url, api_key, body.length);
     try {
-      await writeAll(
-        conn,
-        enc.encode(
-          `POST /api/v1/datasets/upload/?experiment_id=exp HTTP/1.1\r\nHost: x\r\n` +
-            `Authorization: Bearer ${api_key}\r\nContent-Length: ${body.length}\r\n\r\n`,
-        ),
-      );
-      // More than one 4 MiB batch, so the temporary file holds bytes when the process dies.
+      // Several batches, so the temporary file holds bytes when the process dies.
       await writeAll(conn, body.subarray(0, 6_000_000));
       const part = await waitFor(async () => {
         for (const name of await tmpFiles(dataDir)) {
@@ -315,19 +293,11 @@ Deno.test("the service killed with SIGKILL mid-upload restarts with the previous
     // The start-up log is batched: it follows the "listening" line within milliseconds.
     await waitFor(() => server!.output().includes("swept"), "the start-up sweep's log line");
     const stored = await Deno.readFile(
-      `${dataDir}/storage/org/${org.org_id}/experiments/exp/latest.csv`,
+      `${dataDir}/storage/org/${orgId}/experiments/exp/latest.csv`,
     );
     assertSameBytes(stored, VALID);
-    // Nothing else was written under storage/.
-    assertEquals(await listFiles(`${dataDir}/storage`), [
-      `org/${org.org_id}/experiments/exp/latest.csv`,
-    ]);
-    const db = new DatabaseSync(`${dataDir}/abn.sqlite`);
-    try {
-      assertEquals(db.prepare("PRAGMA integrity_check").get()?.integrity_check, "ok");
-    } finally {
-      db.close();
-    }
+    // Nothing else was written under storage/, and the database is sound.
+    await assertOnlyDatasetAndSoundDb(dataDir, orgId);
     const again = await upload({ api: `${server.url}/api/v1`, apiKey: api_key }, "exp", body);
     assertEquals(again.status, 201, await again.text());
   } finally {
