@@ -1,10 +1,15 @@
 /**
- * A pending S3 object: bytes flow through a ReadableStream into lib-storage's `Upload`, which
- * sends them as one PutObject (under one part) or as a multipart upload. The stream is closed
- * only in `commit()`, so S3 completes the object then and not before.
+ * A pending S3 object. Every non-empty object is stored as a multipart upload, so nothing is
+ * visible under its key before CompleteMultipartUpload: a store that keeps whatever bytes a cut
+ * PutObject delivered (s3rver does) can still never show a truncated dataset.
+ *
+ * Up to one part is held in memory; `commit()` then sends it as the only part of a multipart
+ * upload. Beyond that the bytes flow through a ReadableStream into lib-storage's `Upload`, which
+ * uploads the parts while the body streams; its stream is closed only in `commit()`.
  */
 import {
   AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
   type CreateMultipartUploadCommandOutput,
   HeadObjectCommand,
@@ -64,6 +69,9 @@ export class S3Writer implements ObjectWriter {
   #inFlight = new Set<Promise<unknown>>();
   #uploadId: string | null = null;
   #uploadAborted = false;
+  /** Bytes not yet handed to lib-storage: at most one part, copies the writer owns. */
+  #held: Uint8Array[] = [];
+  #heldBytes = 0;
 
   constructor(options: S3WriterOptions) {
     this.#options = options;
@@ -76,10 +84,22 @@ export class S3Writer implements ObjectWriter {
         : new StorageError(`Cannot write to ${this.#options.key}: the object was already finished`);
     }
     if (chunk.byteLength === 0) return;
-    const controller = this.#controller ?? this.#start();
     // The caller may reuse its buffer once write() resolves; the upload keeps ours.
-    controller.enqueue(chunk.slice());
+    const copy = chunk.slice();
     this.#bytes += chunk.byteLength;
+    let controller = this.#controller;
+    if (controller === null) {
+      this.#held.push(copy);
+      this.#heldBytes += copy.byteLength;
+      // lib-storage only sends a single PutObject for a body of one part; hand it more.
+      if (this.#heldBytes <= this.#options.partSize) return;
+      controller = this.#start();
+      for (const held of this.#held) controller.enqueue(held);
+      this.#held = [];
+      this.#heldBytes = 0;
+    } else {
+      controller.enqueue(copy);
+    }
     if ((controller.desiredSize ?? 0) > 0) return;
     await new Promise<void>((resolve, reject) => {
       this.#room = { resolve, reject };
@@ -117,6 +137,8 @@ export class S3Writer implements ObjectWriter {
     }
     if (this.#state !== "open") return;
     this.#state = "aborted";
+    this.#held = [];
+    this.#heldBytes = 0;
     const reason = new StorageError(`The write to ${this.#options.key} was aborted`);
     this.#wake(reason);
     if (this.#upload === null) return;
@@ -160,9 +182,11 @@ export class S3Writer implements ObjectWriter {
 
   async #complete(): Promise<ObjectInfo> {
     const { client, bucket, key } = this.#options;
-    if (this.#upload === null) {
-      // Nothing was written: lib-storage has hung on empty streams, so store the empty object
-      // with one plain PutObject.
+    if (this.#upload === null && this.#heldBytes > 0) {
+      await this.#sendOnePart();
+    } else if (this.#upload === null) {
+      // Nothing was written: lib-storage has hung on empty streams, and an empty body cannot
+      // arrive cut short, so one plain PutObject stores the empty object.
       await client.send(
         new PutObjectCommand({
           Bucket: bucket,
@@ -184,6 +208,52 @@ export class S3Writer implements ObjectWriter {
       etag: (head.ETag ?? "").replaceAll('"', ""),
       lastModified: head.LastModified ?? new Date(),
     };
+  }
+
+  /** Stores the held bytes as the one part of a multipart upload, aborting it on failure. */
+  async #sendOnePart(): Promise<void> {
+    const { client, bucket, key } = this.#options;
+    const body = new Uint8Array(this.#heldBytes);
+    let at = 0;
+    for (const held of this.#held) {
+      body.set(held, at);
+      at += held.byteLength;
+    }
+    this.#held = [];
+    this.#heldBytes = 0;
+    const created = await client.send(
+      new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: CONTENT_TYPE }),
+    ) as CreateMultipartUploadCommandOutput;
+    const uploadId = created.UploadId;
+    if (!uploadId) throw new StorageError(`S3 returned no upload id for ${key}`);
+    try {
+      const part = await client.send(
+        new UploadPartCommand({
+          Bucket: bucket,
+          Key: key,
+          UploadId: uploadId,
+          PartNumber: 1,
+          Body: body,
+          ContentLength: body.byteLength,
+          ContentMD5: createHash("md5").update(body).digest("base64"),
+        }),
+      );
+      await client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: bucket,
+          Key: key,
+          UploadId: uploadId,
+          MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] },
+        }),
+      );
+    } catch (error) {
+      await client.send(
+        new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }),
+      ).catch(() => {
+        // As in #abortMultipart: sweep() removes parts left behind after 24 hours.
+      });
+      throw error;
+    }
   }
 
   /** Lets a waiting `write()` go on (`error` null) or fail. */

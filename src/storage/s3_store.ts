@@ -53,6 +53,8 @@ export interface S3StoreOptions {
   partSize?: number;
   /** Parts uploaded at once per writer; default 4. */
   queueSize?: number;
+  /** Longest one storage request but GetObject may take before it fails; default 60 s. */
+  requestDeadlineMs?: number;
 }
 
 const MIB = 1024 * 1024;
@@ -160,7 +162,9 @@ export class S3Store implements ObjectStore {
     this.bucket = options.bucket;
     const own = options.client === undefined ? createClient(options, options.endpoint) : null;
     if (own !== null) this.#owned.push(own);
-    this.#client = own === null ? options.client! : withDeadline(own, REQUEST_DEADLINE_MS);
+    this.#client = own === null
+      ? options.client!
+      : withDeadline(own, options.requestDeadlineMs ?? REQUEST_DEADLINE_MS);
     const publicEndpoint = options.publicEndpoint ?? options.endpoint;
     if (own !== null && publicEndpoint === options.endpoint) {
       this.#presigner = own;

@@ -130,6 +130,7 @@ export interface FaultyServer extends TestServer {
 export async function startFaultyServer(
   driver: "local" | "s3",
   env: Record<string, string> = {},
+  s3Options: { requestDeadlineMs?: number } = {},
 ): Promise<FaultyServer> {
   const dataDir = await Deno.makeTempDir({ prefix: "abn-faulty-" });
   const port = freePort();
@@ -148,7 +149,7 @@ export async function startFaultyServer(
       forcePathStyle: true,
       createBucket: false,
     };
-    inner = new S3Store({ ...options, endpoint: proxy.endpoint });
+    inner = new S3Store({ ...options, ...s3Options, endpoint: proxy.endpoint });
     direct = new S3Store({ ...options, endpoint: s3.endpoint });
   } else {
     const signer = new UrlSigner(

@@ -95,7 +95,31 @@ Deno.test("S3 connection cut mid-upload (multipart): 500 storage_error, no parti
   }
 });
 
-Deno.test("every write to S3 carries Content-MD5, so a store can refuse a body cut short", async () => {
+Deno.test("S3 accepting connections but never answering: uploads and listings fail by the request deadline", async () => {
+  // The same store as production with a 1.5 s deadline instead of 60 s (the soak test keeps 60 s).
+  const server = await startFaultyServer("s3", {}, { requestDeadlineMs: 1_500 });
+  try {
+    assertEquals((await upload(server, "exp", VALID)).status, 201);
+    server.proxy!.setMode("blackhole");
+    for (const body of [validCsv(2_000), validCsv(12_000_000, "parts")]) {
+      const started = performance.now();
+      await storageError(await upload(server, "exp", body));
+      const took = performance.now() - started;
+      assert(took >= 1_400 && took < 15_000, `answered after ${took.toFixed(0)} ms`);
+    }
+    const list = await fetch(`${server.api}/datasets/`, {
+      headers: { authorization: `Bearer ${server.apiKey}` },
+    });
+    await assertApiError(list, 500, "storage_error");
+    server.proxy!.setMode("pass");
+    assertSameBytes(await server.stored(server.orgId, "exp"), VALID, "after the silent store");
+    await healthy(server.url);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("every write to S3 is a multipart part with Content-MD5, never a bare PutObject", async () => {
   const server = await startFaultyServer("s3");
   try {
     server.proxy!.recordHeads = true;
@@ -104,11 +128,13 @@ Deno.test("every write to S3 carries Content-MD5, so a store can refuse a body c
     server.proxy!.recordHeads = false;
     const puts = server.proxy!.heads.filter((h) => h.startsWith("PUT "));
     const lines = puts.map((h) => h.split("\r\n")[0]);
-    const single = puts.filter((h) => /^PUT \S*\/small\/latest\.csv[ ?]/.test(h));
-    const parts = puts.filter((h) => /^PUT \S*\/big\/latest\.csv\?\S*partNumber=/.test(h));
-    assert(single.length >= 1, `no PutObject seen: ${lines}`);
-    assert(parts.length >= 2, `no parts seen: ${lines}`);
-    for (const head of [...single, ...parts]) {
+    const part = (name: string) =>
+      puts.filter((h) => new RegExp(`^PUT \\S*/${name}/latest\\.csv\\?\\S*partNumber=`).test(h));
+    const bare = puts.filter((h) => /^PUT \S*\/latest\.csv(?: |\?x-id=PutObject)/.test(h));
+    assertEquals(bare.map((h) => h.split("\r\n")[0]), [], "a bare PutObject was sent");
+    assertEquals(part("small").length, 1, `small: ${lines}`);
+    assert(part("big").length >= 2, `no parts seen: ${lines}`);
+    for (const head of [...part("small"), ...part("big")]) {
       assertMatch(head, /\r\ncontent-md5: [A-Za-z0-9+/]{22}==\r\n/i, head.split("\r\n")[0]);
     }
   } finally {
@@ -116,27 +142,23 @@ Deno.test("every write to S3 carries Content-MD5, so a store can refuse a body c
   }
 });
 
-Deno.test({
-  // Open: a single PutObject (bodies under one 8 MiB part) cut mid-body leaves a truncated
-  // latest.csv on s3rver while the service answers 500. The writer now sends Content-MD5 with
-  // every whole body and part (src/storage/_s3_writer.ts), which AWS, MinIO and Ceph check, and
-  // AWS also refuses a body shorter than its Content-Length; s3rver 3.7.1 keeps the short body
-  // all the same. A store-independent fix would write under a temporary key and copy it into
-  // place.
-  ignore: true,
-  name: "S3 connection cut mid-upload (one PutObject): 500 storage_error, no partial object",
-  async fn() {
-    const server = await startFaultyServer("s3");
-    try {
-      assertEquals((await upload(server, "exp", VALID)).status, 201);
-      server.proxy!.setMode("cut", 256 * 1024);
-      await storageError(await upload(server, "exp", validCsv(1_000_000, "one")));
-      server.proxy!.setMode("pass");
-      assertSameBytes(await server.stored(server.orgId, "exp"), VALID, "after a cut upload");
-    } finally {
-      await server.close();
-    }
-  },
+Deno.test("S3 connection cut mid-upload (a body under one part): 500 storage_error, no partial object", async () => {
+  // s3rver writes a PutObject body straight under its key and keeps it when the connection
+  // breaks; a body stored as one multipart part is only visible after CompleteMultipartUpload.
+  const server = await startFaultyServer("s3");
+  try {
+    assertEquals((await upload(server, "exp", VALID)).status, 201);
+    server.proxy!.setMode("cut", 256 * 1024);
+    await storageError(await upload(server, "exp", validCsv(1_000_000, "one")));
+    server.proxy!.setMode("pass");
+    assert(server.proxy!.stats.cut >= 1, JSON.stringify(server.proxy!.stats));
+    assertSameBytes(await server.stored(server.orgId, "exp"), VALID, "after a cut upload");
+    const next = validCsv(1_000_000, "ok");
+    assertEquals((await upload(server, "exp", next)).status, 201);
+    assertSameBytes(await server.stored(server.orgId, "exp"), next);
+  } finally {
+    await server.close();
+  }
 });
 
 Deno.test("local storage failing to open, to commit, or on the disk: 500 storage_error, nothing left behind", async () => {
