@@ -85,8 +85,12 @@ async function timeUpload(url: string, file: string, headers: string[]): Promise
   return Number(seconds);
 }
 
-export async function benchUpload(path?: string, runs = 3) {
-  const work = await Deno.makeTempDir({ prefix: "abn-bench-upload-" });
+export async function benchUpload(path?: string, runs = 5) {
+  // ABN_BENCH_DIR puts both servers' data elsewhere (e.g. tmpfs to time the CPU path alone).
+  const work = await Deno.makeTempDir({
+    prefix: "abn-bench-upload-",
+    dir: Deno.env.get("ABN_BENCH_DIR") || undefined,
+  });
   const file = path ?? `${work}/bench.csv`;
   if (!path) await writeCsv(file, { rows: 4_700_000 });
   const size = (await Deno.stat(file)).size;
@@ -154,6 +158,7 @@ export async function benchUpload(path?: string, runs = 3) {
   await svc2.child.stop();
   await Deno.remove(work, { recursive: true });
 
+  if (Deno.env.get("ABN_BENCH_VERBOSE")) console.error({ rawTimes, ourTimes });
   const rawMBs = mb / median(rawTimes);
   const ourMBs = mb / median(ourTimes);
   return {

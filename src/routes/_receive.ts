@@ -64,6 +64,56 @@ export class BatchPool {
   }
 }
 
+/**
+ * Reads a body into caller-owned buffers: a BYOB reader fills them in place (request bodies
+ * served by Deno are byte streams), any other stream is copied from its own chunks.
+ */
+interface BodySource {
+  /** Fills `into` from its start; answers the bytes read (0 at the end) and the buffer back. */
+  read(into: Uint8Array): Promise<{ bytes: Uint8Array; done: boolean }>;
+  cancel(): Promise<void>;
+}
+
+function byobSource(body: ReadableStream<Uint8Array>): BodySource | null {
+  let reader: ReadableStreamBYOBReader;
+  try {
+    reader = body.getReader({ mode: "byob" });
+  } catch {
+    return null; // not a byte stream
+  }
+  return {
+    async read(into) {
+      const { value, done } = await reader.read(into);
+      // The view's buffer was transferred and the answer carries it back; none means the
+      // stream was cancelled (the idle timer) and the buffer is gone with it.
+      if (value === undefined) throw new Error("The request body was cancelled");
+      return { bytes: value, done };
+    },
+    cancel: () => reader.cancel(),
+  };
+}
+
+function copySource(body: ReadableStream<Uint8Array>): BodySource {
+  const reader = body.getReader();
+  let rest: Uint8Array | null = null;
+  return {
+    async read(into) {
+      let chunk = rest;
+      rest = null;
+      while (chunk === null || chunk.length === 0) {
+        const result = await reader.read();
+        if (result.done) return { bytes: into.subarray(0, 0), done: true };
+        chunk = result.value;
+      }
+      const taken = Math.min(chunk.length, into.length);
+      into.set(chunk.subarray(0, taken));
+      if (taken < chunk.length) rest = chunk.subarray(taken);
+      return { bytes: into.subarray(0, taken), done: false };
+    },
+    cancel: () => reader.cancel(),
+  };
+}
+
 /** Answers the number of bytes received. Throws ApiError (413, 408…) or the check's error. */
 export async function receiveBody(
   body: ReadableStream<Uint8Array> | null,
@@ -72,12 +122,11 @@ export async function receiveBody(
 ): Promise<number> {
   if (body === null) return 0;
   const pool = new BatchPool(options.batchBytes ?? 1024 * 1024, options.maxBuffers ?? 8);
-  const reader = body.getReader();
-  let batch = new Uint8Array(await pool.take());
+  const source = byobSource(body) ?? copySource(body);
+  let buffer = await pool.take();
   let filled = 0;
   let pending: Promise<void> | null = null;
   let total = 0;
-  let timer: ReturnType<typeof setTimeout> | undefined;
 
   const written = async (data: Uint8Array) => {
     await writer.write(data);
@@ -89,43 +138,55 @@ export async function receiveBody(
     if (pending) await pending;
     pending = null;
     if (filled === 0) return;
-    pending = written(batch.subarray(0, filled));
+    pending = written(new Uint8Array(buffer, 0, filled));
     // Awaited later; marked handled now so an early failure elsewhere cannot orphan it.
     pending.catch(() => {});
     filled = 0;
-    batch = new Uint8Array(await pool.take());
+    buffer = await pool.take();
   };
 
-  const idle = () =>
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new ApiError(
-              "body_timeout",
-              `The request body stopped arriving for ${
-                Math.round(options.idleTimeoutMs / 1000)
-              } s; the upload was abandoned`,
-            ),
-          ),
-        options.idleTimeoutMs,
-      );
-    });
+  // One timer for the whole body, not one per read: it only counts time spent waiting for the
+  // client, and when the body has been silent too long it cancels the read in progress.
+  let reading = false;
+  let since = 0;
+  let timedOut = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const watch = () => {
+    const silent = reading ? performance.now() - since : 0;
+    if (silent >= options.idleTimeoutMs) {
+      timedOut = true;
+      source.cancel().catch(() => {});
+      return;
+    }
+    timer = setTimeout(watch, options.idleTimeoutMs - silent);
+  };
+  timer = setTimeout(watch, options.idleTimeoutMs);
+  const timeout = () =>
+    new ApiError(
+      "body_timeout",
+      `The request body stopped arriving for ${
+        Math.round(options.idleTimeoutMs / 1000)
+      } s; the upload was abandoned`,
+    );
 
   try {
     while (true) {
-      let result: ReadableStreamReadResult<Uint8Array>;
+      let result: { bytes: Uint8Array; done: boolean };
+      reading = true;
+      since = performance.now();
       try {
-        result = await Promise.race([reader.read(), idle()]);
-      } catch (error) {
-        if (error instanceof ApiError) throw error;
+        result = await source.read(new Uint8Array(buffer, filled));
+      } catch {
+        if (timedOut) throw timeout();
         // The client went away (or the connection broke) before the body ended.
         throw new ApiError("request_aborted", "The request body could not be read to its end");
       } finally {
-        clearTimeout(timer);
+        reading = false;
       }
+      if (timedOut) throw timeout();
+      const chunk = result.bytes;
+      buffer = chunk.buffer as ArrayBuffer;
       if (result.done) break;
-      let chunk = result.value;
       total += chunk.length;
       if (total > options.maxBytes) {
         throw new ApiError(
@@ -137,21 +198,16 @@ export async function receiveBody(
         );
       }
       options.onChunk?.(chunk);
-      while (chunk.length > 0) {
-        const room = batch.length - filled;
-        const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
-        batch.set(part, filled);
-        filled += part.length;
-        chunk = chunk.subarray(part.length);
-        if (filled === batch.length) await flush();
-      }
+      filled += chunk.length;
+      if (filled === buffer.byteLength) await flush();
     }
+    clearTimeout(timer);
     await flush();
     if (pending) await pending;
     return total;
   } catch (error) {
     clearTimeout(timer);
-    await reader.cancel().catch(() => {});
+    await source.cancel().catch(() => {});
     if (pending) await (pending as Promise<void>).catch(() => {});
     throw error;
   }
