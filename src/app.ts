@@ -13,6 +13,7 @@ import type { Metrics } from "./metrics.ts";
 import type { Params } from "./http/router.ts";
 import { Router } from "./http/router.ts";
 import { ApiError, errorResponse } from "./http/errors.ts";
+import { jsonResponse } from "./http/json.ts";
 import type { Principal } from "./http/auth.ts";
 import { authenticate } from "./http/auth.ts";
 import type { RateLimiter } from "./http/rate_limiter.ts";
@@ -54,14 +55,7 @@ export function json(
   status = 200,
   headers: Record<string, string> = {},
 ): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: {
-      ...headers,
-      "content-type": "application/json; charset=utf-8",
-      "x-request-id": ctx.requestId,
-    },
-  });
+  return jsonResponse(JSON.stringify(body), status, ctx.requestId, headers);
 }
 
 export type AppHandler = (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response>;

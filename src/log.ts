@@ -9,8 +9,21 @@ export interface BatchedLog {
   flush(): void;
 }
 
+const encoder = new TextEncoder();
+
+/**
+ * Writes `text` and a newline to stdout in one go: several times cheaper than `console.log`
+ * for a large batch. A closed or broken stdout loses the lines, never the request.
+ */
+export function writeStdout(text: string): void {
+  const bytes = encoder.encode(`${text}\n`);
+  try {
+    for (let at = 0; at < bytes.length;) at += Deno.stdout.writeSync(bytes.subarray(at));
+  } catch { /* stdout is gone: nothing to report it to */ }
+}
+
 export function createBatchedLog(
-  write: (text: string) => void = (t) => console.log(t),
+  write: (text: string) => void = writeStdout,
 ): BatchedLog {
   let lines: string[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -3,6 +3,7 @@
  * and a human message. One error type carries its response; the error boundary in `app.ts` turns
  * it into JSON and turns everything else into a generic 500.
  */
+import { jsonResponse } from "./json.ts";
 
 export const ERROR_STATUS = {
   unauthorized: 401,
@@ -58,12 +59,5 @@ export function errorResponse(
   headers: Record<string, string> = {},
 ): Response {
   const body = JSON.stringify({ error: { code, message, request_id: requestId } });
-  return new Response(body, {
-    status: ERROR_STATUS[code],
-    headers: {
-      "content-type": "application/json; charset=utf-8",
-      "x-request-id": requestId,
-      ...headers,
-    },
-  });
+  return jsonResponse(body, ERROR_STATUS[code], requestId, headers);
 }

@@ -1,10 +1,9 @@
 /**
- * AWS Signature Version 4 for query-string (presigned) URLs, synchronous, on `node:crypto`. Signs
+ * AWS Signature Version 4 for query-string (presigned) URLs, synchronous, on `src/sha256.ts`. Signs
  * exactly as the SDK's `getSignedUrl` does: the path is signed as sent (S3 does not normalize
  * it), the payload as `UNSIGNED-PAYLOAD`, and the query is sorted and URI-encoded the same way.
  */
-import { createHash, createHmac } from "node:crypto";
-import { HmacSha256 } from "../hmac.ts";
+import { HmacSha256, hmacSha256, sha256, toHex } from "../sha256.ts";
 
 export interface SigV4Credentials {
   accessKeyId: string;
@@ -87,10 +86,9 @@ export class SigV4Presigner {
   /** The day's signing key, as a ready HMAC (the key changes once a day). */
   #signingKey(shortDate: string): HmacSha256 {
     if (this.#keyDate !== shortDate || this.#signingMac === null) {
-      let key: Uint8Array = createHmac("sha256", `AWS4${this.#credentials.secretAccessKey}`)
-        .update(shortDate).digest();
+      let key = hmacSha256(`AWS4${this.#credentials.secretAccessKey}`, shortDate);
       for (const part of [this.#region, this.#service, "aws4_request"]) {
-        key = createHmac("sha256", key).update(part).digest();
+        key = hmacSha256(key, part);
       }
       this.#key = key;
       this.#signingMac = new HmacSha256(key);
@@ -150,9 +148,9 @@ export class SigV4Presigner {
       ALGORITHM,
       longDate,
       scope,
-      createHash("sha256").update(canonicalRequest).digest("hex"),
+      toHex(sha256(canonicalRequest)),
     ].join("\n");
-    const signature = this.#signingKey(shortDate).digest(stringToSign).toString("hex");
+    const signature = toHex(this.#signingKey(shortDate).digest(stringToSign));
 
     // The signature joins the other parameters in sorted order, as the SDK writes it.
     const at = pairs.findIndex(([name]) => name > "X-Amz-Signature");
