@@ -125,7 +125,7 @@ export function createApp(deps: AppDeps, routeTables: RouteTable[]): AppHandler 
     deps.metrics.requestSeconds.observe(seconds, { route });
     log(JSON.stringify({
       level: "info",
-      time: new Date().toISOString(),
+      time: isoNow(),
       request_id: requestId,
       method: req.method,
       path: url.pathname,
@@ -136,6 +136,19 @@ export function createApp(deps: AppDeps, routeTables: RouteTable[]): AppHandler 
     }));
     return response;
   };
+}
+
+/** The last ISO timestamp made: requests within one millisecond share it. */
+let isoMs = NaN;
+let isoText = "";
+
+function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== isoMs) {
+    isoText = new Date(ms).toISOString();
+    isoMs = ms;
+  }
+  return isoText;
 }
 
 const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]);

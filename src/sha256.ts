@@ -175,17 +175,9 @@ function wordsToBytes(state: Int32Array, out: Uint8Array): Uint8Array {
 /** The UTF-8 bytes of `message` and how many: a shared buffer for strings (valid until the next call). */
 function bytesOf(message: string | Uint8Array): [Uint8Array, number] {
   if (typeof message !== "string") return [message, message.length];
-  const length = message.length;
-  if (scratch.length < length) scratch = new Uint8Array(length * 2);
-  for (let i = 0; i < length; i++) {
-    const code = message.charCodeAt(i);
-    if (code > 0x7f) {
-      const encoded = encoder.encode(message);
-      return [encoded, encoded.length];
-    }
-    scratch[i] = code;
-  }
-  return [scratch, length];
+  // At most three bytes per UTF-16 unit.
+  if (scratch.length < message.length * 3) scratch = new Uint8Array(message.length * 3);
+  return [scratch, encoder.encodeInto(message, scratch).written];
 }
 
 /** SHA-256 of `message` (a string is hashed as UTF-8). */
@@ -194,6 +186,20 @@ export function sha256(message: string | Uint8Array): Uint8Array {
   const [bytes, length] = bytesOf(message);
   finish(state, bytes, length, 0);
   return wordsToBytes(state, new Uint8Array(32));
+}
+
+/** SHA-256 of `message` as lowercase hex, without building the digest's bytes. */
+export function sha256Hex(message: string | Uint8Array): string {
+  const state = INITIAL.slice();
+  const [bytes, length] = bytesOf(message);
+  finish(state, bytes, length, 0);
+  let out = "";
+  for (let i = 0; i < 8; i++) out += wordHex(state[i]);
+  return out;
+}
+
+function wordHex(word: number): string {
+  return HEX[word >>> 24] + HEX[(word >>> 16) & 255] + HEX[(word >>> 8) & 255] + HEX[word & 255];
 }
 
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));

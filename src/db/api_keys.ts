@@ -3,7 +3,7 @@
  * precedes it (as GitHub tokens do), so a mistyped key is refused before any database work.
  * Only the SHA-256 of a key is stored; the key itself is shown once.
  */
-import { sha256, toHex } from "../sha256.ts";
+import { sha256Hex } from "../sha256.ts";
 import type { Database } from "./database.ts";
 import { nowIso, stmt } from "./database.ts";
 import { newId, randomBase62, toBase62 } from "./ids.ts";
@@ -58,7 +58,7 @@ export function generateKey(): string {
 
 /** SHA-256 of a key, hex: the only form in which keys are stored. */
 export function hashKey(key: string): string {
-  return toHex(sha256(key));
+  return sha256Hex(key);
 }
 
 export interface ApiKeyInfo {

@@ -12,14 +12,15 @@ const MAX_JSON_BYTES = 16 * 1024;
 
 /** Reads a small JSON object body (400 `invalid_json` otherwise). */
 export async function readJsonObject(req: Request): Promise<Record<string, unknown>> {
-  const declared = Number(req.headers.get("content-length") ?? 0);
+  const length = req.headers.get("content-length");
+  const declared = Number(length ?? 0);
   if (declared > MAX_JSON_BYTES) {
     req.body?.cancel().catch(() => {});
     throw new ApiError("invalid_json", `The JSON body is larger than ${MAX_JSON_BYTES} bytes`);
   }
   let text: string;
   try {
-    if (req.headers.has("content-length")) {
+    if (length !== null) {
       // A declared small body: read it as text (invalid UTF-8 cannot form a valid request).
       text = await req.text();
       return parseJsonObject(text);

@@ -3,7 +3,7 @@
  * exactly as the SDK's `getSignedUrl` does: the path is signed as sent (S3 does not normalize
  * it), the payload as `UNSIGNED-PAYLOAD`, and the query is sorted and URI-encoded the same way.
  */
-import { HmacSha256, hmacSha256, sha256, toHex } from "../sha256.ts";
+import { HmacSha256, hmacSha256, sha256Hex, toHex } from "../sha256.ts";
 
 export interface SigV4Credentials {
   accessKeyId: string;
@@ -37,6 +37,13 @@ export interface SigV4Request {
 }
 
 const ALGORITHM = "AWS4-HMAC-SHA256";
+
+interface SignedQuery {
+  canonicalQuery: string;
+  /** The URL's query before and after `X-Amz-Signature=…`, with their `&`. */
+  before: string;
+  after: string;
+}
 const UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD";
 const MAX_EXPIRES_SECONDS = 7 * 24 * 60 * 60;
 
@@ -44,23 +51,40 @@ function hexByte(char: string): string {
   return `%${char.charCodeAt(0).toString(16).toUpperCase()}`;
 }
 
+/** Text that RFC 3986 encoding leaves as it is. */
+const UNRESERVED = /^[A-Za-z0-9\-_.~]*$/;
+/** The same, with the slashes of a path. */
+const UNRESERVED_PATH = /^[A-Za-z0-9\-_.~/]*$/;
+
 /** RFC 3986 encoding: everything but `A-Za-z0-9-_.~` is percent-encoded (UTF-8). */
 export function uriEncode(text: string): string {
+  if (UNRESERVED.test(text)) return text;
   return encodeURIComponent(text).replace(/[!'()*]/g, hexByte);
 }
 
 /** Encodes each `/`-separated segment of an object key, keeping the slashes. */
 export function uriEncodePath(key: string): string {
+  if (UNRESERVED_PATH.test(key)) return key;
   return key.split("/").map(uriEncode).join("/");
 }
 
+/** The last `amzDate` answered: URLs signed within one second share it. */
+let dateSecond = NaN;
+let dateText = "";
+
 /** `20130524T000000Z` */
 function amzDate(now: Date): string {
-  return now.toISOString().replace(/\.\d{3}Z$/, "Z").replace(/[-:]/g, "");
+  const second = Math.floor(now.getTime() / 1000);
+  if (second !== dateSecond) {
+    dateText = now.toISOString().replace(/\.\d{3}Z$/, "Z").replace(/[-:]/g, "");
+    dateSecond = second;
+  }
+  return dateText;
 }
 
 /** A header value as signed: line breaks become spaces, runs of spaces and tabs one space. */
 function canonicalValue(value: string): string {
+  if (!/[\r\n\t]|  |^ | $/.test(value)) return value;
   return value.replace(/[\r\n]/g, " ").replace(/[ \t]+/g, " ").replace(/^ | $/g, "");
 }
 
@@ -97,6 +121,55 @@ export class SigV4Presigner {
     return this.#signingMac;
   }
 
+  /** Canonical queries made lately: within one second they differ only by shape. */
+  #queries = new Map<string, SignedQuery>();
+
+  /**
+   * The canonical query string (sorted, URI-encoded) and the URL's query around the signature,
+   * which joins the other parameters in sorted order, as the SDK writes it.
+   */
+  #query(
+    extra: Record<string, string> | undefined,
+    scope: string,
+    longDate: string,
+    expiresInSeconds: number,
+    signedHeaders: string,
+  ): SignedQuery {
+    const extraKey = extra === undefined ? "" : JSON.stringify(extra);
+    const cacheKey = `${extraKey}\n${longDate}\n${expiresInSeconds}\n${signedHeaders}`;
+    const cached = this.#queries.get(cacheKey);
+    if (cached) return cached;
+    const query: Record<string, string> = {
+      ...extra,
+      "X-Amz-Algorithm": ALGORITHM,
+      "X-Amz-Credential": `${this.#credentials.accessKeyId}/${scope}`,
+      "X-Amz-Date": longDate,
+      "X-Amz-Expires": String(expiresInSeconds),
+      "X-Amz-SignedHeaders": signedHeaders,
+    };
+    const { sessionToken } = this.#credentials;
+    if (sessionToken) query["X-Amz-Security-Token"] = sessionToken;
+    const pairs = Object.entries(query)
+      .map(([name, value]) => `${uriEncode(name)}=${uriEncode(value)}`)
+      .sort((a, b) => {
+        const x = a.slice(0, a.indexOf("="));
+        const y = b.slice(0, b.indexOf("="));
+        return x < y ? -1 : x > y ? 1 : 0;
+      });
+    const at = pairs.findIndex((pair) => pair.slice(0, pair.indexOf("=")) > "X-Amz-Signature");
+    const split = at === -1 ? pairs.length : at;
+    const head = pairs.slice(0, split).join("&");
+    const tail = pairs.slice(split).join("&");
+    const signed = {
+      canonicalQuery: pairs.join("&"),
+      before: head === "" ? "" : `${head}&`,
+      after: tail === "" ? "" : `&${tail}`,
+    };
+    if (this.#queries.size >= 32) this.#queries.clear();
+    this.#queries.set(cacheKey, signed);
+    return signed;
+  }
+
   /** The full URL: `{origin}{path}?{query with the X-Amz-* parameters and the signature}`. */
   presign(request: SigV4Request): string {
     const { expiresInSeconds } = request;
@@ -120,21 +193,13 @@ export class SigV4Presigner {
     const headerNames = Object.keys(headers).sort();
     const signedHeaders = headerNames.join(";");
 
-    const query: Record<string, string> = {
-      ...request.query,
-      "X-Amz-Algorithm": ALGORITHM,
-      "X-Amz-Credential": `${this.#credentials.accessKeyId}/${scope}`,
-      "X-Amz-Date": longDate,
-      "X-Amz-Expires": String(expiresInSeconds),
-      "X-Amz-SignedHeaders": signedHeaders,
-    };
-    const { sessionToken } = this.#credentials;
-    if (sessionToken) query["X-Amz-Security-Token"] = sessionToken;
-    const pairs = Object.entries(query)
-      .map(([name, value]) => [uriEncode(name), uriEncode(value)])
-      .sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
-    const canonicalQuery = pairs.map(([name, value]) => `${name}=${value}`).join("&");
-
+    const { canonicalQuery, before, after } = this.#query(
+      request.query,
+      scope,
+      longDate,
+      expiresInSeconds,
+      signedHeaders,
+    );
     const canonicalRequest = [
       request.method,
       request.path,
@@ -144,19 +209,9 @@ export class SigV4Presigner {
       signedHeaders,
       UNSIGNED_PAYLOAD,
     ].join("\n");
-    const stringToSign = [
-      ALGORITHM,
-      longDate,
-      scope,
-      toHex(sha256(canonicalRequest)),
-    ].join("\n");
+    const stringToSign = `${ALGORITHM}\n${longDate}\n${scope}\n${sha256Hex(canonicalRequest)}`;
     const signature = toHex(this.#signingKey(shortDate).digest(stringToSign));
 
-    // The signature joins the other parameters in sorted order, as the SDK writes it.
-    const at = pairs.findIndex(([name]) => name > "X-Amz-Signature");
-    pairs.splice(at === -1 ? pairs.length : at, 0, ["X-Amz-Signature", signature]);
-    return `${request.origin}${request.path}?${
-      pairs.map(([name, value]) => `${name}=${value}`).join("&")
-    }`;
+    return `${request.origin}${request.path}?${before}X-Amz-Signature=${signature}${after}`;
   }
 }
