@@ -85,6 +85,17 @@ async function timeUpload(url: string, file: string, headers: string[]): Promise
   return Number(seconds);
 }
 
+/**
+ * Lets the disk finish what the previous run left (dirty pages, the replaced file's blocks), so
+ * each timed upload starts from the same state.
+ */
+async function settleDisk(): Promise<void> {
+  try {
+    await new Deno.Command("sync").output();
+  } catch { /* no sync(1) */ }
+  await new Promise((r) => setTimeout(r, 1000));
+}
+
 export async function benchUpload(path?: string, runs = 5) {
   // ABN_BENCH_DIR puts both servers' data elsewhere (e.g. tmpfs to time the CPU path alone).
   const work = await Deno.makeTempDir({
@@ -116,7 +127,9 @@ export async function benchUpload(path?: string, runs = 5) {
   let rssSingle = 0;
   try {
     for (let i = 0; i < runs; i++) {
+      await settleDisk();
       rawTimes.push(await timeUpload(`${raw.url}/`, file, []));
+      await settleDisk();
       const run = await sampleRss(
         svc.child.pid,
         timeUpload(

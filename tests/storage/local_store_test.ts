@@ -1,5 +1,6 @@
 import { assert, assertEquals } from "../_assert.ts";
 import { LocalStore } from "../../src/storage/local_store.ts";
+import { StorageError } from "../../src/storage/object_store.ts";
 import { UrlSigner } from "../../src/storage/url_signer.ts";
 
 async function newStore() {
@@ -44,6 +45,41 @@ Deno.test("LocalStore abort leaves the previous object byte-identical and no tem
   assertEquals(await readAll((await store.get(key))!.body), "old");
   assertEquals((await store.head(key))?.etag, before.etag);
   assertEquals((await Array.fromAsync(Deno.readDir(store.tmpDir))).length, 0);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("LocalStore writes a large object through early writebacks and commits it whole", async () => {
+  const { dir, store } = await newStore();
+  const key = "org/o1/experiments/big/latest.csv";
+  const w = await store.createWriter(key);
+  const piece = new Uint8Array(1024 * 1024);
+  for (let i = 0; i < 40; i++) {
+    piece.fill(i);
+    await w.write(piece);
+  }
+  const info = await w.commit();
+  assertEquals(info.size, 40 * 1024 * 1024);
+  const stored = await Deno.readFile(`${dir}/storage/${key}`);
+  for (let i = 0; i < 40; i++) assertEquals(stored[i * 1024 * 1024 + 17], i);
+  assertEquals([...Deno.readDirSync(`${dir}/tmp`)], []);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("LocalStore fails the commit when an early writeback failed, and keeps the previous object", async () => {
+  const { dir, store } = await newStore();
+  const key = "org/o1/experiments/e1/latest.csv";
+  const first = await store.createWriter(key);
+  await first.write(new TextEncoder().encode("old"));
+  await first.commit();
+  const w = await store.createWriter(key);
+  await w.write(new Uint8Array(1024));
+  // The temporary file disappears before the first writeback (at 16 MiB) opens it.
+  for (const entry of Deno.readDirSync(`${dir}/tmp`)) Deno.removeSync(`${dir}/tmp/${entry.name}`);
+  for (let i = 0; i < 17; i++) await w.write(new Uint8Array(1024 * 1024));
+  let failed: unknown = null;
+  await w.commit().catch((error) => failed = error);
+  assert(failed instanceof StorageError, String(failed));
+  assertEquals(await readAll((await store.get(key))!.body), "old");
   await Deno.remove(dir, { recursive: true });
 });
 
