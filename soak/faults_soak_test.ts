@@ -93,3 +93,41 @@ Deno.test("soak: S3 accepting but never answering: the upload answers 500 storag
     await server.close();
   }
 });
+
+Deno.test("soak: a body trickling inside the idle timeout is dropped with 408 once it averages below the minimum rate", async () => {
+  // 8 bytes every 400 ms (20 B/s): never silent for the 1 s idle timeout, far below 1024 B/s.
+  const server = await startDriverServer("local", {
+    ABN_BODY_IDLE_TIMEOUT_SECONDS: "1",
+    ABN_BODY_MIN_BYTES_PER_SECOND: "1024",
+  });
+  try {
+    assertEquals((await upload(server, "trickle", VALID)).status, 201);
+    // The header, then a user_id that keeps growing: valid so far, never finished.
+    const pieces = [new TextEncoder().encode("user_id,variant,date,converted\nu")];
+    let stop = false;
+    const trickle = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (stop) return controller.close();
+        await new Promise((r) => setTimeout(r, 400));
+        controller.enqueue(pieces.pop() ?? new Uint8Array(8).fill(0x75));
+      },
+    });
+    const started = performance.now();
+    // Not `upload()`: its 60 s client timeout would end the request first.
+    const res = await fetch(`${server.api}/datasets/upload/?experiment_id=trickle`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.apiKey}`, "content-type": "text/csv" },
+      body: trickle,
+      signal: AbortSignal.timeout(90_000),
+    });
+    stop = true;
+    const error = await assertApiError(res, 408, "body_timeout");
+    assertMatch(error.message, /below the minimum of 1024 bytes\/s/);
+    const seconds = (performance.now() - started) / 1000;
+    assert(seconds >= 59 && seconds < 75, `dropped after ${seconds.toFixed(1)} s`);
+    assertSameBytes(await server.stored(server.orgId, "trickle"), VALID);
+    await waitFor(async () => (await tmpFiles(server.dataDir)).length === 0, "no temporaries");
+  } finally {
+    await server.close();
+  }
+});

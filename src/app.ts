@@ -17,6 +17,7 @@ import { jsonResponse } from "./http/json.ts";
 import type { Principal } from "./http/auth.ts";
 import { authenticate } from "./http/auth.ts";
 import type { RateLimiter } from "./http/rate_limiter.ts";
+import type { UploadSlots } from "./http/upload_slots.ts";
 import { healthRoutes } from "./routes/health.ts";
 
 export interface AppDeps {
@@ -27,6 +28,8 @@ export interface AppDeps {
   recorder: LastUsedRecorder;
   deliveries: DeliveryHub;
   rateLimiter?: RateLimiter;
+  /** Caps the upload bodies streaming at once; absent: no cap. */
+  uploadSlots?: UploadSlots;
   /** Extra services later features hang here (analysis, signer…). */
   services: Record<string, unknown>;
   /** Where request log lines go; default console.log. */

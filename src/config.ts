@@ -25,6 +25,10 @@ export interface Config {
   cleanupIntervalSeconds: number;
   scanIntervalSeconds: number;
   bodyIdleTimeoutSeconds: number;
+  /** An upload body averaging less than this after its first minute is abandoned; 0: never. */
+  bodyMinBytesPerSecond: number;
+  /** Upload bodies streaming at once; one more answers 503. 0: no cap. */
+  maxConcurrentUploads: number;
   rateLimitPerMinute: number;
   tlsCert?: string;
   tlsKey?: string;
@@ -147,6 +151,8 @@ export function loadConfig(env: Env): Readonly<Config> {
     cleanupIntervalSeconds,
     scanIntervalSeconds: integer(env, "ABN_SCAN_INTERVAL_SECONDS", 15, 1, 3600),
     bodyIdleTimeoutSeconds: integer(env, "ABN_BODY_IDLE_TIMEOUT_SECONDS", 30, 1, 3600),
+    bodyMinBytesPerSecond: integer(env, "ABN_BODY_MIN_BYTES_PER_SECOND", 1024, 0, 1 << 30),
+    maxConcurrentUploads: integer(env, "ABN_MAX_CONCURRENT_UPLOADS", 64, 0, 100_000),
     rateLimitPerMinute: integer(env, "ABN_RATE_LIMIT_PER_MINUTE", 0, 0, 1_000_000),
     tlsCert,
     tlsKey,

@@ -6,7 +6,7 @@ import type { Config } from "./config.ts";
 import { openDatabase } from "./db/database.ts";
 import type { Database } from "./db/database.ts";
 import { LastUsedRecorder } from "./db/api_keys.ts";
-import { Metrics } from "./metrics.ts";
+import { Gauge, Metrics } from "./metrics.ts";
 import { DeliveryHub } from "./deliveries.ts";
 import type { ObjectStore } from "./storage/object_store.ts";
 import { LocalStore } from "./storage/local_store.ts";
@@ -14,6 +14,7 @@ import { loadOrCreateSecret, UrlSigner } from "./storage/url_signer.ts";
 import type { AppHandler, RouteTable } from "./app.ts";
 import { createApp } from "./app.ts";
 import { RateLimiter } from "./http/rate_limiter.ts";
+import { UploadSlots } from "./http/upload_slots.ts";
 import { apiRoutes } from "./routes/mod.ts";
 import { startServices } from "./services.ts";
 import { createBatchedLog } from "./log.ts";
@@ -79,9 +80,17 @@ export async function createService(
     rateLimiter: config.rateLimitPerMinute > 0
       ? new RateLimiter(config.rateLimitPerMinute)
       : undefined,
+    uploadSlots: new UploadSlots(config.maxConcurrentUploads),
     services,
     log,
   };
+  metrics.add(
+    new Gauge(
+      "abn_uploads_in_progress",
+      "Upload bodies streaming now (direct uploads and local upload URLs)",
+      () => deps.uploadSlots.inUse,
+    ),
+  );
   const stopServices = await startServices(deps);
   const handler = createApp(deps, [...apiRoutes, ...(options.routes ?? [])]);
   return {

@@ -12,6 +12,14 @@ export interface ReceiveOptions {
   maxBytes: number;
   /** A body that sends nothing for this long is abandoned with 408. */
   idleTimeoutMs: number;
+  /**
+   * A body whose average rate falls below this, once `minRateAfterMs` have passed, is abandoned
+   * with 408: a client trickling bytes just inside the idle timeout cannot hold an upload open
+   * for days. 0 or absent: no minimum.
+   */
+  minBytesPerSecond?: number;
+  /** When the minimum rate starts to apply; default 60 s. */
+  minRateAfterMs?: number;
   /** Sees every chunk before it is stored; throws to refuse the body. */
   onChunk?: (chunk: Uint8Array) => void;
   /**
@@ -169,6 +177,10 @@ export async function receiveBody(
       } s; the upload was abandoned`,
     );
 
+  const minRate = options.minBytesPerSecond ?? 0;
+  const minRateAfter = options.minRateAfterMs ?? 60_000;
+  const started = performance.now();
+
   try {
     while (true) {
       let result: { bytes: Uint8Array; done: boolean };
@@ -188,6 +200,17 @@ export async function receiveBody(
       buffer = chunk.buffer as ArrayBuffer;
       if (result.done) break;
       total += chunk.length;
+      if (minRate > 0) {
+        const elapsed = performance.now() - started;
+        if (elapsed > minRateAfter && total < minRate * elapsed / 1000) {
+          throw new ApiError(
+            "body_timeout",
+            `The request body arrived at ${
+              Math.floor(total * 1000 / elapsed)
+            } bytes/s, below the minimum of ${minRate} bytes/s; the upload was abandoned`,
+          );
+        }
+      }
       if (total > options.maxBytes) {
         throw new ApiError(
           "payload_too_large",

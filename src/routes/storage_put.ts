@@ -49,7 +49,11 @@ async function storagePut(ctx: Ctx): Promise<Response> {
         `This upload URL only accepts a body of ${check.size} bytes; Content-Length is ${declared}`,
       );
     }
-    const writer = await store.createWriter(key);
+    const release = ctx.deps.uploadSlots?.take(ctx.req);
+    const writer = await store.createWriter(key).catch((error) => {
+      release?.();
+      throw error;
+    });
     let bytes = 0;
     try {
       bytes = await receiveBody(ctx.req.body, writer, {
@@ -57,6 +61,7 @@ async function storagePut(ctx: Ctx): Promise<Response> {
           ? Math.min(check.size, config.maxUploadBytes)
           : config.maxUploadBytes,
         idleTimeoutMs: config.bodyIdleTimeoutSeconds * 1000,
+        minBytesPerSecond: config.bodyMinBytesPerSecond,
         onChunk: (chunk) => metrics.bytesReceived.inc({ route: "presigned_put" }, chunk.length),
       });
       if (check.size !== undefined && bytes !== check.size) {
@@ -84,6 +89,8 @@ async function storagePut(ctx: Ctx): Promise<Response> {
       ctx.logFields.bytes_in = bytes;
       await writer.abort();
       throw error;
+    } finally {
+      release?.();
     }
   } catch (error) {
     ctx.req.body?.cancel().catch(() => {});

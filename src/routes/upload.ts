@@ -47,7 +47,7 @@ export function checkDeclaredLength(req: Request, maxBytes: number): void {
 }
 
 async function upload(ctx: Ctx): Promise<Response> {
-  const { config, store, metrics, deliveries } = ctx.deps;
+  const { config, metrics } = ctx.deps;
   const principal = ctx.auth();
   const experimentId = queryExperimentId(ctx.url);
   ctx.logFields.experiment_id = experimentId;
@@ -61,73 +61,78 @@ async function upload(ctx: Ctx): Promise<Response> {
         "multipart/form-data is not accepted: send the raw CSV bytes as the request body (curl --data-binary @file.csv)",
       );
     }
-    const key = datasetKey(principal.orgId, experimentId);
-    const hash = createHash("sha256");
-    // Large bodies are validated on a worker thread while this one reads, hashes and writes.
-    const declared = Number(ctx.req.headers.get("content-length") ?? 0);
-    const offThread = declared >= OFF_THREAD_MIN_BYTES;
-    const writer = await store.createWriter(key);
-    let pool: BatchPool | null = null;
-    const remote = offThread
-      ? new OffThreadValidator((buffer) => pool?.give(buffer), (error) => pool?.fail(error))
-      : null;
-    const inline = offThread ? null : new DatasetValidator();
-    let bytes = 0;
-    let counted = 0;
+    const release = ctx.deps.uploadSlots?.take(ctx.req);
     try {
-      bytes = await receiveBody(ctx.req.body, writer, {
-        maxBytes: config.maxUploadBytes,
-        idleTimeoutMs: config.bodyIdleTimeoutSeconds * 1000,
-        onChunk(chunk) {
-          counted += chunk.length;
-          if (inline) {
-            inline.push(chunk);
-            hash.update(chunk);
-          } else remote!.check();
-        },
-        onBatch: remote
-          ? (batch, batches) => {
-            pool = batches;
-            remote.push(batch);
-          }
-          : undefined,
-      });
-      ctx.logFields.bytes_in = bytes;
-      const { summary, sha256 } = inline
-        ? { summary: inline.finish(), sha256: hash.digest("hex") }
-        : await remote!.finish();
-      const info = await writer.commit();
-      metrics.uploadsStored.inc({ route: "upload" });
-      deliveries.publish({
-        orgId: principal.orgId,
-        experimentId,
-        key,
-        info,
-        validated: true,
-        source: "upload",
-      });
-      return json(ctx, {
-        success: true,
-        size_mb: bytes / 1048576,
-        experiment_id: experimentId,
-        message:
-          `Dataset stored for experiment ${experimentId}: ${summary.rows} rows, ${bytes} bytes`,
-        size_bytes: bytes,
-        rows: summary.rows,
-        sha256,
-        etag: info.etag,
-      }, 201);
-    } catch (error) {
-      ctx.logFields.bytes_in = counted;
-      remote?.abort();
-      await writer.abort();
-      throw error;
+      return await receive(ctx, principal.orgId, experimentId);
     } finally {
-      metrics.bytesReceived.inc({ route: "upload" }, counted);
+      release?.();
     }
   } catch (error) {
     metrics.uploadsRejected.inc({ reason: rejectionReason(error) });
     throw error;
+  }
+}
+
+/** Streams, checks and stores the body of an upload that holds a slot. */
+async function receive(ctx: Ctx, orgId: string, experimentId: string): Promise<Response> {
+  const { config, store, metrics, deliveries } = ctx.deps;
+  const key = datasetKey(orgId, experimentId);
+  const hash = createHash("sha256");
+  // Large bodies are validated on a worker thread while this one reads, hashes and writes.
+  const declared = Number(ctx.req.headers.get("content-length") ?? 0);
+  const offThread = declared >= OFF_THREAD_MIN_BYTES;
+  const writer = await store.createWriter(key);
+  let pool: BatchPool | null = null;
+  const remote = offThread
+    ? new OffThreadValidator((buffer) => pool?.give(buffer), (error) => pool?.fail(error))
+    : null;
+  const inline = offThread ? null : new DatasetValidator();
+  let bytes = 0;
+  let counted = 0;
+  try {
+    bytes = await receiveBody(ctx.req.body, writer, {
+      maxBytes: config.maxUploadBytes,
+      idleTimeoutMs: config.bodyIdleTimeoutSeconds * 1000,
+      minBytesPerSecond: config.bodyMinBytesPerSecond,
+      onChunk(chunk) {
+        counted += chunk.length;
+        if (inline) {
+          inline.push(chunk);
+          hash.update(chunk);
+        } else remote!.check();
+      },
+      onBatch: remote
+        ? (batch, batches) => {
+          pool = batches;
+          remote.push(batch);
+        }
+        : undefined,
+    });
+    ctx.logFields.bytes_in = bytes;
+    const { summary, sha256 } = inline
+      ? { summary: inline.finish(), sha256: hash.digest("hex") }
+      : await remote!.finish();
+    const info = await writer.commit();
+    metrics.uploadsStored.inc({ route: "upload" });
+    deliveries.publish({ orgId, experimentId, key, info, validated: true, source: "upload" });
+    return json(ctx, {
+      success: true,
+      size_mb: bytes / 1048576,
+      experiment_id: experimentId,
+      message:
+        `Dataset stored for experiment ${experimentId}: ${summary.rows} rows, ${bytes} bytes`,
+      size_bytes: bytes,
+      rows: summary.rows,
+      sha256,
+      etag: info.etag,
+    }, 201);
+  } catch (error) {
+    ctx.logFields.bytes_in = counted;
+    remote?.abort();
+    await writer.abort();
+    throw error;
+  } finally {
+    metrics.bytesReceived.inc({ route: "upload" }, counted);
   }
 }
 

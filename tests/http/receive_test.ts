@@ -175,6 +175,47 @@ for (const [kind, stream] of KINDS) {
   });
 }
 
+/** A body of `pieces` pieces of `size` bytes, one every `everyMs`. */
+function paced(pieces: number, size: number, everyMs: number): ReadableStream<Uint8Array> {
+  let sent = 0;
+  return new ReadableStream({
+    async pull(controller) {
+      if (sent === pieces) return controller.close();
+      await new Promise((r) => setTimeout(r, everyMs));
+      controller.enqueue(data(size, ++sent));
+    },
+  });
+}
+
+Deno.test("receiveBody abandons a body trickling below the minimum rate with 408, once the grace period passed", async () => {
+  // 10 bytes every 40 ms (250 B/s): never silent long enough for the idle timeout.
+  const started = performance.now();
+  const error = await assertRejects(
+    () =>
+      receiveBody(paced(100, 10, 40), new MemoryWriter(), {
+        ...options,
+        idleTimeoutMs: 1_000,
+        minBytesPerSecond: 1_000,
+        minRateAfterMs: 300,
+      }),
+    ApiError,
+  );
+  assertEquals(error.code, "body_timeout");
+  assert(/below the minimum of 1000 bytes\/s/.test(error.message), error.message);
+  const took = performance.now() - started;
+  assert(took >= 300 && took < 1_500, `took ${took.toFixed(0)} ms`);
+});
+
+Deno.test("receiveBody keeps a slow body that stays above the minimum rate", async () => {
+  // 100 bytes every 20 ms (about 5 kB/s) for about 0.6 s against a minimum of 1000 B/s.
+  const total = await receiveBody(paced(30, 100, 20), new MemoryWriter(), {
+    ...options,
+    minBytesPerSecond: 1_000,
+    minRateAfterMs: 100,
+  });
+  assertEquals(total, 3_000);
+});
+
 Deno.test("receiveBody answers 0 for an empty or absent body", async () => {
   assertEquals(await receiveBody(null, new MemoryWriter(), options), 0);
   const writer = new MemoryWriter();

@@ -400,6 +400,49 @@ driverTest(
   { ABN_BODY_IDLE_TIMEOUT_SECONDS: "1" },
 );
 
+driverTest(
+  "uploads beyond ABN_MAX_CONCURRENT_UPLOADS answer 503 with Retry-After before their body is read",
+  async (server) => {
+    assertEquals((await upload(server, "cap", VALID)).status, 201);
+    const inUse = async () => {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      return Number(/^abn_uploads_in_progress (\d+)$/m.exec(text)?.[1]);
+    };
+    // Two bodies that start and then wait hold both slots.
+    const held = [stallingBody(enc.encode("user_id,variant")), stallingBody(enc.encode("user_id"))];
+    const pending = held.map((h, i) => upload(server, `held${i}`, h.body));
+    await waitFor(async () => (await inUse()) === 2, "two uploads in progress");
+    const refused = await upload(server, "cap", VALID);
+    const error = await assertApiError(refused, 503, "service_unavailable");
+    assertMatch(error.message, /2 uploads are already in progress/);
+    assertEquals(refused.headers.get("retry-after"), "5");
+    if (server.driver === "local") {
+      // The local upload URL takes from the same slots.
+      const g = await (await authed(server, server.apiKey, "/datasets/initiate/", {
+        method: "POST",
+        body: JSON.stringify({ experiment_id: "cap" }),
+      })).json();
+      const put = await fetch(g.upload_url, { method: "PUT", body: VALID });
+      await assertApiError(put, 503, "service_unavailable");
+    }
+    assertSameBytes(await server.stored(server.orgId, "cap"), VALID);
+    // The held bodies finish; their slots come back.
+    held.forEach((h, i) =>
+      h.release(
+        enc.encode(
+          i === 0 ? ",date,m\nu1,A,2024-01-01,1\n" : ",variant,date,m\nu1,A,2024-01-01,0\n",
+        ),
+      )
+    );
+    for (const res of await Promise.all(pending)) assertEquals(res.status, 201, await res.text());
+    assertEquals(await inUse(), 0);
+    const next = enc.encode("user_id,variant,date,m\nu2,B,2024-01-02,1\n");
+    assertEquals((await upload(server, "cap", next)).status, 201);
+    assertSameBytes(await server.stored(server.orgId, "cap"), next);
+  },
+  { ABN_MAX_CONCURRENT_UPLOADS: "2" },
+);
+
 // ---------------------------------------------------------------------------------------------
 // Rate limiting
 
