@@ -172,27 +172,43 @@ function wordsToBytes(state: Int32Array, out: Uint8Array): Uint8Array {
   return out;
 }
 
-/** The UTF-8 bytes of `message` and how many: a shared buffer for strings (valid until the next call). */
-function bytesOf(message: string | Uint8Array): [Uint8Array, number] {
-  if (typeof message !== "string") return [message, message.length];
+/** The working state of the function running now (they never run concurrently on one thread). */
+const STATE = new Int32Array(8);
+/** Bytes of the last `bytesOf` result. */
+let byteCount = 0;
+
+/**
+ * The UTF-8 bytes of `message` (their count in `byteCount`): a shared buffer for strings, valid
+ * until the next call.
+ */
+function bytesOf(message: string | Uint8Array): Uint8Array {
+  if (typeof message !== "string") {
+    byteCount = message.length;
+    return message;
+  }
   // At most three bytes per UTF-16 unit.
   if (scratch.length < message.length * 3) scratch = new Uint8Array(message.length * 3);
-  return [scratch, encoder.encodeInto(message, scratch).written];
+  byteCount = encoder.encodeInto(message, scratch).written;
+  return scratch;
 }
 
 /** SHA-256 of `message` (a string is hashed as UTF-8). */
 export function sha256(message: string | Uint8Array): Uint8Array {
-  const state = INITIAL.slice();
-  const [bytes, length] = bytesOf(message);
-  finish(state, bytes, length, 0);
-  return wordsToBytes(state, new Uint8Array(32));
+  STATE.set(INITIAL);
+  const bytes = bytesOf(message);
+  finish(STATE, bytes, byteCount, 0);
+  return wordsToBytes(STATE, new Uint8Array(32));
 }
 
 /** SHA-256 of `message` as lowercase hex, without building the digest's bytes. */
 export function sha256Hex(message: string | Uint8Array): string {
-  const state = INITIAL.slice();
-  const [bytes, length] = bytesOf(message);
-  finish(state, bytes, length, 0);
+  STATE.set(INITIAL);
+  const bytes = bytesOf(message);
+  finish(STATE, bytes, byteCount, 0);
+  return stateHex(STATE);
+}
+
+function stateHex(state: Int32Array): string {
   let out = "";
   for (let i = 0; i < 8; i++) out += wordHex(state[i]);
   return out;
@@ -254,17 +270,37 @@ export class HmacSha256 {
     compress(this.#outer, pad, 0);
   }
 
+  /** Leaves the MAC of `message` in `STATE`. */
+  #mac(message: string | Uint8Array): void {
+    STATE.set(this.#inner);
+    const bytes = bytesOf(message);
+    finish(STATE, bytes, byteCount, BLOCK);
+    const inner = wordsToBytes(STATE, TAIL_DIGEST);
+    STATE.set(this.#outer);
+    finish(STATE, inner, 32, BLOCK);
+  }
+
   /** The MAC of `message` (a string is signed as UTF-8), 32 bytes. */
   digest(message: string | Uint8Array): Uint8Array {
-    const state = this.#inner.slice();
-    const [bytes, length] = bytesOf(message);
-    finish(state, bytes, length, BLOCK);
-    const inner = wordsToBytes(state, TAIL_DIGEST);
-    state.set(this.#outer);
-    finish(state, inner, 32, BLOCK);
-    return wordsToBytes(state, new Uint8Array(32));
+    this.#mac(message);
+    return wordsToBytes(STATE, new Uint8Array(32));
+  }
+
+  /** The MAC as lowercase hex. */
+  hex(message: string | Uint8Array): string {
+    this.#mac(message);
+    return stateHex(STATE);
+  }
+
+  /** The MAC as unpadded base64url. */
+  base64Url(message: string | Uint8Array): string {
+    this.#mac(message);
+    return toBase64Url(wordsToBytes(STATE, DIGEST_OUT));
   }
 }
+
+/** Where `base64Url` puts the digest before encoding it. */
+const DIGEST_OUT = new Uint8Array(32);
 
 /** One-shot HMAC-SHA256. */
 export function hmacSha256(key: Uint8Array | string, message: string | Uint8Array): Uint8Array {

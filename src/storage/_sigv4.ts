@@ -3,7 +3,7 @@
  * exactly as the SDK's `getSignedUrl` does: the path is signed as sent (S3 does not normalize
  * it), the payload as `UNSIGNED-PAYLOAD`, and the query is sorted and URI-encoded the same way.
  */
-import { HmacSha256, hmacSha256, sha256Hex, toHex } from "../sha256.ts";
+import { HmacSha256, hmacSha256, sha256Hex } from "../sha256.ts";
 
 export interface SigV4Credentials {
   accessKeyId: string;
@@ -84,7 +84,7 @@ function amzDate(now: Date): string {
 
 /** A header value as signed: line breaks become spaces, runs of spaces and tabs one space. */
 function canonicalValue(value: string): string {
-  if (!/[\r\n\t]|  |^ | $/.test(value)) return value;
+  if (!/[\r\n\t]| {2}|^ | $/.test(value)) return value;
   return value.replace(/[\r\n]/g, " ").replace(/[ \t]+/g, " ").replace(/^ | $/g, "");
 }
 
@@ -210,7 +210,7 @@ export class SigV4Presigner {
       UNSIGNED_PAYLOAD,
     ].join("\n");
     const stringToSign = `${ALGORITHM}\n${longDate}\n${scope}\n${sha256Hex(canonicalRequest)}`;
-    const signature = toHex(this.#signingKey(shortDate).digest(stringToSign));
+    const signature = this.#signingKey(shortDate).hex(stringToSign);
 
     return `${request.origin}${request.path}?${before}X-Amz-Signature=${signature}${after}`;
   }

@@ -73,7 +73,11 @@ class EarlyWriteback {
   }
 }
 
+/** Keys of safe segments only (none empty, none starting with a dot): the common case. */
+const PLAIN_KEY = /^[A-Za-z0-9_~-][A-Za-z0-9._~-]*(?:\/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)*$/;
+
 function checkKey(key: string): void {
+  if (PLAIN_KEY.test(key)) return;
   if (
     key === "" || key.startsWith("/") || key.includes("\\") || key.includes("\0") ||
     key.split("/").some((part) => part === "" || part === "." || part === "..")
@@ -248,7 +252,8 @@ export class LocalStore implements ObjectStore {
     checkKey(key);
     const expires = Math.floor(Date.now() / 1000) + options.expiresInSeconds;
     const query = this.#signer.sign("PUT", key, expires, options.contentLength);
-    const path = key.split("/").map(encodeURIComponent).join("/");
+    // Plain keys need no escaping (PLAIN_KEY's characters are all unreserved).
+    const path = PLAIN_KEY.test(key) ? key : key.split("/").map(encodeURIComponent).join("/");
     return Promise.resolve(`${this.#publicUrl}/storage/${path}?${query}`);
   }
 

@@ -4,7 +4,7 @@
  */
 import { Buffer } from "node:buffer";
 import { timingSafeEqual } from "node:crypto";
-import { HmacSha256, toBase64Url } from "../sha256.ts";
+import { HmacSha256 } from "../sha256.ts";
 
 export type SignatureCheck = "ok" | "expired" | "invalid";
 
@@ -17,7 +17,7 @@ export class UrlSigner {
   }
 
   #mac(method: string, key: string, expires: number, size: number | undefined): string {
-    return toBase64Url(this.#hmac.digest(`${method}\n${key}\n${expires}\n${size ?? ""}`));
+    return this.#hmac.base64Url(`${method}\n${key}\n${expires}\n${size ?? ""}`);
   }
 
   /** The query string (without `?`) that authorizes `method` on `key` until `expires` (s). */
