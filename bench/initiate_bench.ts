@@ -1,7 +1,7 @@
 /**
  * Initiate throughput: wrk at 50 connections for 10 s against (a) a hello-world `Deno.serve` and
  * (b) `POST /api/v1/datasets/initiate/` on the local driver and on the S3 driver (s3rver), in
- * the same run. Needs `wrk` (Debian package).
+ * the same run, taking turns three times (medians). Needs `wrk` (Debian package).
  *
  *   deno run -A bench/initiate_bench.ts [SECONDS]
  */
@@ -80,7 +80,26 @@ wrk.headers["Authorization"] = "Bearer ${api_key}"
   };
 }
 
-export async function benchInitiate(seconds = 10) {
+function medianOf(values: number[]): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+/** The median rate and p99 of several runs, and their errors summed. */
+function combine(results: WrkResult[]): WrkResult {
+  return {
+    rps: medianOf(results.map((r) => r.rps)),
+    p99ms: medianOf(results.map((r) => r.p99ms)),
+    errors: results.reduce((sum, r) => sum + r.errors, 0),
+  };
+}
+
+/**
+ * All three servers run side by side and take turns under wrk, `rounds` times: a machine whose
+ * speed drifts during the benchmark shifts every series alike. Medians of the rounds count.
+ */
+export async function benchInitiate(seconds = 10, rounds = 3) {
   const helloPort = freePort();
   const hello = await startChild(
     ["run", "-A", new URL("./_hello_server.ts", import.meta.url).pathname, String(helloPort)],
@@ -88,13 +107,7 @@ export async function benchInitiate(seconds = 10) {
     "ready",
     helloPort,
   );
-  const helloResult = await wrk(`${hello.url}/`, seconds);
-  await hello.stop();
-
   const local = await service({});
-  const localResult = await wrk(local.url, seconds, local.script);
-  await local.stop();
-
   const s3 = await startS3rver();
   const s3svc = await service({
     ABN_STORAGE: "s3",
@@ -104,10 +117,20 @@ export async function benchInitiate(seconds = 10) {
     ABN_S3_ACCESS_KEY_ID: s3.accessKeyId,
     ABN_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
   });
-  const s3Result = await wrk(s3svc.url, seconds, s3svc.script);
-  await s3svc.stop();
-  await s3.stop();
-  return { hello: helloResult, local: localResult, s3: s3Result };
+  const runs = { hello: [] as WrkResult[], local: [] as WrkResult[], s3: [] as WrkResult[] };
+  try {
+    for (let round = 0; round < rounds; round++) {
+      runs.hello.push(await wrk(`${hello.url}/`, seconds));
+      runs.local.push(await wrk(local.url, seconds, local.script));
+      runs.s3.push(await wrk(s3svc.url, seconds, s3svc.script));
+    }
+  } finally {
+    await hello.stop();
+    await local.stop();
+    await s3svc.stop();
+    await s3.stop();
+  }
+  return { hello: combine(runs.hello), local: combine(runs.local), s3: combine(runs.s3) };
 }
 
 if (import.meta.main) {
