@@ -122,6 +122,13 @@ function copySource(body: ReadableStream<Uint8Array>): BodySource {
   };
 }
 
+/**
+ * Most bytes asked of one read. Deno serves a BYOB read of a request body through a buffer of the
+ * view's size: 1 MiB views raised the peak RSS of 20 concurrent 20 MB uploads from about 150 MB
+ * to about 390 MB (and slowed them), while 64 KiB views read as fast as the body arrives.
+ */
+const READ_BYTES = 64 * 1024;
+
 /** Answers the number of bytes received. Throws ApiError (413, 408…) or the check's error. */
 export async function receiveBody(
   body: ReadableStream<Uint8Array> | null,
@@ -187,7 +194,9 @@ export async function receiveBody(
       reading = true;
       since = performance.now();
       try {
-        result = await source.read(new Uint8Array(buffer, filled));
+        result = await source.read(
+          new Uint8Array(buffer, filled, Math.min(buffer.byteLength - filled, READ_BYTES)),
+        );
       } catch {
         if (timedOut) throw timeout();
         // The client went away (or the connection broke) before the body ended.
