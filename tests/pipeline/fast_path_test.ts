@@ -11,6 +11,14 @@ import { Utf8Check } from "../../src/pipeline/utf8_check.ts";
 import { ValidationError } from "../../src/pipeline/validation_error.ts";
 import { bytes, chunked } from "./_helpers.ts";
 
+/** `chunk` as a view `pad` bytes into a larger buffer (its words then start unaligned). */
+function at(chunk: Uint8Array, pad: number): Uint8Array {
+  if (pad === 0) return chunk;
+  const buffer = new Uint8Array(chunk.length + pad + 3);
+  buffer.set(chunk, pad);
+  return buffer.subarray(pad, pad + chunk.length);
+}
+
 /** Scans the rows after a one-line header; answers what came out, as a comparable string. */
 function outcome(
   header: string,
@@ -18,6 +26,7 @@ function outcome(
   size: number,
   fastPath: boolean,
   maxLineBytes = 60,
+  pad = 0,
 ): string {
   const { delimiter, names } = parseHeader(bytes(header), 1, 1000);
   const cells = new ColumnChecks(names, delimiter, 1000);
@@ -30,7 +39,7 @@ function outcome(
     maxLineBytes,
   });
   try {
-    for (const chunk of chunked(rows, size)) scanner.push(chunk);
+    for (const chunk of chunked(rows, size)) scanner.push(at(chunk, pad));
     scanner.finish();
     return JSON.stringify({
       rows: scanner.rows,
@@ -175,6 +184,72 @@ Deno.test("CsvScanner's fast path and state machine agree on random rows", () =>
     }
   }
   assert.ok(accepted > 300 && rejected > 300, `${accepted} accepted, ${rejected} rejected`);
+});
+
+Deno.test("CsvScanner's fast path skips long plain cells a word at a time and stops at every byte that matters, at every alignment", () => {
+  const random = mulberry32(4242);
+  const plain = "abcdefXYZ0123456789-_.~/";
+  // Bytes below 0x2D or above 0x7F: some end a field or are errors, the others are plain text
+  // that only stops the word test.
+  // "\x01" stands for a 0xFF byte (never valid UTF-8), put in after encoding.
+  const odd = [
+    " ",
+    "!",
+    "#",
+    "'",
+    "(",
+    "*",
+    "+",
+    ",",
+    '"',
+    "\r",
+    "\n",
+    "\0",
+    "\t",
+    "é",
+    "日",
+    "\x7f",
+    "\x01",
+  ];
+  const text = () => {
+    let cell = "";
+    const length = 1 + Math.floor(random() * 40);
+    for (let i = 0; i < length; i++) cell += plain[Math.floor(random() * plain.length)];
+    if (random() < 0.3) {
+      const where = Math.floor(random() * (cell.length + 1));
+      cell = cell.slice(0, where) + odd[Math.floor(random() * odd.length)] + cell.slice(where);
+    }
+    return cell;
+  };
+  let accepted = 0;
+  let rejected = 0;
+  for (let round = 0; round < 400; round++) {
+    const header = random() < 0.5
+      ? "user_id,variant,date,converted,revenue"
+      : "user_id,note,variant,date,converted";
+    const lines: string[] = [];
+    for (let r = 0; r < 1 + Math.floor(random() * 5); r++) {
+      lines.push(
+        header.startsWith("user_id,variant")
+          ? `${text()},${text()},2026-01-0${1 + r},${r % 2},${r}.25`
+          : `${text()},${text()},${text()},2026-01-0${1 + r},${r % 2}`,
+      );
+    }
+    const rows = bytes(lines.join("\n") + "\n").map((b) => b === 1 ? 0xff : b);
+    const expected = outcome(header, rows, 0, false, 4000);
+    if (expected.startsWith("{")) accepted++;
+    else rejected++;
+    for (const pad of [0, 1, 2, 3]) {
+      for (const size of [0, 7, 64]) {
+        assert.equal(
+          outcome(header, rows, size, true, 4000, pad),
+          expected,
+          `${JSON.stringify(lines)} in chunks of ${size} at +${pad}`,
+        );
+      }
+    }
+  }
+  assert.ok(accepted > 50 && rejected > 50, `${accepted} accepted, ${rejected} rejected`);
 });
 
 Deno.test("CsvScanner's fast path takes plain rows and hands the rest on", () => {
