@@ -50,45 +50,44 @@ async function storagePut(ctx: Ctx): Promise<Response> {
       );
     }
     const release = ctx.deps.uploadSlots?.take(ctx.req);
-    const writer = await store.createWriter(key).catch((error) => {
-      release?.();
-      throw error;
-    });
-    let bytes = 0;
     try {
-      bytes = await receiveBody(ctx.req.body, writer, {
-        maxBytes: check.size !== undefined
-          ? Math.min(check.size, config.maxUploadBytes)
-          : config.maxUploadBytes,
-        idleTimeoutMs: config.bodyIdleTimeoutSeconds * 1000,
-        minBytesPerSecond: config.bodyMinBytesPerSecond,
-        onChunk: (chunk) => metrics.bytesReceived.inc({ route: "presigned_put" }, chunk.length),
-      });
-      if (check.size !== undefined && bytes !== check.size) {
-        throw new ApiError(
-          "invalid_signature",
-          `This upload URL only accepts a body of ${check.size} bytes; received ${bytes}`,
-        );
+      const writer = await store.createWriter(key);
+      let bytes = 0;
+      try {
+        bytes = await receiveBody(ctx.req.body, writer, {
+          maxBytes: check.size !== undefined
+            ? Math.min(check.size, config.maxUploadBytes)
+            : config.maxUploadBytes,
+          idleTimeoutMs: config.bodyIdleTimeoutSeconds * 1000,
+          minBytesPerSecond: config.bodyMinBytesPerSecond,
+          onChunk: (chunk) => metrics.bytesReceived.inc({ route: "presigned_put" }, chunk.length),
+        });
+        if (check.size !== undefined && bytes !== check.size) {
+          throw new ApiError(
+            "invalid_signature",
+            `This upload URL only accepts a body of ${check.size} bytes; received ${bytes}`,
+          );
+        }
+        const info = await writer.commit();
+        ctx.logFields.bytes_in = bytes;
+        metrics.uploadsStored.inc({ route: "presigned_put" });
+        deliveries.publish({
+          orgId: target.orgId,
+          experimentId: target.experimentId,
+          key,
+          info,
+          validated: false,
+          source: "presigned_put",
+        });
+        return new Response(null, {
+          status: 200,
+          headers: { etag: `"${info.etag}"`, "x-request-id": ctx.requestId },
+        });
+      } catch (error) {
+        ctx.logFields.bytes_in = bytes;
+        await writer.abort();
+        throw error;
       }
-      const info = await writer.commit();
-      ctx.logFields.bytes_in = bytes;
-      metrics.uploadsStored.inc({ route: "presigned_put" });
-      deliveries.publish({
-        orgId: target.orgId,
-        experimentId: target.experimentId,
-        key,
-        info,
-        validated: false,
-        source: "presigned_put",
-      });
-      return new Response(null, {
-        status: 200,
-        headers: { etag: `"${info.etag}"`, "x-request-id": ctx.requestId },
-      });
-    } catch (error) {
-      ctx.logFields.bytes_in = bytes;
-      await writer.abort();
-      throw error;
     } finally {
       release?.();
     }

@@ -227,17 +227,16 @@ export class S3Writer implements ObjectWriter {
     const uploadId = created.UploadId;
     if (!uploadId) throw new StorageError(`S3 returned no upload id for ${key}`);
     try {
-      const part = await client.send(
-        new UploadPartCommand({
-          Bucket: bucket,
-          Key: key,
-          UploadId: uploadId,
-          PartNumber: 1,
-          Body: body,
-          ContentLength: body.byteLength,
-          ContentMD5: createHash("md5").update(body).digest("base64"),
-        }),
-      );
+      const input = {
+        Bucket: bucket,
+        Key: key,
+        UploadId: uploadId,
+        PartNumber: 1,
+        Body: body,
+        ContentLength: body.byteLength,
+      };
+      withIntegrity(input);
+      const part = await client.send(new UploadPartCommand(input));
       await client.send(
         new CompleteMultipartUploadCommand({
           Bucket: bucket,

@@ -3,7 +3,6 @@
  * to a temporary file under `{dataDir}/tmp`, are fsynced and renamed into place, so an object is
  * either the previous version or the new one, never half of either.
  */
-import { createHash } from "node:crypto";
 import type {
   ListOptions,
   ListPage,
@@ -12,6 +11,7 @@ import type {
   ObjectWriter,
   PresignOptions,
 } from "./object_store.ts";
+import { sha256Hex } from "../sha256.ts";
 import { StorageError } from "./object_store.ts";
 import type { UrlSigner } from "./url_signer.ts";
 
@@ -88,7 +88,7 @@ function checkKey(key: string): void {
 
 function etagOf(stat: Deno.FileInfo): string {
   const basis = `${stat.size}:${stat.mtime?.getTime() ?? 0}:${stat.ino ?? 0}:${stat.dev}`;
-  return createHash("sha256").update(basis).digest("hex").slice(0, 32);
+  return sha256Hex(basis).slice(0, 32);
 }
 
 export class LocalStore implements ObjectStore {
