@@ -10,11 +10,22 @@ import { parseExperimentId } from "../http/experiment_id.ts";
 import { datasetKey, StorageError } from "../storage/object_store.ts";
 import { DatasetValidator } from "../pipeline/mod.ts";
 import type { BatchPool } from "./_receive.ts";
-import { receiveBody } from "./_receive.ts";
+import { receiveBody, receiveIntoFile } from "./_receive.ts";
+import type { OffThreadResult } from "../upload/off_thread_validator.ts";
 import { OffThreadValidator } from "../upload/off_thread_validator.ts";
 
 /** Bodies declared at least this long are validated on the worker thread. */
 const OFF_THREAD_MIN_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Bodies declared at least this long, bound for a local file, are piped into it by the runtime
+ * (see `receiveIntoFile`), at most `MAX_SPOOLING` at a time. The runtime's pipe holds about
+ * 20–25 MB of chunks per body while it runs, whatever the body's size; the cap keeps that out
+ * of the memory of many concurrent uploads, which take the batched path instead.
+ */
+const SPOOL_MIN_BYTES = 32 * 1024 * 1024;
+const MAX_SPOOLING = 2;
+let spooling = 0;
 
 /** The error code a refused or failed delivery is counted under. */
 export function rejectionReason(error: unknown): string {
@@ -77,41 +88,71 @@ async function upload(ctx: Ctx): Promise<Response> {
 async function receive(ctx: Ctx, orgId: string, experimentId: string): Promise<Response> {
   const { config, store, metrics, deliveries } = ctx.deps;
   const key = datasetKey(orgId, experimentId);
-  const hash = createHash("sha256");
   // Large bodies are validated on a worker thread while this one reads, hashes and writes.
   const declared = Number(ctx.req.headers.get("content-length") ?? 0);
   const offThread = declared >= OFF_THREAD_MIN_BYTES;
   const writer = await store.createWriter(key);
-  let pool: BatchPool | null = null;
-  const remote = offThread
-    ? new OffThreadValidator((buffer) => pool?.give(buffer), (error) => pool?.fail(error))
+  // A large body of declared length bound for a local file is copied into it by the runtime,
+  // and the worker reads the file back as it grows: no JavaScript touches the bytes on this
+  // thread. (A chunked body is counted here, chunk by chunk, against the limit.)
+  const spool = declared >= SPOOL_MIN_BYTES && spooling < MAX_SPOOLING && writer.spool &&
+      ctx.req.body !== null
+    ? writer.spool
     : null;
-  const inline = offThread ? null : new DatasetValidator();
-  let bytes = 0;
+  if (spool) spooling++;
+  ctx.logFields.receive = spool ? "spool" : offThread ? "batched" : "inline";
+  let remote: OffThreadValidator | null = null;
   let counted = 0;
   try {
-    bytes = await receiveBody(ctx.req.body, writer, {
-      maxBytes: config.maxUploadBytes,
-      idleTimeoutMs: config.bodyIdleTimeoutSeconds * 1000,
-      minBytesPerSecond: config.bodyMinBytesPerSecond,
-      onChunk(chunk) {
-        counted += chunk.length;
-        if (inline) {
-          inline.push(chunk);
-          hash.update(chunk);
-        } else remote!.check();
-      },
-      onBatch: remote
-        ? (batch, batches) => {
-          pool = batches;
-          remote.push(batch);
-        }
-        : undefined,
-    });
+    let bytes: number;
+    let result: OffThreadResult;
+    if (spool) {
+      const stop = new AbortController();
+      remote = OffThreadValidator.follow(spool.path, (error) => stop.abort(error));
+      try {
+        bytes = await receiveIntoFile(ctx.req.body, spool, {
+          maxBytes: config.maxUploadBytes,
+          idleTimeoutMs: config.bodyIdleTimeoutSeconds * 1000,
+          minBytesPerSecond: config.bodyMinBytesPerSecond,
+          signal: stop.signal,
+          expectedBytes: declared,
+        });
+      } finally {
+        counted = await spool.size().catch(() => 0);
+      }
+      result = await remote.finish(bytes);
+    } else {
+      const hash = createHash("sha256");
+      let pool: BatchPool | null = null;
+      const batched = offThread
+        ? new OffThreadValidator((buffer) => pool?.give(buffer), (error) => pool?.fail(error))
+        : null;
+      remote = batched;
+      const inline = batched ? null : new DatasetValidator();
+      bytes = await receiveBody(ctx.req.body, writer, {
+        maxBytes: config.maxUploadBytes,
+        idleTimeoutMs: config.bodyIdleTimeoutSeconds * 1000,
+        minBytesPerSecond: config.bodyMinBytesPerSecond,
+        onChunk(chunk) {
+          counted += chunk.length;
+          if (inline) {
+            inline.push(chunk);
+            hash.update(chunk);
+          } else batched!.check();
+        },
+        onBatch: batched
+          ? (batch, batches) => {
+            pool = batches;
+            batched.push(batch);
+          }
+          : undefined,
+      });
+      result = inline
+        ? { summary: inline.finish(), sha256: hash.digest("hex") }
+        : await batched!.finish();
+    }
     ctx.logFields.bytes_in = bytes;
-    const { summary, sha256 } = inline
-      ? { summary: inline.finish(), sha256: hash.digest("hex") }
-      : await remote!.finish();
+    const { summary, sha256 } = result;
     const info = await writer.commit();
     metrics.uploadsStored.inc({ route: "upload" });
     deliveries.publish({ orgId, experimentId, key, info, validated: true, source: "upload" });
@@ -132,6 +173,7 @@ async function receive(ctx: Ctx, orgId: string, experimentId: string): Promise<R
     await writer.abort();
     throw error;
   } finally {
+    if (spool) spooling--;
     metrics.bytesReceived.inc({ route: "upload" }, counted);
   }
 }

@@ -129,6 +129,7 @@ export class LocalStore implements ObjectStore {
     this.#open.add(tmp);
     const writeback = new EarlyWriteback(tmp);
     let done = false;
+    let spooled = 0;
     const finish = () => {
       if (done) return false;
       done = true;
@@ -178,6 +179,30 @@ export class LocalStore implements ObjectStore {
       abort: async () => {
         if (!finish()) return;
         await discard();
+      },
+      spool: {
+        path: tmp,
+        pipeFrom: async (body, signal) => {
+          if (done) throw new StorageError("Write after the object was finished");
+          // The pipe gets a descriptor of its own and closes it at the end: with `preventClose`
+          // the runtime can finish a pipe before its last write (the chunk is lost). The
+          // writer's own descriptor stays open for the fsync of commit.
+          const sink = await Deno.open(tmp, { write: true });
+          try {
+            await body.pipeTo(sink.writable, { signal });
+          } catch (error) {
+            try {
+              sink.close();
+            } catch { /* closed by the pipe */ }
+            throw error;
+          }
+        },
+        size: async () => {
+          const size = (await file.stat()).size;
+          writeback.wrote(size - spooled);
+          spooled = size;
+          return size;
+        },
       },
     };
   }

@@ -1,8 +1,9 @@
 /**
  * Validates and hashes an upload on a worker thread while the request's own thread reads and
  * writes: each batch goes to the worker (transferred, not copied) after it was written, and its
- * buffer comes back for reuse. The first error surfaces on the next `check()`; nothing commits
- * before `finish()` resolved.
+ * buffer comes back for reuse. Or, with `follow`, the worker reads the bytes itself from the
+ * file they are being written to. The first error surfaces on the next `check()` (and at once
+ * through `onError`); nothing commits before `finish()` resolved.
  */
 import type { ValidationSummary } from "../pipeline/mod.ts";
 import { ValidationError } from "../pipeline/mod.ts";
@@ -10,8 +11,9 @@ import type { ErrorCode } from "../http/errors.ts";
 
 export type ValidatorRequest =
   | { id: number; type: "start" }
+  | { id: number; type: "follow"; path: string }
   | { id: number; type: "chunk"; buffer: ArrayBuffer; length: number }
-  | { id: number; type: "finish" }
+  | { id: number; type: "finish"; size?: number }
   | { id: number; type: "abort" };
 
 export type ValidatorReply =
@@ -84,9 +86,14 @@ export class OffThreadValidator {
 
   /**
    * `onBuffer` receives each batch's buffer back once the worker is done with it; `onError`
-   * hears the first error at once (so a caller waiting for a buffer can stop waiting).
+   * hears the first error at once (so a caller waiting for a buffer can stop waiting). With
+   * `follow`, the worker reads the file at that path as it grows instead of taking batches.
    */
-  constructor(onBuffer: (buffer: ArrayBuffer) => void, onError?: (error: Error) => void) {
+  constructor(
+    onBuffer: (buffer: ArrayBuffer) => void,
+    onError?: (error: Error) => void,
+    follow?: string,
+  ) {
     this.#onBuffer = onBuffer;
     this.#onError = onError;
     this.#summary = new Promise((resolve, reject) => {
@@ -110,7 +117,16 @@ export class OffThreadValidator {
         sessions.delete(this.#id);
       },
     });
-    this.#worker.postMessage({ id: this.#id, type: "start" } satisfies ValidatorRequest);
+    this.#worker.postMessage(
+      (follow === undefined
+        ? { id: this.#id, type: "start" }
+        : { id: this.#id, type: "follow", path: follow }) satisfies ValidatorRequest,
+    );
+  }
+
+  /** A validator that reads the file at `path` while it is written; see `finish(size)`. */
+  static follow(path: string, onError: (error: Error) => void): OffThreadValidator {
+    return new OffThreadValidator(() => {}, onError, path);
   }
 
   /** Throws the first error the worker found so far. */
@@ -129,9 +145,12 @@ export class OffThreadValidator {
     );
   }
 
-  /** End of input: resolves with the summary and hash, or rejects with the first error. */
-  finish(): Promise<OffThreadResult> {
-    this.#worker.postMessage({ id: this.#id, type: "finish" } satisfies ValidatorRequest);
+  /**
+   * End of input: resolves with the summary and hash, or rejects with the first error. A follow
+   * is told the file's final size, and answers once it has read that far.
+   */
+  finish(size?: number): Promise<OffThreadResult> {
+    this.#worker.postMessage({ id: this.#id, type: "finish", size } satisfies ValidatorRequest);
     return this.#summary;
   }
 

@@ -1,5 +1,5 @@
 import { assert, assertApiError, assertEquals } from "../_assert.ts";
-import { driverTest } from "../_drivers.ts";
+import { driverTest, startDriverServer } from "../_drivers.ts";
 import type { DriverServer } from "../_drivers.ts";
 
 const encoder = new TextEncoder();
@@ -255,3 +255,53 @@ driverTest(
     assertEquals(await server.stored(server.orgId, "large"), good);
   },
 );
+
+Deno.test("a local upload of 32 MiB or more is piped into its file and checked as the file grows", async () => {
+  const lines: string[] = [];
+  const server = await startDriverServer("local", {}, { log: (line) => lines.push(line) });
+  const received = () =>
+    lines.filter((l) => l.includes('"path":"/api/v1/datasets/upload/"')).map((l) =>
+      JSON.parse(l).receive
+    );
+  try {
+    const good = bigCsv(1_100_000); // ~37 MB
+    assert(good.length >= 32 * 1024 * 1024);
+    const res = await upload(server, "huge", good);
+    const body = await res.json();
+    assertEquals(res.status, 201, JSON.stringify(body));
+    assertEquals(body.rows, 1_100_000);
+    assertEquals(body.size_bytes, good.length);
+    assertEquals(body.sha256, await sha256(good));
+    assertEquals(await server.stored(server.orgId, "huge"), good);
+    assertEquals(received(), ["spool"]);
+    // Refused early, refused at the last lines, refused by its signature: nothing changes.
+    for (const badLine of [3, 1_099_990]) {
+      const bad = bigCsv(1_100_000, badLine);
+      const error = await assertApiError(await upload(server, "huge", bad), 400, "invalid_date");
+      assert(error.message.includes(`line ${badLine}`), error.message);
+      assertEquals(await server.stored(server.orgId, "huge"), good);
+    }
+    const zip = new Uint8Array(good);
+    zip.set([0x50, 0x4b, 0x03, 0x04]);
+    await assertApiError(await upload(server, "huge", zip), 400, "archive_detected");
+    assertEquals(await server.stored(server.orgId, "huge"), good);
+    assertEquals(received(), ["spool", "spool", "spool", "spool"]);
+    // Three at once: two are piped, the third (over the cap) takes the batched path.
+    const bodies = [0, 1, 2].map((i) => {
+      const copy = new Uint8Array(good);
+      copy.set(encoder.encode(`user-${i}`), good.indexOf(0x0a) + 1); // a distinct first user
+      return copy;
+    });
+    const answers = await Promise.all(bodies.map((b, i) => upload(server, `huge${i}`, b)));
+    for (const [i, answer] of answers.entries()) {
+      const json = await answer.json();
+      assertEquals(answer.status, 201, JSON.stringify(json));
+      assertEquals(json.sha256, await sha256(bodies[i]));
+      assertEquals(await server.stored(server.orgId, `huge${i}`), bodies[i]);
+    }
+    assertEquals(received().slice(4).sort(), ["batched", "spool", "spool"]);
+    assertEquals([...Deno.readDirSync(`${server.dataDir}/tmp`)], []);
+  } finally {
+    await server.close();
+  }
+});

@@ -281,6 +281,44 @@ for (const driver of DRIVERS) {
   });
 }
 
+Deno.test("clients disconnecting from 40 MB local uploads (piped into the file) leave the stored file and no temporaries", async () => {
+  const lines: string[] = [];
+  const server = await startDriverServer("local", {}, { log: (line) => lines.push(line) });
+  try {
+    await disconnectTrials(server, lines, { trials: 6, seed: 77, bodyBytes: 40_000_000 });
+    const piped = lines.filter((l) => l.includes('"receive":"spool"')).length;
+    assert(piped >= 3, `${piped} uploads were piped`);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("a 40 MB local upload that stops mid-body is dropped with 408, the file unchanged", async () => {
+  const server = await startDriverServer("local", { ABN_BODY_IDLE_TIMEOUT_SECONDS: "1" });
+  try {
+    assertEquals((await upload(server, "exp", VALID)).status, 201);
+    const body = validCsv(40_000_000, "s");
+    const conn = await rawUploadHead(server.url, server.apiKey, body.length);
+    try {
+      await writeAll(conn, body.subarray(0, 3_000_000));
+      const started = performance.now();
+      const answer = new Uint8Array(4096);
+      const n = await conn.read(answer);
+      const seconds = (performance.now() - started) / 1000;
+      const text = new TextDecoder().decode(answer.subarray(0, n ?? 0));
+      assertMatch(text, /^HTTP\/1\.1 408/);
+      assertMatch(text, /"code":"body_timeout"/);
+      assert(seconds >= 0.8 && seconds < 10, `dropped after ${seconds.toFixed(1)} s`);
+    } finally {
+      conn.close();
+    }
+    assertSameBytes(await server.stored(server.orgId, "exp"), VALID);
+    await waitFor(async () => (await tmpFiles(server.dataDir)).length === 0, "no temporaries");
+  } finally {
+    await server.close();
+  }
+});
+
 Deno.test("the service killed with SIGKILL mid-upload restarts with the previous file and sweeps temporaries", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "abn-sigkill-" });
   const env = { ABN_DATA_DIR: dataDir };

@@ -1,0 +1,197 @@
+/**
+ * `receiveIntoFile`: a body piped into a real local temporary file (the local store's spool),
+ * with the file's growth standing for the body's progress.
+ */
+import { assert, assertEquals, assertRejects } from "../_assert.ts";
+import { receiveIntoFile } from "../../src/routes/_receive.ts";
+import { ApiError } from "../../src/http/errors.ts";
+import { LocalStore } from "../../src/storage/local_store.ts";
+import type { FileSpool, ObjectWriter } from "../../src/storage/object_store.ts";
+import { StorageError } from "../../src/storage/object_store.ts";
+import { UrlSigner } from "../../src/storage/url_signer.ts";
+
+async function withSpool(fn: (writer: ObjectWriter, spool: FileSpool) => Promise<void>) {
+  const dir = await Deno.makeTempDir({ prefix: "abn-spool-" });
+  try {
+    const store = new LocalStore({
+      dataDir: dir,
+      signer: new UrlSigner(new Uint8Array(32).fill(3)),
+      publicUrl: "http://127.0.0.1:1",
+    });
+    await store.open();
+    const writer = await store.createWriter("org/o/experiments/e/latest.csv");
+    assert(writer.spool, "the local store offers its temporary file");
+    try {
+      await fn(writer, writer.spool);
+    } finally {
+      await writer.abort();
+    }
+    assertEquals([...Deno.readDirSync(`${dir}/tmp`)], [], "the temporary file is gone");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+function bytes(length: number, seed: number): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(length);
+  let x = seed;
+  for (let i = 0; i < length; i++) {
+    x = (x * 1103515245 + 12345) >>> 0;
+    out[i] = x >>> 24;
+  }
+  return out;
+}
+
+/** `first`, then nothing until `release()`. */
+function stalling(first: Uint8Array): { body: ReadableStream<Uint8Array>; release(): void } {
+  let release!: () => void;
+  const held = new Promise<void>((r) => release = r);
+  let sent = false;
+  return {
+    body: new ReadableStream({
+      async pull(controller) {
+        if (!sent) {
+          sent = true;
+          controller.enqueue(first);
+          return;
+        }
+        await held;
+        controller.close();
+      },
+    }),
+    release,
+  };
+}
+
+const options = { maxBytes: 1 << 30, idleTimeoutMs: 5_000, tickMs: 20 };
+
+Deno.test("receiveIntoFile stores every byte of the body and answers the file's size", async () => {
+  await withSpool(async (writer, spool) => {
+    const body = bytes(3_000_000, 1);
+    const pieces = [body.subarray(0, 1), body.subarray(1, 70_000), body.subarray(70_000)];
+    const size = await receiveIntoFile(ReadableStream.from(pieces), spool, options);
+    assertEquals(size, body.length);
+    assertEquals(await Deno.readFile(spool.path), body);
+    assertEquals((await writer.commit()).size, body.length);
+  });
+});
+
+Deno.test("receiveIntoFile abandons a body whose file stops growing with 408", async () => {
+  await withSpool(async (_writer, spool) => {
+    const { body, release } = stalling(bytes(1000, 2));
+    const started = performance.now();
+    const error = await assertRejects(
+      () => receiveIntoFile(body, spool, { ...options, idleTimeoutMs: 300 }),
+      ApiError,
+    );
+    release();
+    assertEquals(error.code, "body_timeout");
+    const took = performance.now() - started;
+    assert(took >= 300 && took < 2_000, `took ${took.toFixed(0)} ms`);
+  });
+});
+
+Deno.test("receiveIntoFile abandons a body below the minimum rate with 408", async () => {
+  await withSpool(async (_writer, spool) => {
+    let sent = 0;
+    const trickle = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (sent++ === 100) return controller.close();
+        await new Promise((r) => setTimeout(r, 30));
+        controller.enqueue(bytes(5, sent));
+      },
+    });
+    const error = await assertRejects(
+      () =>
+        receiveIntoFile(trickle, spool, {
+          ...options,
+          minBytesPerSecond: 1_000,
+          minRateAfterMs: 200,
+        }),
+      ApiError,
+    );
+    assertEquals(error.code, "body_timeout");
+    assert(/below the minimum of 1000 bytes\/s/.test(error.message), error.message);
+  });
+});
+
+Deno.test("receiveIntoFile fails a file that holds less than the declared length", async () => {
+  await withSpool(async (_writer, spool) => {
+    const body = bytes(5_000, 7);
+    const error = await assertRejects(
+      () =>
+        receiveIntoFile(ReadableStream.from([body]), spool, { ...options, expectedBytes: 5_001 }),
+      StorageError,
+    );
+    assert(/Only 5000 of the body's 5001 bytes/.test(error.message), error.message);
+  });
+});
+
+Deno.test("receiveIntoFile refuses a body past the limit with 413", async () => {
+  await withSpool(async (_writer, spool) => {
+    const error = await assertRejects(
+      () =>
+        receiveIntoFile(ReadableStream.from([bytes(10_001, 3)]), spool, {
+          ...options,
+          maxBytes: 10_000,
+        }),
+      ApiError,
+    );
+    assertEquals(error.code, "payload_too_large");
+  });
+});
+
+Deno.test("receiveIntoFile throws the reason of an aborted signal and stops the body", async () => {
+  await withSpool(async (_writer, spool) => {
+    const { body, release } = stalling(bytes(100, 4));
+    const stop = new AbortController();
+    const refused = new ApiError("invalid_date", "line 2: not a date");
+    setTimeout(() => stop.abort(refused), 100);
+    const error = await assertRejects(
+      () => receiveIntoFile(body, spool, { ...options, signal: stop.signal }),
+      ApiError,
+    );
+    release();
+    assertEquals(error, refused);
+  });
+});
+
+Deno.test("receiveIntoFile tells a client that went away from a file that failed", async () => {
+  await withSpool(async (_writer, spool) => {
+    let sent = false;
+    const broken = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent) return controller.error(new Deno.errors.BadResource("connection gone"));
+        sent = true;
+        controller.enqueue(bytes(100, 5));
+      },
+    });
+    const error = await assertRejects(() => receiveIntoFile(broken, spool, options), ApiError);
+    assertEquals(error.code, "request_aborted");
+  });
+  // A real device that is always full: writing to it fails with ENOSPC.
+  const spool: FileSpool = {
+    path: "/dev/full",
+    pipeFrom: async (body, signal) => {
+      const full = await Deno.open("/dev/full", { write: true });
+      await body.pipeTo(full.writable, { signal }).finally(() => {
+        try {
+          full.close();
+        } catch { /* closed by the pipe */ }
+      });
+    },
+    size: () => Promise.resolve(0),
+  };
+  const body = bytes(300_000, 6);
+  const chunks = [
+    body.subarray(0, 100_000),
+    body.subarray(100_000, 200_000),
+    body.subarray(200_000),
+  ];
+  const error = await assertRejects(
+    () => receiveIntoFile(ReadableStream.from(chunks), spool, options),
+    StorageError,
+  );
+  assert(/Cannot write to local storage/.test(error.message), error.message);
+  assertEquals((error.cause as { code?: string }).code, "ENOSPC");
+});
