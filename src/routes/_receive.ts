@@ -141,7 +141,8 @@ function slowError(bytes: number, elapsedMs: number, minBytesPerSecond: number):
   );
 }
 
-function tooLargeError(maxBytes: number): ApiError {
+/** 413: the body is over the upload limit (the connection is closed after the answer). */
+export function tooLargeError(maxBytes: number): ApiError {
   return new ApiError(
     "payload_too_large",
     `The file is larger than the limit of ${maxBytes} bytes (${

@@ -10,7 +10,7 @@ import { parseExperimentId } from "../http/experiment_id.ts";
 import { datasetKey, StorageError } from "../storage/object_store.ts";
 import { DatasetValidator } from "../pipeline/mod.ts";
 import type { BatchPool } from "./_receive.ts";
-import { receiveBody, receiveIntoFile } from "./_receive.ts";
+import { receiveBody, receiveIntoFile, tooLargeError } from "./_receive.ts";
 import type { OffThreadResult } from "../upload/off_thread_validator.ts";
 import { OffThreadValidator } from "../upload/off_thread_validator.ts";
 
@@ -47,13 +47,7 @@ export function checkDeclaredLength(req: Request, maxBytes: number): void {
   const declared = req.headers.get("content-length");
   if (declared !== null && /^\d+$/.test(declared) && Number(declared) > maxBytes) {
     req.body?.cancel().catch(() => {});
-    throw new ApiError(
-      "payload_too_large",
-      `The file is larger than the limit of ${maxBytes} bytes (${
-        (maxBytes / 1048576).toFixed(0)
-      } MB)`,
-      { connection: "close" },
-    );
+    throw tooLargeError(maxBytes);
   }
 }
 

@@ -9,6 +9,7 @@ import { LocalStore } from "../../src/storage/local_store.ts";
 import type { FileSpool, ObjectWriter } from "../../src/storage/object_store.ts";
 import { StorageError } from "../../src/storage/object_store.ts";
 import { UrlSigner } from "../../src/storage/url_signer.ts";
+import { Rng } from "../_faults.ts";
 
 async function withSpool(fn: (writer: ObjectWriter, spool: FileSpool) => Promise<void>) {
   const dir = await Deno.makeTempDir({ prefix: "abn-spool-" });
@@ -33,13 +34,8 @@ async function withSpool(fn: (writer: ObjectWriter, spool: FileSpool) => Promise
 }
 
 function bytes(length: number, seed: number): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(length);
-  let x = seed;
-  for (let i = 0; i < length; i++) {
-    x = (x * 1103515245 + 12345) >>> 0;
-    out[i] = x >>> 24;
-  }
-  return out;
+  const rng = new Rng(seed);
+  return Uint8Array.from({ length }, () => rng.int(256));
 }
 
 /** `first`, then nothing until `release()`. */
