@@ -232,6 +232,29 @@ function bigCsv(rows: number, badLine?: number): Uint8Array<ArrayBuffer> {
   return encoder.encode(lines.join("\n") + "\n");
 }
 
+/**
+ * A large upload refused early (line 3), at one of its last lines, and by an archive signature:
+ * each answers 400 naming the cause, and `good`, stored before, stays as it was.
+ */
+async function refusalsKeepStored(
+  server: DriverServer,
+  id: string,
+  good: Uint8Array<ArrayBuffer>,
+  rows: number,
+  lateLine: number,
+): Promise<void> {
+  for (const badLine of [3, lateLine]) {
+    const bad = bigCsv(rows, badLine);
+    const error = await assertApiError(await upload(server, id, bad), 400, "invalid_date");
+    assert(error.message.includes(`line ${badLine}`), error.message);
+    assertEquals(await server.stored(server.orgId, id), good);
+  }
+  const zip = new Uint8Array(good);
+  zip.set([0x50, 0x4b, 0x03, 0x04]);
+  await assertApiError(await upload(server, id, zip), 400, "archive_detected");
+  assertEquals(await server.stored(server.orgId, id), good);
+}
+
 driverTest(
   "a large declared-length upload is validated off-thread: stored whole, or refused with the line",
   async (server) => {
@@ -243,16 +266,7 @@ driverTest(
     assertEquals(body.rows, 400_000);
     assertEquals(body.sha256, await sha256(good));
     assertEquals((await server.stored(server.orgId, "large"))?.length, good.length);
-    for (const badLine of [3, 399_000]) {
-      const bad = bigCsv(400_000, badLine);
-      const error = await assertApiError(await upload(server, "large", bad), 400, "invalid_date");
-      assert(error.message.includes(`line ${badLine}`), error.message);
-      assertEquals(await server.stored(server.orgId, "large"), good);
-    }
-    const zip = new Uint8Array(good);
-    zip.set([0x50, 0x4b, 0x03, 0x04]);
-    await assertApiError(await upload(server, "large", zip), 400, "archive_detected");
-    assertEquals(await server.stored(server.orgId, "large"), good);
+    await refusalsKeepStored(server, "large", good, 400_000, 399_000);
   },
 );
 
@@ -275,16 +289,7 @@ Deno.test("a local upload of 32 MiB or more is piped into its file and checked a
     assertEquals(await server.stored(server.orgId, "huge"), good);
     assertEquals(received(), ["spool"]);
     // Refused early, refused at the last lines, refused by its signature: nothing changes.
-    for (const badLine of [3, 1_099_990]) {
-      const bad = bigCsv(1_100_000, badLine);
-      const error = await assertApiError(await upload(server, "huge", bad), 400, "invalid_date");
-      assert(error.message.includes(`line ${badLine}`), error.message);
-      assertEquals(await server.stored(server.orgId, "huge"), good);
-    }
-    const zip = new Uint8Array(good);
-    zip.set([0x50, 0x4b, 0x03, 0x04]);
-    await assertApiError(await upload(server, "huge", zip), 400, "archive_detected");
-    assertEquals(await server.stored(server.orgId, "huge"), good);
+    await refusalsKeepStored(server, "huge", good, 1_100_000, 1_099_990);
     assertEquals(received(), ["spool", "spool", "spool", "spool"]);
     // Three at once: two are piped, the third (over the cap) takes the batched path.
     const bodies = [0, 1, 2].map((i) => {
