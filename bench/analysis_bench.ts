@@ -14,7 +14,7 @@
  *
  *   deno run -A bench/analysis_bench.ts [FILE]   (default /tmp/bench.csv, generated when missing)
  */
-import { aggregateCsv } from "../src/analysis/aggregate.ts";
+import { aggregateCsv } from "../src/analysis/aggregate/aggregate.ts";
 import { writeCsv } from "./generate_csv.ts";
 
 const DUCKDB = "npm:@duckdb/node-api@1.5.5-r.5";

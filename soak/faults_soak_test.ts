@@ -71,7 +71,7 @@ Deno.test("soak: SIGKILL at 8 random points of an upload, restart each time, not
 });
 
 // Storage that accepts connections and never answers fails a request at the S3 store's 60 s
-// deadline (src/storage/s3_store.ts): a minute, so it runs here rather than in the fast suite.
+// deadline (src/storage/s3/s3_store.ts): a minute, so it runs here rather than in the fast suite.
 Deno.test("soak: S3 accepting but never answering: the upload answers 500 storage_error in bounded time", async () => {
   const server = await startFaultyServer("s3");
   try {

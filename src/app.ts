@@ -17,7 +17,7 @@ import { jsonResponse } from "./http/json.ts";
 import type { Principal } from "./http/auth.ts";
 import { authenticate } from "./http/auth.ts";
 import type { RateLimiter } from "./http/rate_limiter.ts";
-import type { UploadSlots } from "./http/upload_slots.ts";
+import type { UploadSlots } from "./ingest/upload_slots.ts";
 import { healthRoutes } from "./routes/health.ts";
 
 export interface AppDeps {

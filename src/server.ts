@@ -3,7 +3,7 @@
  * shutdown on SIGTERM/SIGINT (stop accepting, let in-flight requests finish, bounded wait).
  */
 import type { Config } from "./config.ts";
-import { createService } from "./service.ts";
+import { createService } from "./wiring.ts";
 import { createOrg, findOrgByName } from "./db/orgs.ts";
 import { createKey } from "./db/api_keys.ts";
 import type { Database } from "./db/database.ts";

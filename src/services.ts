@@ -5,7 +5,7 @@
 import type { AppDeps } from "./app.ts";
 import { PeriodicJob } from "./jobs/periodic_job.ts";
 import { cleanup, countOversize, scanDeliveries } from "./jobs/storage_jobs.ts";
-import { AnalysisService } from "./analysis/service.ts";
+import { AnalysisService } from "./analysis/analysis_queue.ts";
 
 export type Stop = () => Promise<void>;
 

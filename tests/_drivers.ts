@@ -1,7 +1,7 @@
 /**
  * Runs a test body against the real server on each storage driver: local disk and S3 (s3rver).
  */
-import type { ServiceOptions } from "../src/service.ts";
+import type { ServiceOptions } from "../src/wiring.ts";
 import type { TestServer } from "./_server.ts";
 import { startTestServer } from "./_server.ts";
 import type { S3rverFixture } from "./_s3rver.ts";

@@ -3,8 +3,8 @@
  * data directory, an organization and an API key.
  */
 import { loadConfig } from "../src/config.ts";
-import type { Service, ServiceOptions } from "../src/service.ts";
-import { createService } from "../src/service.ts";
+import type { Service, ServiceOptions } from "../src/wiring.ts";
+import { createService } from "../src/wiring.ts";
 import { createOrg } from "../src/db/orgs.ts";
 import { createKey } from "../src/db/api_keys.ts";
 

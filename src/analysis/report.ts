@@ -4,17 +4,21 @@
  * dataset). Numbers are not rounded; every number is finite (null where there is none).
  */
 
-import type { Aggregate, MetricVariantStats } from "./aggregate_types.ts";
-import { sampleVariance } from "./_math.ts";
-import { conversionSampleSize, numericSampleSize, type SampleSizeResult } from "./sample_size.ts";
+import type { Aggregate, MetricVariantStats } from "./aggregate/aggregate_types.ts";
+import { sampleVariance } from "./stats/_math.ts";
+import {
+  conversionSampleSize,
+  numericSampleSize,
+  type SampleSizeResult,
+} from "./stats/sample_size.ts";
 import {
   checkSettingsAgainstData,
   type MetricKind,
   type Settings,
   SETTINGS_DEFAULTS,
 } from "./settings.ts";
-import { srm, type SrmResult } from "./srm.ts";
-import { type VariantWinProbability, winProbability } from "./win_probability.ts";
+import { srm, type SrmResult } from "./stats/srm.ts";
+import { type VariantWinProbability, winProbability } from "./stats/win_probability.ts";
 
 export interface MetricVariantReport {
   name: string;

@@ -4,7 +4,7 @@
  */
 
 import { ApiError } from "../http/errors.ts";
-import type { Aggregate } from "./aggregate_types.ts";
+import type { Aggregate } from "./aggregate/aggregate_types.ts";
 
 export type MetricKind = "conversion" | "numeric";
 

@@ -3,7 +3,7 @@
  * precedes it (as GitHub tokens do), so a mistyped key is refused before any database work.
  * Only the SHA-256 of a key is stored; the key itself is shown once.
  */
-import { sha256Hex } from "../sha256.ts";
+import { sha256Hex } from "../crypto/sha256.ts";
 import type { Database } from "./database.ts";
 import { nowIso, stmt } from "./database.ts";
 import { newId, randomBase62, toBase62 } from "./ids.ts";

@@ -7,7 +7,7 @@ import { parseExperimentId } from "../http/experiment_id.ts";
 import { getAnalysis } from "../db/analyses.ts";
 import { getSettings, saveSettings } from "../db/settings.ts";
 import { checkSettingsAgainstData, validateSettings } from "../analysis/settings.ts";
-import type { Aggregate } from "../analysis/aggregate_types.ts";
+import type { Aggregate } from "../analysis/aggregate/aggregate_types.ts";
 import { datasetKey } from "../storage/object_store.ts";
 import { requireDataset } from "./datasets.ts";
 import { readJsonObject } from "./initiate.ts";

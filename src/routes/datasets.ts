@@ -9,7 +9,7 @@ import { parseExperimentId } from "../http/experiment_id.ts";
 import type { ObjectInfo } from "../storage/object_store.ts";
 import { Buffer } from "node:buffer";
 import { datasetKey, orgPrefix } from "../storage/object_store.ts";
-import type { UrlSigner } from "../storage/url_signer.ts";
+import type { UrlSigner } from "../crypto/url_signer.ts";
 import { parseDatasetKey } from "../deliveries.ts";
 import type { Database } from "../db/database.ts";
 import { analysisStatus, deleteAnalysis } from "../db/analyses.ts";

@@ -6,8 +6,8 @@ import type { Ctx, RouteTable } from "../app.ts";
 import { ApiError } from "../http/errors.ts";
 import { parseDatasetKey } from "../deliveries.ts";
 import { getOrg } from "../db/orgs.ts";
-import type { UrlSigner } from "../storage/url_signer.ts";
-import { receiveBody } from "./_receive.ts";
+import type { UrlSigner } from "../crypto/url_signer.ts";
+import { receiveBody } from "../ingest/receive.ts";
 import { checkDeclaredLength, rejectionReason } from "./upload.ts";
 
 async function storagePut(ctx: Ctx): Promise<Response> {

@@ -9,10 +9,10 @@ import { ApiError } from "../http/errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
 import { datasetKey, StorageError } from "../storage/object_store.ts";
 import { DatasetValidator } from "../pipeline/mod.ts";
-import type { BatchPool } from "./_receive.ts";
-import { receiveBody, receiveIntoFile, tooLargeError } from "./_receive.ts";
-import type { OffThreadResult } from "../upload/off_thread_validator.ts";
-import { OffThreadValidator } from "../upload/off_thread_validator.ts";
+import type { BatchPool } from "../ingest/receive.ts";
+import { receiveBody, receiveIntoFile, tooLargeError } from "../ingest/receive.ts";
+import type { OffThreadResult } from "../ingest/off_thread_validator.ts";
+import { OffThreadValidator } from "../ingest/off_thread_validator.ts";
 
 /** Bodies declared at least this long are validated on the worker thread. */
 const OFF_THREAD_MIN_BYTES = 8 * 1024 * 1024;

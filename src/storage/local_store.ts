@@ -11,9 +11,9 @@ import type {
   ObjectWriter,
   PresignOptions,
 } from "./object_store.ts";
-import { sha256Hex } from "../sha256.ts";
+import { sha256Hex } from "../crypto/sha256.ts";
 import { StorageError } from "./object_store.ts";
-import type { UrlSigner } from "./url_signer.ts";
+import type { UrlSigner } from "../crypto/url_signer.ts";
 
 export interface LocalStoreOptions {
   /** The data directory; objects under `storage/`, temporaries under `tmp/`. */

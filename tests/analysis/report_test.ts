@@ -8,7 +8,7 @@
 
 import assert from "node:assert/strict";
 import { ApiError } from "../../src/http/errors.ts";
-import type { Aggregate } from "../../src/analysis/aggregate_types.ts";
+import type { Aggregate } from "../../src/analysis/aggregate/aggregate_types.ts";
 import { buildReport } from "../../src/analysis/report.ts";
 
 function assertClose(actual: unknown, expected: number, absolute: number): void {

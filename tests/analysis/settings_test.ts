@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ApiError } from "../../src/http/errors.ts";
-import type { Aggregate } from "../../src/analysis/aggregate_types.ts";
+import type { Aggregate } from "../../src/analysis/aggregate/aggregate_types.ts";
 import { checkSettingsAgainstData, validateSettings } from "../../src/analysis/settings.ts";
 
 function assertInvalid(run: () => unknown, message: RegExp): void {

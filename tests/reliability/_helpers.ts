@@ -22,8 +22,8 @@ import {
 import { DatabaseSync } from "node:sqlite";
 import { DatasetValidator } from "../../src/pipeline/mod.ts";
 import { LocalStore } from "../../src/storage/local_store.ts";
-import { S3Store } from "../../src/storage/s3_store.ts";
-import { loadOrCreateSecret, UrlSigner } from "../../src/storage/url_signer.ts";
+import { S3Store } from "../../src/storage/s3/s3_store.ts";
+import { loadOrCreateSecret, UrlSigner } from "../../src/crypto/url_signer.ts";
 
 const enc = new TextEncoder();
 

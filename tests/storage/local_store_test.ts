@@ -1,7 +1,7 @@
 import { assert, assertEquals } from "../_assert.ts";
 import { LocalStore } from "../../src/storage/local_store.ts";
 import { StorageError } from "../../src/storage/object_store.ts";
-import { UrlSigner } from "../../src/storage/url_signer.ts";
+import { UrlSigner } from "../../src/crypto/url_signer.ts";
 
 async function newStore() {
   const dir = await Deno.makeTempDir({ prefix: "abn-local-" });

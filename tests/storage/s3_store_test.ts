@@ -7,7 +7,7 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import { type ObjectStore, StorageError } from "../../src/storage/object_store.ts";
-import { type S3Like, S3Store, type S3StoreOptions } from "../../src/storage/s3_store.ts";
+import { type S3Like, S3Store, type S3StoreOptions } from "../../src/storage/s3/s3_store.ts";
 import { type S3rverFixture, startS3rver } from "../_s3rver.ts";
 
 const MIB = 1024 * 1024;

@@ -6,9 +6,9 @@ import {
   SigV4Presigner,
   uriEncode,
   uriEncodePath,
-} from "../../src/storage/_sigv4.ts";
+} from "../../src/storage/s3/_sigv4.ts";
 import { datasetKey, StorageError } from "../../src/storage/object_store.ts";
-import { S3Store, type S3StoreOptions } from "../../src/storage/s3_store.ts";
+import { S3Store, type S3StoreOptions } from "../../src/storage/s3/s3_store.ts";
 
 const NOW = new Date("2024-05-06T07:08:09.123Z");
 const CREDENTIALS = { accessKeyId: "AKIDEXAMPLE", secretAccessKey: "wJalr/K7MDENG+bPxRfiCY" };

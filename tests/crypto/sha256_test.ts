@@ -2,10 +2,17 @@
  * The plain-TypeScript SHA-256 and HMAC against published test vectors (FIPS 180-4 examples,
  * RFC 4231) and against `node:crypto` on every message length around the block boundaries.
  */
-import { assertEquals } from "./_assert.ts";
+import { assertEquals } from "../_assert.ts";
 import { Buffer } from "node:buffer";
 import { createHash, createHmac } from "node:crypto";
-import { HmacSha256, hmacSha256, sha256, sha256Hex, toBase64Url, toHex } from "../src/sha256.ts";
+import {
+  HmacSha256,
+  hmacSha256,
+  sha256,
+  sha256Hex,
+  toBase64Url,
+  toHex,
+} from "../../src/crypto/sha256.ts";
 
 const hex = (bytes: Uint8Array) => toHex(bytes);
 

@@ -19,7 +19,7 @@ import {
   normalChanceToBeat,
   type VariantTotals,
   winProbability,
-} from "../../src/analysis/win_probability.ts";
+} from "../../../src/analysis/stats/win_probability.ts";
 
 function assertClose(actual: number | null | undefined, expected: number, absolute: number): void {
   assert.ok(

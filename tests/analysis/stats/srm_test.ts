@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { srm } from "../../src/analysis/srm.ts";
+import { srm } from "../../../src/analysis/stats/srm.ts";
 
 function assertClose(actual: number, expected: number, relative: number): void {
   assert.ok(

@@ -24,7 +24,7 @@ import {
   regularizedGammaQ,
   sampleVariance,
   SeededRandom,
-} from "../../src/analysis/_math.ts";
+} from "../../../src/analysis/stats/_math.ts";
 
 function assertClose(actual: number, expected: number, relative: number, absolute = 0): void {
   const tolerance = Math.max(relative * Math.abs(expected), absolute);

@@ -3,7 +3,7 @@
  * its batch buffers and, on S3, its parts in memory, so the cap bounds the service's memory: one
  * more answers 503 with `Retry-After` before its body is read.
  */
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../http/errors.ts";
 
 export class UploadSlots {
   readonly #max: number;

@@ -10,11 +10,11 @@ import { Gauge, Metrics } from "./metrics.ts";
 import { DeliveryHub } from "./deliveries.ts";
 import type { ObjectStore } from "./storage/object_store.ts";
 import { LocalStore } from "./storage/local_store.ts";
-import { loadOrCreateSecret, UrlSigner } from "./storage/url_signer.ts";
+import { loadOrCreateSecret, UrlSigner } from "./crypto/url_signer.ts";
 import type { AppHandler, RouteTable } from "./app.ts";
 import { createApp } from "./app.ts";
 import { RateLimiter } from "./http/rate_limiter.ts";
-import { UploadSlots } from "./http/upload_slots.ts";
+import { UploadSlots } from "./ingest/upload_slots.ts";
 import { apiRoutes } from "./routes/mod.ts";
 import { startServices } from "./services.ts";
 import { createBatchedLog } from "./log.ts";
@@ -53,7 +53,7 @@ export async function createService(
   );
   const store = options.store ?? (config.storage === "s3"
     // Loaded on demand: the AWS SDK is only paid for when S3 is configured.
-    ? new (await import("./storage/s3_store.ts")).S3Store({
+    ? new (await import("./storage/s3/s3_store.ts")).S3Store({
       endpoint: config.s3.endpoint,
       publicEndpoint: config.s3.publicEndpoint,
       region: config.s3.region,

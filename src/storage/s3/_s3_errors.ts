@@ -1,4 +1,4 @@
-import { StorageError } from "./object_store.ts";
+import { StorageError } from "../object_store.ts";
 
 interface SdkErrorShape {
   name?: string;

@@ -3,7 +3,7 @@
  */
 import { assert, assertEquals, assertRejects } from "../_assert.ts";
 import { createHash } from "node:crypto";
-import { OffThreadValidator, stopValidatorWorker } from "../../src/upload/off_thread_validator.ts";
+import { OffThreadValidator, stopValidatorWorker } from "../../src/ingest/off_thread_validator.ts";
 import { ValidationError } from "../../src/pipeline/mod.ts";
 
 function csv(rows: number, badLine?: number): Uint8Array<ArrayBuffer> {

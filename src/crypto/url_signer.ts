@@ -4,7 +4,7 @@
  */
 import { Buffer } from "node:buffer";
 import { timingSafeEqual } from "node:crypto";
-import { HmacSha256 } from "../sha256.ts";
+import { HmacSha256 } from "./sha256.ts";
 
 export type SignatureCheck = "ok" | "expired" | "invalid";
 

@@ -1,9 +1,9 @@
 /**
- * AWS Signature Version 4 for query-string (presigned) URLs, synchronous, on `src/sha256.ts`. Signs
+ * AWS Signature Version 4 for query-string (presigned) URLs, synchronous, on `src/crypto/sha256.ts`. Signs
  * exactly as the SDK's `getSignedUrl` does: the path is signed as sent (S3 does not normalize
  * it), the payload as `UNSIGNED-PAYLOAD`, and the query is sorted and URI-encoded the same way.
  */
-import { HmacSha256, hmacSha256, sha256Hex } from "../sha256.ts";
+import { HmacSha256, hmacSha256, sha256Hex } from "../../crypto/sha256.ts";
 
 export interface SigV4Credentials {
   accessKeyId: string;

@@ -11,7 +11,7 @@ import { ApiError } from "../http/errors.ts";
 import { getAnalysis, markPending, saveResult } from "../db/analyses.ts";
 import { getSettings } from "../db/settings.ts";
 import { DatasetValidator } from "../pipeline/mod.ts";
-import { aggregateCsv } from "./aggregate.ts";
+import { aggregateCsv } from "./aggregate/aggregate.ts";
 import { buildReport } from "./report.ts";
 import { validateSettings } from "./settings.ts";
 

@@ -3,12 +3,12 @@
  * with the file's growth standing for the body's progress.
  */
 import { assert, assertEquals, assertRejects } from "../_assert.ts";
-import { receiveIntoFile } from "../../src/routes/_receive.ts";
+import { receiveIntoFile } from "../../src/ingest/receive.ts";
 import { ApiError } from "../../src/http/errors.ts";
 import { LocalStore } from "../../src/storage/local_store.ts";
 import type { FileSpool, ObjectWriter } from "../../src/storage/object_store.ts";
 import { StorageError } from "../../src/storage/object_store.ts";
-import { UrlSigner } from "../../src/storage/url_signer.ts";
+import { UrlSigner } from "../../src/crypto/url_signer.ts";
 import { Rng } from "../_faults.ts";
 
 async function withSpool(fn: (writer: ObjectWriter, spool: FileSpool) => Promise<void>) {

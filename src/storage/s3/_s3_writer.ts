@@ -19,8 +19,8 @@ import {
 } from "@aws-sdk/client-s3";
 import { createHash } from "node:crypto";
 import { Upload } from "@aws-sdk/lib-storage";
-import type { ObjectInfo, ObjectWriter } from "./object_store.ts";
-import { StorageError } from "./object_store.ts";
+import type { ObjectInfo, ObjectWriter } from "../object_store.ts";
+import { StorageError } from "../object_store.ts";
 import { storageFailure } from "./_s3_errors.ts";
 import type { S3Like } from "./_s3_like.ts";
 

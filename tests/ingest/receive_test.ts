@@ -3,7 +3,7 @@
  * with a BYOB reader) and a plain stream (copied from its own chunks).
  */
 import { assert, assertEquals, assertRejects } from "../_assert.ts";
-import { receiveBody } from "../../src/routes/_receive.ts";
+import { receiveBody } from "../../src/ingest/receive.ts";
 import { ApiError } from "../../src/http/errors.ts";
 import type { ObjectInfo, ObjectWriter } from "../../src/storage/object_store.ts";
 

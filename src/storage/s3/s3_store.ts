@@ -23,8 +23,8 @@ import type {
   ObjectStore,
   ObjectWriter,
   PresignOptions,
-} from "./object_store.ts";
-import { StorageError } from "./object_store.ts";
+} from "../object_store.ts";
+import { StorageError } from "../object_store.ts";
 import { isNotFound, storageFailure } from "./_s3_errors.ts";
 import type { S3Like } from "./_s3_like.ts";
 import { sweepMultipartUploads } from "./_s3_sweep.ts";

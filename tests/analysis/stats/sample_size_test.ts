@@ -8,7 +8,10 @@
  */
 
 import assert from "node:assert/strict";
-import { conversionSampleSize, numericSampleSize } from "../../src/analysis/sample_size.ts";
+import {
+  conversionSampleSize,
+  numericSampleSize,
+} from "../../../src/analysis/stats/sample_size.ts";
 
 Deno.test("conversionSampleSize reproduces Evan Miller's calculator example", () => {
   // https://www.evanmiller.org/ab-testing/sample-size.html with its default inputs (baseline 20 %,

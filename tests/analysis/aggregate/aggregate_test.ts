@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { aggregateCsv, CsvAggregator } from "../../src/analysis/aggregate.ts";
-import type { Aggregate } from "../../src/analysis/aggregate_types.ts";
-import { aggregateThreaded } from "../../src/analysis/_aggregate_threaded.ts";
-import { readNumber } from "../../src/analysis/_csv_cells.ts";
-import { generateCsv, mulberry32 } from "../../bench/generate_csv.ts";
+import { aggregateCsv, CsvAggregator } from "../../../src/analysis/aggregate/aggregate.ts";
+import type { Aggregate } from "../../../src/analysis/aggregate/aggregate_types.ts";
+import { aggregateThreaded } from "../../../src/analysis/aggregate/_aggregate_threaded.ts";
+import { readNumber } from "../../../src/analysis/aggregate/_csv_cells.ts";
+import { generateCsv, mulberry32 } from "../../../bench/generate_csv.ts";
 
 const encoder = new TextEncoder();
 
@@ -673,7 +673,7 @@ Deno.test("aggregateCsv reads on one thread when its worker cannot start", async
   const alone = new CsvAggregator();
   alone.push(bytes);
   const modes: string[] = [];
-  const missing = new URL("./no_such_worker.ts", import.meta.url);
+  const missing = new URL("../no_such_worker.ts", import.meta.url);
   async function* slowly() {
     for (const chunk of chunksOf(bytes, 65536)) {
       await new Promise((resolve) => setTimeout(resolve, 5));
