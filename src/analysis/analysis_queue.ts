@@ -1,12 +1,16 @@
 /**
  * Runs the analysis after every delivery, in the background: at most one run per dataset at a
- * time, newest delivery wins, results saved in SQLite keyed by the object's ETag.
+ * time, newest delivery wins, results saved in SQLite keyed by the object's ETag. One run per
+ * delivery: a request, a scan or an event for the ETag being analysed (or already queued) joins
+ * that run; a settings change for it queues one re-run, afterwards.
  */
 import type { Database } from "../db/database.ts";
 import type { ObjectStore } from "../storage/object_store.ts";
 import { StorageError } from "../storage/object_store.ts";
 import type { Delivery, DeliveryHub } from "../deliveries.ts";
 import type { Metrics } from "../metrics.ts";
+import type { Logger } from "../log.ts";
+import { describeError } from "../log.ts";
 import { ApiError } from "../http/errors.ts";
 import { getAnalysis, markPending, saveResult } from "../db/analyses.ts";
 import { getSettings } from "../db/settings.ts";
@@ -15,7 +19,7 @@ import { aggregateCsv } from "./aggregate/aggregate.ts";
 import { buildReport } from "./report.ts";
 import { validateSettings } from "./settings.ts";
 
-export interface AnalysisServiceOptions {
+export interface AnalysisQueueOptions {
   db: Database;
   store: ObjectStore;
   deliveries: DeliveryHub;
@@ -23,18 +27,18 @@ export interface AnalysisServiceOptions {
   maxUploadBytes: number;
   /** Datasets analysed at the same time; default 1. */
   concurrency?: number;
-  log?: (line: string) => void;
+  log: Logger;
 }
 
-export class AnalysisService {
-  #o: AnalysisServiceOptions;
+export class AnalysisQueue {
+  #o: AnalysisQueueOptions;
   #queue = new Map<string, Delivery>();
   #running = new Map<string, { etag: string; done: Promise<void> }>();
   #unsubscribe: () => void;
   #stopped = false;
   #idle: (() => void)[] = [];
 
-  constructor(options: AnalysisServiceOptions) {
+  constructor(options: AnalysisQueueOptions) {
     this.#o = options;
     this.#unsubscribe = options.deliveries.subscribe((d) => this.enqueue(d));
   }
@@ -48,10 +52,16 @@ export class AnalysisService {
   enqueue(delivery: Delivery): void {
     if (this.#stopped || delivery.info.size > this.#o.maxUploadBytes) return;
     const id = `${delivery.orgId}/${delivery.experimentId}`;
+    const etag = delivery.info.etag;
+    const rerun = delivery.source === "settings";
+    // The same object, running or queued: join that run (a settings change re-runs it after).
+    const queued = this.#queue.get(id);
+    if (!rerun && (this.#running.get(id)?.etag === etag || queued?.info.etag === etag)) return;
     const row = getAnalysis(this.#o.db, delivery.orgId, delivery.experimentId);
-    const same = row?.etag === delivery.info.etag;
-    if (same && row?.status !== "pending" && delivery.source !== "settings") return;
-    if (!same || delivery.source === "settings") {
+    const same = row?.etag === etag;
+    if (same && row?.status !== "pending" && !rerun) return;
+    if (queued?.info.etag === etag && queued.validated) delivery = { ...delivery, validated: true };
+    if (!same || rerun) {
       markPending(
         this.#o.db,
         delivery.orgId,
@@ -90,7 +100,7 @@ export class AnalysisService {
 
   async #run(delivery: Delivery): Promise<void> {
     const { db, store, metrics } = this.#o;
-    const log = this.#o.log ?? ((line: string) => console.log(line));
+    const log = this.#o.log;
     const startedAt = new Date().toISOString();
     const t0 = performance.now();
     const { orgId, experimentId, key } = delivery;
@@ -135,26 +145,21 @@ export class AnalysisService {
       if (error instanceof StorageError) {
         // Transient: the row stays `pending`, and the timer's scan runs it again.
         metrics.analysisRuns.inc({ outcome: "retry" });
-        log(JSON.stringify({
-          level: "warn",
-          time: new Date().toISOString(),
-          msg: "analysis postponed: storage failed; the next scan retries it",
+        log.warn("analysis postponed: storage failed; the next scan retries it", {
           org_id: orgId,
           experiment_id: experimentId,
           error: error.message,
-        }));
+        });
         return;
       }
       if (error instanceof ApiError) {
         outcome = { status: "failed", error: error.message, rows: null, result: null };
       } else {
-        log(JSON.stringify({
-          level: "error",
-          msg: "analysis failed",
+        log.error("analysis failed", {
           org_id: orgId,
           experiment_id: experimentId,
-          error: error instanceof Error ? `${error.message}\n${error.stack}` : String(error),
-        }));
+          error: describeError(error),
+        });
         outcome = {
           status: "failed",
           error: "The analysis failed unexpectedly; it will run again after the next delivery",
@@ -167,15 +172,14 @@ export class AnalysisService {
     metrics.analysisRuns.inc({ outcome: outcome.status });
     metrics.analysisSeconds.observe(seconds);
     saveResult(db, orgId, experimentId, etag, outcome, startedAt);
-    log(JSON.stringify({
-      level: "info",
-      time: new Date().toISOString(),
-      msg: "analysis finished",
+    log.info("analysis finished", {
       org_id: orgId,
       experiment_id: experimentId,
+      etag,
+      source: delivery.source,
       status: outcome.status,
       duration_ms: Math.round(seconds * 1000),
-    }));
+    });
   }
 
   async stop(): Promise<void> {

@@ -1,8 +1,8 @@
 /**
  * `GET /datasets/{id}/analysis/` and `GET|PUT /datasets/{id}/settings/`.
  */
-import type { Ctx, RouteTable } from "../app.ts";
-import { json } from "../app.ts";
+import type { AppCtx, AppRoutes } from "./deps.ts";
+import { json } from "../http/context.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
 import { getAnalysis } from "../db/analyses.ts";
 import { getSettings, saveSettings } from "../db/settings.ts";
@@ -24,7 +24,7 @@ const EMPTY = {
   warnings: [],
 };
 
-async function analysis(ctx: Ctx): Promise<Response> {
+async function analysis(ctx: AppCtx): Promise<Response> {
   const principal = ctx.auth();
   const { experimentId, key, info } = await requireDataset(ctx, principal.orgId);
   const row = getAnalysis(ctx.deps.db, principal.orgId, experimentId);
@@ -61,13 +61,13 @@ async function analysis(ctx: Ctx): Promise<Response> {
   });
 }
 
-function readSettings(ctx: Ctx): Response {
+function readSettings(ctx: AppCtx): Response {
   const principal = ctx.auth();
   const experimentId = parseExperimentId(ctx.params.experiment_id);
   return json(ctx, getSettings(ctx.deps.db, principal.orgId, experimentId) ?? {});
 }
 
-async function writeSettings(ctx: Ctx): Promise<Response> {
+async function writeSettings(ctx: AppCtx): Promise<Response> {
   const principal = ctx.auth();
   const experimentId = parseExperimentId(ctx.params.experiment_id);
   const body = await readJsonObject(ctx.req);
@@ -93,7 +93,7 @@ async function writeSettings(ctx: Ctx): Promise<Response> {
   return json(ctx, settings);
 }
 
-export const analysisRoutes: RouteTable = [
+export const analysisRoutes: AppRoutes = [
   ["GET", "/api/v1/datasets/:experiment_id/analysis/", analysis],
   ["GET", "/api/v1/datasets/:experiment_id/settings/", readSettings],
   ["PUT", "/api/v1/datasets/:experiment_id/settings/", writeSettings],

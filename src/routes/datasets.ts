@@ -2,8 +2,8 @@
  * The organization's datasets, read live from storage (so a two-step delivery shows at once):
  * `GET /datasets/`, `GET|DELETE /datasets/{id}/`, `GET /datasets/{id}/file/`.
  */
-import type { Ctx, RouteTable } from "../app.ts";
-import { json } from "../app.ts";
+import type { AppCtx, AppRoutes } from "./deps.ts";
+import { json } from "../http/context.ts";
 import { ApiError } from "../http/errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
 import type { ObjectInfo } from "../storage/object_store.ts";
@@ -51,7 +51,7 @@ export function describe(
 
 /** The stored dataset of the path's experiment: 404 when none, 400 when over the limit. */
 export async function requireDataset(
-  ctx: Ctx,
+  ctx: AppCtx,
   orgId: string,
   options: { allowTooLarge?: boolean } = {},
 ): Promise<{ experimentId: string; key: string; info: ObjectInfo }> {
@@ -92,14 +92,14 @@ function openCursor(signer: UrlSigner, orgId: string, sealed: string): string {
   );
 }
 
-async function list(ctx: Ctx): Promise<Response> {
+async function list(ctx: AppCtx): Promise<Response> {
   const principal = ctx.auth();
   const limitText = ctx.url.searchParams.get("limit");
   const limit = limitText === null ? 1000 : Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
     throw new ApiError("invalid_json", "limit must be a whole number from 1 to 1000");
   }
-  const signer = ctx.deps.services.signer as UrlSigner;
+  const signer = ctx.deps.signer;
   const given = ctx.url.searchParams.get("cursor") || null;
   const cursor = given === null ? null : openCursor(signer, principal.orgId, given);
   const page = await ctx.deps.store.list(orgPrefix(principal.orgId), { limit, cursor });
@@ -125,7 +125,7 @@ async function list(ctx: Ctx): Promise<Response> {
   });
 }
 
-async function show(ctx: Ctx): Promise<Response> {
+async function show(ctx: AppCtx): Promise<Response> {
   const principal = ctx.auth();
   const { experimentId, key, info } = await requireDataset(ctx, principal.orgId);
   return json(ctx, {
@@ -134,7 +134,7 @@ async function show(ctx: Ctx): Promise<Response> {
   });
 }
 
-async function download(ctx: Ctx): Promise<Response> {
+async function download(ctx: AppCtx): Promise<Response> {
   const principal = ctx.auth();
   const experimentId = parseExperimentId(ctx.params.experiment_id);
   const object = await ctx.deps.store.get(datasetKey(principal.orgId, experimentId));
@@ -153,7 +153,7 @@ async function download(ctx: Ctx): Promise<Response> {
   });
 }
 
-async function remove(ctx: Ctx): Promise<Response> {
+async function remove(ctx: AppCtx): Promise<Response> {
   const principal = ctx.auth();
   const { experimentId, key } = await requireDataset(ctx, principal.orgId, { allowTooLarge: true });
   // The analysis first: when the database cannot be written, nothing is deleted (503, retry);
@@ -163,7 +163,7 @@ async function remove(ctx: Ctx): Promise<Response> {
   return json(ctx, { deleted: true, experiment_id: experimentId });
 }
 
-export const datasetRoutes: RouteTable = [
+export const datasetRoutes: AppRoutes = [
   ["GET", "/api/v1/datasets/", list],
   ["GET", "/api/v1/datasets/:experiment_id/", show],
   ["DELETE", "/api/v1/datasets/:experiment_id/", remove],

@@ -1,9 +1,9 @@
-import type { RouteTable } from "../app.ts";
-import { json } from "../app.ts";
+import type { AppRoutes } from "./deps.ts";
+import { json } from "../http/context.ts";
 import { databaseReachable } from "../db/database.ts";
 import { ApiError } from "../http/errors.ts";
 
-export const healthRoutes: RouteTable = [
+export const healthRoutes: AppRoutes = [
   ["GET", "/healthz", (ctx) => {
     if (!databaseReachable(ctx.deps.db)) {
       throw new ApiError("service_unavailable", "The database is not reachable");

@@ -1,10 +1,10 @@
-import type { RouteTable } from "../app.ts";
-import { json } from "../app.ts";
+import type { AppRoutes } from "./deps.ts";
+import { json } from "../http/context.ts";
 import { listKeys } from "../db/api_keys.ts";
 import { getOrg } from "../db/orgs.ts";
 
 /** `GET /api/v1/keys/`: the caller's organization and the status of its keys (no secrets). */
-export const keyRoutes: RouteTable = [
+export const keyRoutes: AppRoutes = [
   ["GET", "/api/v1/keys/", (ctx) => {
     const principal = ctx.auth();
     const org = getOrg(ctx.deps.db, principal.orgId);
