@@ -31,6 +31,9 @@ const COVERED = new Set([
   "PUT /storage/*key",
   // Token-authenticated (not by API key) and without organization data of its own:
   "POST /api/v1/storage-events/",
+  // Health and metrics at the root: no organization data.
+  "GET /healthz",
+  "GET /metrics",
   // The UI's static files: no organization data.
   "GET /",
   "GET /ui/:file",
