@@ -2,7 +2,7 @@
  * The HTTP application: routes, authentication, the one error boundary, request ids and the
  * per-request log line. `createApp(deps)` answers a plain `(Request) => Promise<Response>`.
  */
-import { isDatabaseUnavailable } from "./db/database.ts";
+import { DatabaseUnavailable } from "./db/control_plane.ts";
 import { StorageError } from "./storage/object_store.ts";
 import { Router } from "./http/router.ts";
 import { ApiError, errorResponse } from "./http/errors.ts";
@@ -53,8 +53,12 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
         requestId,
         deps,
         logFields,
-        auth() {
-          const principal = authenticate(deps.db, req.headers.get("authorization"), deps.recorder);
+        async auth() {
+          const principal = await authenticate(
+            deps.db,
+            req.headers.get("authorization"),
+            deps.recorder,
+          );
           logFields.org_id = principal.orgId;
           deps.rateLimiter?.check(principal.keyId);
           return principal;
@@ -119,10 +123,10 @@ export function toErrorResponse(error: unknown, requestId: string, log: Logger):
       requestId,
     );
   }
-  if (isDatabaseUnavailable(error)) {
+  if (error instanceof DatabaseUnavailable) {
     log.error("database unavailable", {
       request_id: requestId,
-      error: (error as Error).message,
+      error: error.message,
     });
     return errorResponse(
       "service_unavailable",

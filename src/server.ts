@@ -4,9 +4,7 @@
  */
 import type { Config } from "./config.ts";
 import { createService } from "./wiring.ts";
-import { createOrg, findOrgByName } from "./db/orgs.ts";
-import { createKey } from "./db/api_keys.ts";
-import type { Database } from "./db/database.ts";
+import type { ControlPlane } from "./db/control_plane.ts";
 import { errorResponse } from "./http/errors.ts";
 
 export interface ServeOptions {
@@ -17,14 +15,14 @@ export interface ServeOptions {
 }
 
 /** Creates the `dev` organization and its key on first start; answers the key file's path. */
-export async function bootstrapDev(db: Database, dataDir: string): Promise<void> {
+export async function bootstrapDev(db: ControlPlane, dataDir: string): Promise<void> {
   const keyFile = `${dataDir}/dev-api-key`;
-  if (findOrgByName(db, "dev")) {
+  if (await db.orgs.findByName("dev")) {
     console.log(`Development organization 'dev' exists; its API key is in ${keyFile}`);
     return;
   }
-  const org = createOrg(db, "dev");
-  const { api_key } = createKey(db, org.id);
+  const org = await db.orgs.create("dev");
+  const { api_key } = await db.keys.create(org.id);
   await Deno.writeTextFile(keyFile, api_key + "\n", { mode: 0o600 });
   console.log(
     `Created organization 'dev' (${org.id}). Its API key, shown once and saved to ${keyFile}:\n\n  ${api_key}\n`,

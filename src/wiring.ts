@@ -5,8 +5,8 @@
  * in-process.
  */
 import type { Config } from "./config.ts";
-import { openDatabase } from "./db/database.ts";
-import type { Database } from "./db/database.ts";
+import { openControlPlane } from "./db/open_control_plane.ts";
+import type { ControlPlane } from "./db/control_plane.ts";
 import { LastUsedRecorder } from "./db/api_keys.ts";
 import { Gauge, Metrics } from "./metrics.ts";
 import { DeliveryHub } from "./deliveries.ts";
@@ -27,7 +27,7 @@ import { cleanup, countOversize, scanDeliveries } from "./jobs/storage_jobs.ts";
 
 export interface Service {
   config: Readonly<Config>;
-  db: Database;
+  db: ControlPlane;
   store: ObjectStore;
   metrics: Metrics;
   deliveries: DeliveryHub;
@@ -70,9 +70,7 @@ export async function createService(
   options: ServiceOptions = {},
 ): Promise<Service> {
   await Deno.mkdir(config.dataDir, { recursive: true });
-  const dbDir = config.dbPath.slice(0, config.dbPath.lastIndexOf("/"));
-  if (dbDir) await Deno.mkdir(dbDir, { recursive: true });
-  const db = openDatabase(config.dbPath);
+  const db = await openControlPlane(config);
   const signer = new UrlSigner(
     await loadOrCreateSecret(`${config.dataDir}/secrets/url-signing.key`),
   );
@@ -90,12 +88,13 @@ export async function createService(
     bodyMinBytesPerSecond: config.bodyMinBytesPerSecond,
     maxConcurrentUploads: config.maxConcurrentUploads,
   });
+  const recorder = new LastUsedRecorder(db);
   const deps: AppDeps = {
     config,
     db,
     store,
     metrics,
-    recorder: new LastUsedRecorder(db),
+    recorder,
     deliveries,
     signer,
     ingest,
@@ -166,8 +165,9 @@ export async function createService(
       await clean.stop();
       await analysis.stop();
       ingest.close();
+      await recorder.flush();
       log.flush();
-      db.close();
+      await db.close();
     },
   };
 }

@@ -17,7 +17,7 @@ export interface Ctx<D> {
   /** Extra fields for the request's log line (org id, bytes in…). */
   logFields: Record<string, unknown>;
   /** Authenticates the request (401/403/429 otherwise) and answers the caller. */
-  auth(): Principal;
+  auth(): Promise<Principal>;
 }
 
 export type Handler<D> = (ctx: Ctx<D>) => Response | Promise<Response>;

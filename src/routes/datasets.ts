@@ -11,8 +11,7 @@ import { Buffer } from "node:buffer";
 import { datasetKey, orgPrefix } from "../storage/object_store.ts";
 import type { UrlSigner } from "../crypto/url_signer.ts";
 import { parseDatasetKey } from "../deliveries.ts";
-import type { Database } from "../db/database.ts";
-import { analysisStatus, deleteAnalysis } from "../db/analyses.ts";
+import type { ControlPlane } from "../db/control_plane.ts";
 
 export function notFound(experimentId: string): ApiError {
   return new ApiError(
@@ -30,8 +29,8 @@ export function tooLarge(experimentId: string, size: number, limit: number): Api
   );
 }
 
-export function describe(
-  db: Database,
+export async function describe(
+  db: ControlPlane,
   orgId: string,
   experimentId: string,
   info: ObjectInfo,
@@ -45,7 +44,7 @@ export function describe(
     etag: info.etag,
     analysis_status: info.size > limit
       ? "too_large"
-      : analysisStatus(db, orgId, experimentId, info.etag),
+      : await db.analyses.status(orgId, experimentId, info.etag),
   };
 }
 
@@ -93,7 +92,7 @@ function openCursor(signer: UrlSigner, orgId: string, sealed: string): string {
 }
 
 async function list(ctx: AppCtx): Promise<Response> {
-  const principal = ctx.auth();
+  const principal = await ctx.auth();
   const limitText = ctx.url.searchParams.get("limit");
   const limit = limitText === null ? 1000 : Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
@@ -108,7 +107,7 @@ async function list(ctx: AppCtx): Promise<Response> {
     const parsed = parseDatasetKey(info.key);
     if (!parsed || parsed.orgId !== principal.orgId) continue;
     datasets.push(
-      describe(
+      await describe(
         ctx.deps.db,
         principal.orgId,
         parsed.experimentId,
@@ -126,16 +125,22 @@ async function list(ctx: AppCtx): Promise<Response> {
 }
 
 async function show(ctx: AppCtx): Promise<Response> {
-  const principal = ctx.auth();
+  const principal = await ctx.auth();
   const { experimentId, key, info } = await requireDataset(ctx, principal.orgId);
   return json(ctx, {
-    ...describe(ctx.deps.db, principal.orgId, experimentId, info, ctx.deps.config.maxUploadBytes),
+    ...await describe(
+      ctx.deps.db,
+      principal.orgId,
+      experimentId,
+      info,
+      ctx.deps.config.maxUploadBytes,
+    ),
     key,
   });
 }
 
 async function download(ctx: AppCtx): Promise<Response> {
-  const principal = ctx.auth();
+  const principal = await ctx.auth();
   const experimentId = parseExperimentId(ctx.params.experiment_id);
   const object = await ctx.deps.store.get(datasetKey(principal.orgId, experimentId));
   if (!object) throw notFound(experimentId);
@@ -154,11 +159,11 @@ async function download(ctx: AppCtx): Promise<Response> {
 }
 
 async function remove(ctx: AppCtx): Promise<Response> {
-  const principal = ctx.auth();
+  const principal = await ctx.auth();
   const { experimentId, key } = await requireDataset(ctx, principal.orgId, { allowTooLarge: true });
   // The analysis first: when the database cannot be written, nothing is deleted (503, retry);
   // when storage then fails, the file stays and the timer analyses it again.
-  deleteAnalysis(ctx.deps.db, principal.orgId, experimentId);
+  await ctx.deps.db.analyses.delete(principal.orgId, experimentId);
   await ctx.deps.store.delete(key);
   return json(ctx, { deleted: true, experiment_id: experimentId });
 }

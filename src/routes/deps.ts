@@ -3,7 +3,7 @@
  * route that needs something the wiring does not provide is a compile error.
  */
 import type { Config } from "../config.ts";
-import type { Database } from "../db/database.ts";
+import type { ControlPlane } from "../db/control_plane.ts";
 import type { LastUsedRecorder } from "../db/api_keys.ts";
 import type { DeliveryHub } from "../deliveries.ts";
 import type { UrlSigner } from "../crypto/url_signer.ts";
@@ -16,7 +16,7 @@ import type { ObjectStore } from "../storage/object_store.ts";
 
 export interface AppDeps {
   config: Readonly<Config>;
-  db: Database;
+  db: ControlPlane;
   store: ObjectStore;
   metrics: Metrics;
   /** Records when keys were last used, in batches. */

@@ -55,7 +55,7 @@ function parseJsonObject(text: string): Record<string, unknown> {
 
 async function initiate(ctx: AppCtx): Promise<Response> {
   const { config, store } = ctx.deps;
-  const principal = ctx.auth();
+  const principal = await ctx.auth();
   const body = await readJsonObject(ctx.req);
   const experimentId = parseExperimentId(body.experiment_id);
   ctx.logFields.experiment_id = experimentId;

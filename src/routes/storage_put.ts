@@ -5,7 +5,6 @@
 import type { AppCtx, AppRoutes } from "./deps.ts";
 import { ApiError } from "../http/errors.ts";
 import { parseDatasetKey } from "../deliveries.ts";
-import { getOrg } from "../db/orgs.ts";
 
 async function storagePut(ctx: AppCtx): Promise<Response> {
   const { store, db, signer, ingest } = ctx.deps;
@@ -32,7 +31,7 @@ async function storagePut(ctx: AppCtx): Promise<Response> {
         "The upload URL has expired: obtain a new one from POST /api/v1/datasets/initiate/ and repeat the PUT",
       );
     }
-    const org = getOrg(db, target.orgId);
+    const org = await db.orgs.get(target.orgId);
     if (!org) throw new ApiError("invalid_signature", "The upload URL is not valid");
     if (!org.active) {
       throw new ApiError("org_deactivated", "The organization of this upload URL is deactivated");

@@ -17,7 +17,7 @@ export function queryExperimentId(url: URL): string {
 }
 
 async function upload(ctx: AppCtx): Promise<Response> {
-  const principal = ctx.auth();
+  const principal = await ctx.auth();
   const experimentId = queryExperimentId(ctx.url);
   ctx.logFields.experiment_id = experimentId;
   const stored = await ctx.deps.ingest.upload(
