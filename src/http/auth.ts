@@ -1,5 +1,5 @@
 /**
- * Bearer authentication (spec part 5): exactly `Authorization: Bearer abn_…`. Missing,
+ * Bearer authentication (docs/api.md, "Authentication"): exactly `Authorization: Bearer abn_…`. Missing,
  * malformed, unknown or revoked keys answer 401; a key of a deactivated organization 403.
  * Lookups are remembered for half a second, so admin changes apply within a second.
  */

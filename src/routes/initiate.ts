@@ -1,5 +1,5 @@
 /**
- * `POST /api/v1/datasets/initiate/` (spec 4.1): a time-limited URL for one `PUT` of the dataset
+ * `POST /api/v1/datasets/initiate/` (docs/api.md): a time-limited URL for one `PUT` of the dataset
  * straight to storage. Optional `size_bytes` binds the URL to that exact length.
  */
 import type { AppCtx, AppRoutes } from "./deps.ts";

@@ -1,5 +1,5 @@
 /**
- * `POST /api/v1/datasets/upload/?experiment_id=…` (spec 4.3): validates the CSV while it streams
+ * `POST /api/v1/datasets/upload/?experiment_id=…` (docs/api.md): validates the CSV while it streams
  * to storage and commits only after the last byte passed every check (see `ingest/ingest.ts`).
  */
 import type { AppCtx, AppRoutes } from "./deps.ts";
