@@ -1,8 +1,14 @@
 /**
  * The control plane: what the service keeps besides the datasets themselves (organizations, API
- * keys, settings, analysis results). One interface, two drivers: SQLite (`sqlite/`, the embedded
- * default for one host) and PostgreSQL (several instances sharing one bucket). Every method is
- * asynchronous so both drivers fit; the SQLite driver answers at once.
+ * keys, settings, analysis results, signing secrets). One interface, two drivers: SQLite
+ * (`sqlite/`, the embedded default for one host) and PostgreSQL (`postgres/`, several instances
+ * sharing one bucket). Every method is asynchronous so both drivers fit; the SQLite driver answers
+ * at once.
+ *
+ * What scale-out needs is part of the interface, so callers never ask which driver they hold:
+ * `secrets` (shared by every instance of one database), `withTimerLock` (timer work on one
+ * instance at a time) and the optional `jobs` (analysis jobs claimed with a lease; absent on
+ * SQLite, where one process owns the database and the analysis queue lives in memory).
  *
  * A driver reports failures that pass with time or an operator's fix (a lock held too long, a
  * read-only or full disk, a database that cannot be reached) as `DatabaseUnavailable`: the HTTP
@@ -119,12 +125,80 @@ export interface AnalysisRepo {
   pending(): Promise<Set<string>>;
 }
 
+export interface SecretRepo {
+  /**
+   * The secret called `name`, stored on first use (`initial`, else 32 random bytes): every
+   * instance sharing the database gets the same bytes.
+   */
+  getOrCreate(name: string, initial?: Uint8Array): Promise<Uint8Array>;
+  /** The secret called `name`, or null when none was made yet. */
+  get(name: string): Promise<Uint8Array | null>;
+}
+
+/** What a delivery offers the shared analysis queue. */
+export interface AnalysisJobOffer {
+  orgId: string;
+  experimentId: string;
+  /** The dataset's storage key. */
+  key: string;
+  etag: string;
+  sizeBytes: number;
+  /** ISO time the object was stored. */
+  deliveredAt: string;
+  /** True when the bytes were validated on the way in (direct upload). */
+  validated: boolean;
+  /** How the delivery was noticed; `settings` asks for one more run of the same object. */
+  source: "upload" | "presigned_put" | "scan" | "event" | "settings";
+}
+
+/** A claimed analysis job: the newest delivery of one dataset. */
+export interface AnalysisJob extends AnalysisJobOffer {
+  /** Grows with every offer that changes the job; `complete` compares it. */
+  generation: number;
+  /** Claims so far, this one included (postponed claims do not count). */
+  attempts: number;
+}
+
+/**
+ * Analysis jobs shared by every instance: one row per dataset, claimed with a lease that the
+ * running instance renews; a lease that runs out (the instance died) makes the job claimable
+ * again.
+ */
+export interface AnalysisJobRepo {
+  /**
+   * Records that a delivery awaits analysis. The object already offered joins that job (nothing
+   * changes) unless the source is `settings`, which queues one more run; another object replaces
+   * the job's (newest wins) and is run after the current run, if any, finished.
+   */
+  offer(job: AnalysisJobOffer): Promise<void>;
+  /** Claims up to `limit` jobs that nobody holds, oldest offer first, for `leaseSeconds`. */
+  claim(owner: string, leaseSeconds: number, limit: number): Promise<AnalysisJob[]>;
+  /** Extends the lease; false when `owner` no longer holds the job. */
+  renew(owner: string, job: AnalysisJob, leaseSeconds: number): Promise<boolean>;
+  /**
+   * Ends a run: the job is removed, unless an offer changed it meanwhile; then it is released, to
+   * be claimed again at once.
+   */
+  complete(owner: string, job: AnalysisJob): Promise<void>;
+  /** Releases the job after a transient failure, claimable again in `delaySeconds`. */
+  postpone(owner: string, job: AnalysisJob, delaySeconds: number): Promise<void>;
+}
+
 export interface ControlPlane {
   readonly driver: "sqlite" | "postgres";
   readonly orgs: OrgRepo;
   readonly keys: KeyRepo;
   readonly settings: SettingsRepo;
   readonly analyses: AnalysisRepo;
+  /** Secrets that sign list cursors and local upload URLs. */
+  readonly secrets: SecretRepo;
+  /** Analysis jobs claimed with a lease, when several instances share the database. */
+  readonly jobs?: AnalysisJobRepo;
+  /**
+   * Runs `fn` while this instance holds the lock `name`, so that timer work runs on one instance
+   * at a time; answers undefined without running `fn` when another instance holds it.
+   */
+  withTimerLock<T>(name: string, fn: () => Promise<T>): Promise<T | undefined>;
   /** True when the database answers a trivial query. */
   reachable(): Promise<boolean>;
   close(): Promise<void>;
@@ -135,6 +209,18 @@ export class DatabaseUnavailable extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = "DatabaseUnavailable";
+  }
+}
+
+/**
+ * The database cannot be used at all (unreachable at start-up, a wrong password, no such
+ * database, missing permissions): start-up stops with this one line, which never holds a
+ * password.
+ */
+export class DatabaseOpenError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "DatabaseOpenError";
   }
 }
 

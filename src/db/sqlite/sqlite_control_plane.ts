@@ -2,6 +2,10 @@
  * The control plane in one SQLite file (`node:sqlite`): the embedded default for a single host
  * and `deno task dev`. WAL mode so the admin CLI can write while the server reads; statements are
  * prepared once per handle; migrations keyed by `PRAGMA user_version` (`migrations.ts`).
+ *
+ * One process owns the file, so the scale-out capabilities are trivial: secrets are files in
+ * the data directory (as before the interface had them), the timer lock is always held, and
+ * there is no shared job table (`jobs` is absent: the analysis queue lives in memory).
  */
 import { DatabaseSync } from "node:sqlite";
 import type { StatementSync } from "node:sqlite";
@@ -16,12 +20,14 @@ import type {
   KeyRepo,
   Org,
   OrgRepo,
+  SecretRepo,
   SettingsRepo,
 } from "../control_plane.ts";
 import { DatabaseUnavailable, nowIso } from "../control_plane.ts";
 import { generateKey, hashKey, KEY_PREFIX } from "../api_keys.ts";
-import { newId } from "../ids.ts";
+import { newId, orgName } from "../ids.ts";
 import { migrate } from "./migrations.ts";
+import { loadOrCreateSecret, readSecret } from "../../crypto/secret_file.ts";
 
 /**
  * SQLite failures that pass with time or an operator's fix (another connection holds the lock
@@ -67,13 +73,9 @@ function toKeyInfo(row: KeyRow): ApiKeyInfo {
   };
 }
 
-/** Checks an organization name: 1 to 200 characters once trimmed. */
-export function orgName(name: string): string {
-  const trimmed = name.trim();
-  if (trimmed === "" || trimmed.length > 200) {
-    throw new RangeError("Cannot create organization: the name must be 1 to 200 characters");
-  }
-  return trimmed;
+export interface SqliteControlPlaneOptions {
+  /** Where secrets are kept as files; default the `secrets` folder beside the database file. */
+  secretsDir?: string;
 }
 
 export class SqliteControlPlane implements ControlPlane {
@@ -84,9 +86,10 @@ export class SqliteControlPlane implements ControlPlane {
   readonly keys: KeyRepo;
   readonly settings: SettingsRepo;
   readonly analyses: AnalysisRepo;
+  readonly secrets: SecretRepo;
   readonly #statements = new Map<string, StatementSync>();
 
-  constructor(path: string) {
+  constructor(path: string, options: SqliteControlPlaneOptions = {}) {
     const db = this.sqlite = new DatabaseSync(path);
     db.exec("PRAGMA busy_timeout = 5000");
     db.exec("PRAGMA journal_mode = WAL");
@@ -97,6 +100,15 @@ export class SqliteControlPlane implements ControlPlane {
     this.keys = this.#keyRepo();
     this.settings = this.#settingsRepo();
     this.analyses = this.#analysisRepo();
+    const slash = path.lastIndexOf("/");
+    this.secrets = fileSecrets(
+      options.secretsDir ?? `${slash < 0 ? "." : path.slice(0, slash)}/secrets`,
+    );
+  }
+
+  /** One process owns the file: the lock is always this instance's. */
+  withTimerLock<T>(_name: string, fn: () => Promise<T>): Promise<T | undefined> {
+    return fn();
   }
 
   reachable(): Promise<boolean> {
@@ -314,4 +326,16 @@ export class SqliteControlPlane implements ControlPlane {
         }),
     };
   }
+}
+
+/** Secrets as files `{dir}/{name}.key` (base64, mode 0600). */
+function fileSecrets(dir: string): SecretRepo {
+  const file = (name: string) => {
+    if (!/^[a-z0-9-]{1,64}$/.test(name)) throw new RangeError(`Invalid secret name: ${name}`);
+    return `${dir}/${name}.key`;
+  };
+  return {
+    getOrCreate: (name, initial) => loadOrCreateSecret(file(name), initial),
+    get: (name) => readSecret(file(name)),
+  };
 }
