@@ -1,0 +1,108 @@
+/**
+ * Analysis jobs on PostgreSQL: one row per dataset holding its newest delivery, claimed with a
+ * lease (`FOR UPDATE SKIP LOCKED`, so instances claiming together never take the same row). The
+ * running instance renews the lease; when it dies the lease runs out and another instance
+ * claims the job. `generation` grows with every offer that changes the row, so the end of a run
+ * removes the job only when nothing newer arrived meanwhile.
+ */
+import type { AnalysisJob, AnalysisJobOffer, AnalysisJobRepo } from "../control_plane.ts";
+import type { PgClient } from "./pg_client.ts";
+import { int, iso } from "./_rows.ts";
+
+interface JobRow {
+  org_id: string;
+  experiment_id: string;
+  object_key: string;
+  etag: string;
+  size_bytes: string;
+  delivered_at: Date;
+  validated: boolean;
+  source: AnalysisJobOffer["source"];
+  generation: string;
+  attempts: number;
+}
+
+function toJob(row: JobRow): AnalysisJob {
+  return {
+    orgId: row.org_id,
+    experimentId: row.experiment_id,
+    key: row.object_key,
+    etag: row.etag,
+    sizeBytes: int(row.size_bytes),
+    deliveredAt: iso(row.delivered_at),
+    validated: row.validated,
+    source: row.source,
+    generation: int(row.generation),
+    attempts: row.attempts,
+  };
+}
+
+export function postgresAnalysisJobs(db: PgClient): AnalysisJobRepo {
+  return {
+    offer: async (job) => {
+      await db.run((sql) =>
+        sql`INSERT INTO analysis_jobs (org_id, experiment_id, object_key, etag, size_bytes,
+            delivered_at, validated, source)
+          VALUES (${job.orgId}, ${job.experimentId}, ${job.key}, ${job.etag}, ${job.sizeBytes},
+            ${job.deliveredAt}, ${job.validated}, ${job.source})
+          ON CONFLICT (org_id, experiment_id) DO UPDATE SET
+            object_key = excluded.object_key,
+            etag = excluded.etag,
+            size_bytes = excluded.size_bytes,
+            delivered_at = excluded.delivered_at,
+            validated = CASE WHEN analysis_jobs.etag = excluded.etag
+              THEN analysis_jobs.validated OR excluded.validated ELSE excluded.validated END,
+            source = excluded.source,
+            generation = analysis_jobs.generation + 1,
+            attempts = CASE WHEN analysis_jobs.etag = excluded.etag
+              THEN analysis_jobs.attempts ELSE 0 END,
+            offered_at = now(),
+            -- Claimable at once (a postponed retry too), unless a run holds it.
+            lease_until = CASE WHEN analysis_jobs.lease_owner IS NULL
+              THEN NULL ELSE analysis_jobs.lease_until END
+          WHERE analysis_jobs.etag <> excluded.etag OR excluded.source = 'settings'`
+      );
+    },
+    claim: (owner, leaseSeconds, limit) =>
+      db.run(async (sql) =>
+        (await sql<JobRow[]>`
+          UPDATE analysis_jobs j SET lease_owner = ${owner},
+            lease_until = now() + ${leaseSeconds}::integer * interval '1 second',
+            attempts = j.attempts + 1
+          FROM (SELECT org_id, experiment_id FROM analysis_jobs
+                WHERE lease_until IS NULL OR lease_until < now()
+                ORDER BY offered_at LIMIT ${limit}
+                FOR UPDATE SKIP LOCKED) c
+          WHERE j.org_id = c.org_id AND j.experiment_id = c.experiment_id
+          RETURNING j.*`).map(toJob)
+      ),
+    renew: (owner, job, leaseSeconds) =>
+      db.run(async (sql) =>
+        (await sql`UPDATE analysis_jobs
+          SET lease_until = now() + ${leaseSeconds}::integer * interval '1 second'
+          WHERE org_id = ${job.orgId} AND experiment_id = ${job.experimentId}
+            AND lease_owner = ${owner}`).count > 0
+      ),
+    complete: async (owner, job) => {
+      await db.run(async (sql) => {
+        const removed = await sql`DELETE FROM analysis_jobs
+          WHERE org_id = ${job.orgId} AND experiment_id = ${job.experimentId}
+            AND lease_owner = ${owner} AND generation = ${job.generation}`;
+        if (removed.count > 0) return;
+        // Offered again meanwhile (a newer delivery, a settings change): claimable at once.
+        await sql`UPDATE analysis_jobs SET lease_owner = NULL, lease_until = NULL
+          WHERE org_id = ${job.orgId} AND experiment_id = ${job.experimentId}
+            AND lease_owner = ${owner}`;
+      });
+    },
+    postpone: async (owner, job, delaySeconds) => {
+      await db.run((sql) =>
+        sql`UPDATE analysis_jobs SET lease_owner = NULL,
+            lease_until = now() + ${delaySeconds}::integer * interval '1 second',
+            attempts = greatest(attempts - 1, 0)
+          WHERE org_id = ${job.orgId} AND experiment_id = ${job.experimentId}
+            AND lease_owner = ${owner}`
+      );
+    },
+  };
+}

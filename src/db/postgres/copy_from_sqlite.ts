@@ -1,0 +1,193 @@
+/**
+ * `main.ts admin db copy-from-sqlite PATH`: moves a single-host install's control plane into
+ * PostgreSQL, in one transaction, table by table (the tables and columns are the same in both
+ * drivers; only the types differ). Idempotent: rows PostgreSQL lacks are inserted; rows it has
+ * are updated only where the SQLite row is newer, and a revocation or deactivation on either
+ * side is never undone. Afterwards every SQLite row is looked up by its key in PostgreSQL and
+ * the counts are compared; a difference fails the command.
+ *
+ * Adding a table to the control plane means adding it to `COPIED_TABLES`.
+ */
+import type { DatabaseSync, SQLInputValue } from "node:sqlite";
+import type { SecretRepo } from "../control_plane.ts";
+import type { Sql } from "./pg_client.ts";
+
+type ColumnKind = "text" | "integer" | "boolean" | "time";
+
+export interface CopiedTable {
+  name: string;
+  /** The primary key's columns (text). */
+  key: string[];
+  columns: Record<string, ColumnKind>;
+  /** What follows `ON CONFLICT (key)`; `t` is the PostgreSQL row, `excluded` the copied one. */
+  onConflict: string;
+}
+
+/** `DO UPDATE SET` every column but the key, from the copied row. */
+function updateAll(columns: Record<string, ColumnKind>, key: string[]): string {
+  return "DO UPDATE SET " +
+    Object.keys(columns).filter((c) => !key.includes(c)).map((c) => `${c} = excluded.${c}`)
+      .join(", ");
+}
+
+const ANALYSIS_COLUMNS: Record<string, ColumnKind> = {
+  org_id: "text",
+  experiment_id: "text",
+  etag: "text",
+  size_bytes: "integer",
+  status: "text",
+  error: "text",
+  rows: "integer",
+  result: "text",
+  delivered_at: "time",
+  started_at: "time",
+  finished_at: "time",
+};
+
+/** In dependency order (organizations before their keys). */
+export const COPIED_TABLES: readonly CopiedTable[] = [
+  {
+    name: "orgs",
+    key: ["id"],
+    columns: { id: "text", name: "text", active: "boolean", created_at: "time" },
+    onConflict: "DO UPDATE SET active = t.active AND excluded.active",
+  },
+  {
+    name: "api_keys",
+    key: ["id"],
+    columns: {
+      id: "text",
+      org_id: "text",
+      prefix: "text",
+      hash: "text",
+      created_at: "time",
+      last_used_at: "time",
+      revoked_at: "time",
+    },
+    onConflict: `DO UPDATE SET revoked_at = COALESCE(t.revoked_at, excluded.revoked_at),
+      last_used_at = GREATEST(t.last_used_at, excluded.last_used_at)`,
+  },
+  {
+    name: "settings",
+    key: ["org_id", "experiment_id"],
+    columns: { org_id: "text", experiment_id: "text", json: "text", updated_at: "time" },
+    onConflict: `DO UPDATE SET json = excluded.json, updated_at = excluded.updated_at
+      WHERE excluded.updated_at > t.updated_at`,
+  },
+  {
+    name: "analyses",
+    key: ["org_id", "experiment_id"],
+    columns: ANALYSIS_COLUMNS,
+    onConflict: `${updateAll(ANALYSIS_COLUMNS, ["org_id", "experiment_id"])}
+      WHERE excluded.delivered_at > t.delivered_at OR (excluded.etag = t.etag
+        AND t.status = 'pending' AND excluded.status <> 'pending')`,
+  },
+];
+
+/** The secrets copied (by name) when PostgreSQL has none of that name yet. */
+export const COPIED_SECRETS = ["url-signing"];
+
+export interface TableCount {
+  table: string;
+  /** Rows in the SQLite file. */
+  sqlite: number;
+  /** Of those, found by key in PostgreSQL after the copy. */
+  found: number;
+  /** Rows in the PostgreSQL table (more when it held rows of its own). */
+  postgres: number;
+}
+
+export interface CopyReport {
+  tables: TableCount[];
+  /** Per secret: copied, kept (PostgreSQL had another one already: its own is kept), absent. */
+  secrets: Record<string, "copied" | "kept" | "same" | "absent">;
+  /** True when every SQLite row was found in PostgreSQL. */
+  verified: boolean;
+}
+
+const BATCH_ROWS = 500;
+
+function convert(kind: ColumnKind, value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  if (kind === "boolean") return value === 1 || value === 1n || value === true;
+  if (kind === "integer") return String(value);
+  return value;
+}
+
+function tableExists(sqlite: DatabaseSync, name: string): boolean {
+  return sqlite.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
+    .get(name) !== undefined;
+}
+
+/** Copies every table of `sqlite` into PostgreSQL, then counts. */
+export async function copyFromSqlite(
+  sqlite: DatabaseSync,
+  sqliteSecrets: SecretRepo,
+  pg: { sql: Sql; secrets: SecretRepo },
+): Promise<CopyReport> {
+  const sources = new Map<string, Record<string, SQLInputValue>[]>();
+  for (const table of COPIED_TABLES) {
+    const rows = tableExists(sqlite, table.name)
+      ? sqlite.prepare(`SELECT ${Object.keys(table.columns).join(", ")} FROM ${table.name}`)
+        .all() as Record<string, SQLInputValue>[]
+      : [];
+    sources.set(table.name, rows);
+  }
+  await pg.sql.begin(async (tx) => {
+    for (const table of COPIED_TABLES) {
+      const columns = Object.keys(table.columns);
+      const rows = sources.get(table.name)!;
+      for (let start = 0; start < rows.length; start += BATCH_ROWS) {
+        const batch = rows.slice(start, start + BATCH_ROWS);
+        const params: unknown[] = [];
+        const tuples = batch.map((row) =>
+          `(${
+            columns.map((c) => {
+              params.push(convert(table.columns[c], row[c]));
+              return `$${params.length}`;
+            }).join(", ")
+          })`
+        );
+        await tx.unsafe(
+          `INSERT INTO ${table.name} AS t (${columns.join(", ")}) VALUES ${tuples.join(", ")}
+           ON CONFLICT (${table.key.join(", ")}) ${table.onConflict}`,
+          params as never[],
+          { prepare: false },
+        );
+      }
+    }
+  });
+
+  const secrets: CopyReport["secrets"] = {};
+  for (const name of COPIED_SECRETS) {
+    const value = await sqliteSecrets.get(name);
+    if (!value) {
+      secrets[name] = "absent";
+      continue;
+    }
+    const had = await pg.secrets.get(name);
+    const stored = await pg.secrets.getOrCreate(name, value);
+    secrets[name] = had === null ? "copied" : sameBytes(stored, value) ? "same" : "kept";
+  }
+
+  const tables: TableCount[] = [];
+  for (const table of COPIED_TABLES) {
+    const rows = sources.get(table.name)!;
+    const keys = table.key.map((k) => pg.sql.array(rows.map((r) => String(r[k]))));
+    const unnest = table.key.map((_, i) => `$${i + 1}::text[]`).join(", ");
+    const [{ found }] = await pg.sql.unsafe(
+      `SELECT count(*)::integer AS found FROM unnest(${unnest}) AS s(${table.key.join(", ")})
+       JOIN ${table.name} USING (${table.key.join(", ")})`,
+      keys as never[],
+    );
+    const [{ total }] = await pg.sql.unsafe(
+      `SELECT count(*)::integer AS total FROM ${table.name}`,
+    );
+    tables.push({ table: table.name, sqlite: rows.length, found, postgres: total });
+  }
+  return { tables, secrets, verified: tables.every((t) => t.found === t.sqlite) };
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
