@@ -3,6 +3,11 @@
  * background work started with them (the start-up sweep, the embedded timer's delivery scan and
  * clean-up, the analysis queue). Used by `main.ts serve` and by tests that run the real server
  * in-process.
+ *
+ * What differs when several instances share the control plane comes from its capabilities, not
+ * from asking which driver it is: the timer's jobs run under `withTimerLock` (on one instance at
+ * a time), the URL-signing secret comes from `secrets` (the same on every instance), and a
+ * control plane with `jobs` gets the leased analysis queue instead of the in-memory one.
  */
 import type { Config } from "./config.ts";
 import { openControlPlane } from "./db/open_control_plane.ts";
@@ -12,7 +17,7 @@ import { Gauge, Metrics } from "./metrics.ts";
 import { DeliveryHub } from "./deliveries.ts";
 import type { ObjectStore } from "./storage/object_store.ts";
 import { LocalStore } from "./storage/local_store.ts";
-import { loadOrCreateSecret, UrlSigner } from "./crypto/url_signer.ts";
+import { UrlSigner } from "./crypto/url_signer.ts";
 import type { AppHandler } from "./http/context.ts";
 import { createApp } from "./app.ts";
 import { RateLimiter } from "./http/rate_limiter.ts";
@@ -22,6 +27,8 @@ import type { AppDeps, AppRoutes } from "./routes/deps.ts";
 import { createLogger } from "./log.ts";
 import type { Logger, LogSink } from "./log.ts";
 import { AnalysisQueue } from "./analysis/analysis_queue.ts";
+import type { AnalysisScheduler } from "./analysis/analysis_queue.ts";
+import { LeasedAnalysisQueue } from "./analysis/leased_analysis_queue.ts";
 import { PeriodicJob } from "./jobs/periodic_job.ts";
 import { cleanup, countOversize, scanDeliveries } from "./jobs/storage_jobs.ts";
 
@@ -31,7 +38,7 @@ export interface Service {
   store: ObjectStore;
   metrics: Metrics;
   deliveries: DeliveryHub;
-  analysis: AnalysisQueue;
+  analysis: AnalysisScheduler;
   log: Logger;
   handler: AppHandler;
   /** Stops timers and background work; closes the database. */
@@ -71,11 +78,16 @@ export async function createService(
 ): Promise<Service> {
   await Deno.mkdir(config.dataDir, { recursive: true });
   const db = await openControlPlane(config);
-  const signer = new UrlSigner(
-    await loadOrCreateSecret(`${config.dataDir}/secrets/url-signing.key`),
-  );
-  const store = options.store ?? await buildStore(config, signer);
-  await store.open();
+  let store: ObjectStore;
+  let signer: UrlSigner;
+  try {
+    signer = new UrlSigner(await db.secrets.getOrCreate("url-signing"));
+    store = options.store ?? await buildStore(config, signer);
+    await store.open();
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
   const log = createLogger({ sink: options.log });
   const metrics = new Metrics();
   const deliveries = new DeliveryHub(log);
@@ -112,40 +124,55 @@ export async function createService(
   );
 
   await startupSweep(store, config, log);
-  const analysis = new AnalysisQueue({
+  const queueOptions = {
     db,
     store,
     deliveries,
     metrics,
     maxUploadBytes: config.maxUploadBytes,
     log,
-  });
+  };
+  const analysis: AnalysisScheduler = db.jobs
+    ? new LeasedAnalysisQueue({
+      ...queueOptions,
+      jobs: db.jobs,
+      leaseSeconds: config.analysisLeaseSeconds,
+    })
+    : new AnalysisQueue(queueOptions);
+  // Timer work runs on one instance at a time (every step is idempotent all the same).
   const scan = new PeriodicJob({
     name: "scan",
     intervalMs: config.scanIntervalSeconds * 1000,
     firstDelayMs: 100,
     metrics,
     log,
-    run: async () => {
-      const result = await scanDeliveries({
-        store,
-        db,
-        deliveries,
-        maxUploadBytes: config.maxUploadBytes,
-        inFlight: (orgId, experimentId, etag) => analysis.inFlight(orgId, experimentId, etag),
-      });
-      return result.noticed > 0 ? result : undefined;
-    },
+    run: () =>
+      db.withTimerLock("scan", async () => {
+        const result = await scanDeliveries({
+          store,
+          db,
+          deliveries,
+          maxUploadBytes: config.maxUploadBytes,
+          inFlight: (orgId, experimentId, etag) => analysis.inFlight(orgId, experimentId, etag),
+        });
+        return result.noticed > 0 ? result : undefined;
+      }),
   });
   const clean = new PeriodicJob({
     name: "cleanup",
     intervalMs: config.cleanupIntervalSeconds * 1000,
     metrics,
     log,
-    run: async () => {
-      const result = await cleanup({ store, db, metrics, maxUploadBytes: config.maxUploadBytes });
-      return result.deleted + result.swept > 0 ? result : undefined;
-    },
+    run: () =>
+      db.withTimerLock("cleanup", async () => {
+        const result = await cleanup({
+          store,
+          db,
+          metrics,
+          maxUploadBytes: config.maxUploadBytes,
+        });
+        return result.deleted + result.swept > 0 ? result : undefined;
+      }),
   });
   scan.start();
   clean.start();

@@ -1,22 +1,29 @@
 /**
- * Runs the analysis after every delivery, in the background: at most one run per dataset at a
- * time, newest delivery wins, results saved in SQLite keyed by the object's ETag. One run per
- * delivery: a request, a scan or an event for the ETag being analysed (or already queued) joins
- * that run; a settings change for it queues one re-run, afterwards.
+ * Runs the analysis after every delivery, in the background, in this process (the control plane
+ * has no shared jobs: SQLite): at most one run per dataset at a time, newest delivery wins,
+ * results saved keyed by the object's ETag. One run per delivery: a request, a scan or an event
+ * for the ETag being analysed (or already queued) joins that run; a settings change for it
+ * queues one re-run, afterwards. A direct upload's analysis starts right after its commit.
  */
 import type { ControlPlane } from "../db/control_plane.ts";
-import { DatabaseUnavailable } from "../db/control_plane.ts";
 import type { ObjectStore } from "../storage/object_store.ts";
-import { StorageError } from "../storage/object_store.ts";
 import type { Delivery, DeliveryHub } from "../deliveries.ts";
 import type { Metrics } from "../metrics.ts";
 import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
-import { ApiError } from "../http/errors.ts";
-import { DatasetValidator } from "../pipeline/mod.ts";
-import { aggregateCsv } from "./aggregate/aggregate.ts";
-import { buildReport } from "./report.ts";
-import { validateSettings } from "./settings.ts";
+import { analyseDelivery } from "./analyse_delivery.ts";
+
+/** What the wiring, the scan and tests see of either analysis queue. */
+export interface AnalysisScheduler {
+  /** Offers a delivery for analysis (never throws; a failure is logged and retried later). */
+  enqueue(delivery: Delivery): void;
+  /** True when a delivery with this ETag is queued or running here. */
+  inFlight(orgId: string, experimentId: string, etag: string): boolean;
+  /** Resolves when nothing is admitted, queued or running in this process. */
+  whenIdle(): Promise<void>;
+  /** Stops taking work and waits for the runs under way. */
+  stop(): Promise<void>;
+}
 
 export interface AnalysisQueueOptions {
   db: ControlPlane;
@@ -29,7 +36,7 @@ export interface AnalysisQueueOptions {
   log: Logger;
 }
 
-export class AnalysisQueue {
+export class AnalysisQueue implements AnalysisScheduler {
   #o: AnalysisQueueOptions;
   #queue = new Map<string, Delivery>();
   #running = new Map<string, { etag: string; done: Promise<void> }>();
@@ -140,97 +147,12 @@ export class AnalysisQueue {
   }
 
   async #run(delivery: Delivery): Promise<void> {
-    const { db, store, metrics } = this.#o;
-    const log = this.#o.log;
-    const startedAt = new Date().toISOString();
-    const t0 = performance.now();
-    const { orgId, experimentId, key } = delivery;
-    let etag = delivery.info.etag;
-    let outcome: {
-      status: "ready" | "failed";
-      error: string | null;
-      rows: number | null;
-      result: unknown;
-    };
-    try {
-      const object = await store.get(key);
-      if (!object) return; // deleted meanwhile
-      if (object.info.etag !== etag) {
-        // Replaced since it was announced: analyse what is there now.
-        await object.body.cancel();
-        this.enqueue({ ...delivery, info: object.info, source: "scan" });
-        return;
-      }
-      etag = object.info.etag;
-      const settings = validateSettings((await db.settings.get(orgId, experimentId)) ?? {});
-      const validator = delivery.validated ? null : new DatasetValidator();
-      // Two threads where a worker can start; the validator sees every chunk first.
-      let aggregate;
-      try {
-        aggregate = await aggregateCsv(object.body, {
-          metricKinds: settings.metric_kinds,
-          onChunk: validator ? (chunk) => validator.push(chunk) : undefined,
-        });
-      } catch (error) {
-        // A file the reader cannot make sense of gets the upload check's own message.
-        if (validator && !(error instanceof ApiError)) validator.finish();
-        throw error;
-      }
-      validator?.finish();
-      const rows = aggregate.rows;
-      const report = buildReport(aggregate, settings);
-      // `_data` keeps what settings are checked against (variants, metrics), not served as such.
-      const data = { ...aggregate, daily: [] };
-      outcome = { status: "ready", error: null, rows, result: { ...report, _data: data } };
-    } catch (error) {
-      if (error instanceof StorageError || error instanceof DatabaseUnavailable) {
-        // Transient: the row stays `pending`, and the timer's scan runs it again.
-        metrics.analysisRuns.inc({ outcome: "retry" });
-        const failed = error instanceof StorageError ? "storage" : "the database";
-        log.warn(`analysis postponed: ${failed} failed; the next scan retries it`, {
-          org_id: orgId,
-          experiment_id: experimentId,
-          error: error.message,
-        });
-        return;
-      }
-      if (error instanceof ApiError) {
-        outcome = { status: "failed", error: error.message, rows: null, result: null };
-      } else {
-        log.error("analysis failed", {
-          org_id: orgId,
-          experiment_id: experimentId,
-          error: describeError(error),
-        });
-        outcome = {
-          status: "failed",
-          error: "The analysis failed unexpectedly; it will run again after the next delivery",
-          rows: null,
-          result: null,
-        };
-      }
+    const result = await analyseDelivery(this.#o, delivery);
+    // Replaced since it was announced: analyse what is there now.
+    if (result.kind === "replaced") {
+      this.enqueue({ ...delivery, info: result.info, source: "scan" });
     }
-    const seconds = (performance.now() - t0) / 1000;
-    metrics.analysisRuns.inc({ outcome: outcome.status });
-    metrics.analysisSeconds.observe(seconds);
-    try {
-      await db.analyses.saveResult(orgId, experimentId, etag, outcome, startedAt);
-    } catch (error) {
-      // Not saved: the row stays `pending`, and the timer's scan runs the analysis again.
-      log.error("analysis result not saved", {
-        org_id: orgId,
-        experiment_id: experimentId,
-        error: describeError(error),
-      });
-    }
-    log.info("analysis finished", {
-      org_id: orgId,
-      experiment_id: experimentId,
-      etag,
-      source: delivery.source,
-      status: outcome.status,
-      duration_ms: Math.round(seconds * 1000),
-    });
+    // `postponed`: the row stays `pending`, and the timer's scan runs it again.
   }
 
   async stop(): Promise<void> {

@@ -53,4 +53,3 @@ export class UrlSigner {
     return { result: "ok", size };
   }
 }
-export { loadOrCreateSecret } from "./secret_file.ts";
