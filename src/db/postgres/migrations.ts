@@ -106,12 +106,15 @@ export async function schemaVersion(sql: Sql): Promise<number> {
   return version ?? 0;
 }
 
-/** Applies the pending migrations; answers the versions before and after. */
+/**
+ * Applies the pending migrations; answers the version this call found and the one it left
+ * (equal when there was nothing to do, or another instance did it while this one waited).
+ */
 export async function migrate(sql: Sql): Promise<{ from: number; to: number }> {
   const latest = MIGRATIONS[MIGRATIONS.length - 1].version;
-  const before = await schemaVersion(sql);
-  if (before >= latest) return { from: before, to: before };
-  await sql.begin(async (tx) => {
+  const current = await schemaVersion(sql);
+  if (current >= latest) return { from: current, to: current };
+  return await sql.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}, ${MIGRATION_LOCK})`;
     await tx`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY,
@@ -121,31 +124,35 @@ export async function migrate(sql: Sql): Promise<{ from: number; to: number }> {
     // Another instance may have applied some while this one waited for the lock.
     const [{ version }] = await tx<{ version: number | null }[]>`
       SELECT max(version) AS version FROM schema_migrations`;
+    const from = version ?? 0;
     for (const migration of MIGRATIONS) {
-      if (migration.version <= (version ?? 0)) continue;
+      if (migration.version <= from) continue;
       await tx.unsafe(migration.sql);
       await tx`INSERT INTO schema_migrations (version, name)
         VALUES (${migration.version}, ${migration.name})`;
     }
+    return { from, to: Math.max(from, latest) };
   });
-  return { from: before, to: latest };
 }
 
 /**
- * Throws (SQLSTATE 42501) naming the first table the connected role cannot read and write, so a
- * database without permissions stops start-up instead of failing every request.
+ * Throws (SQLSTATE 42501) naming the tables the connected role cannot read and write (of those
+ * that exist), so a database without permissions stops start-up instead of failing requests.
  */
 export async function checkPrivileges(sql: Sql): Promise<void> {
   const rows = await sql<{ table: string; ok: boolean }[]>`
-    SELECT t AS table,
-      has_table_privilege(t, 'SELECT') AND has_table_privilege(t, 'INSERT') AND
-      has_table_privilege(t, 'UPDATE') AND has_table_privilege(t, 'DELETE') AS ok
-    FROM unnest(${sql.array(TABLES)}::text[]) AS t`;
+    SELECT t AS table, has_table_privilege(t, 'SELECT') AND (t = 'schema_migrations' OR
+      (has_table_privilege(t, 'INSERT') AND has_table_privilege(t, 'UPDATE') AND
+       has_table_privilege(t, 'DELETE'))) AS ok
+    FROM unnest(${sql.array(["schema_migrations", ...TABLES])}::text[]) AS t
+    WHERE to_regclass(t) IS NOT NULL`;
   const missing = rows.filter((r) => !r.ok).map((r) => r.table);
   if (missing.length > 0) {
     throw Object.assign(
       new Error(
-        `permission denied: SELECT, INSERT, UPDATE and DELETE are needed on ${missing.join(", ")}`,
+        `permission denied: SELECT, INSERT, UPDATE and DELETE are needed on ${
+          missing.join(", ")
+        } (SELECT on schema_migrations)`,
       ),
       { code: "42501" },
     );

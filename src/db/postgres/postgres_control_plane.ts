@@ -92,7 +92,8 @@ export class PostgresControlPlane implements ControlPlane {
   }
 
   async close(): Promise<void> {
-    await this.#db.sql.end({ timeout: 5 });
+    // Work has stopped by now; a connection stuck connecting to a server that is away is cut.
+    await this.#db.sql.end({ timeout: 1 });
   }
 }
 
@@ -109,6 +110,8 @@ export async function openPostgres(
   try {
     sql = createPool(url, { max: options.max });
     await sql`SELECT 1`;
+    // Privileges first (on the tables there are), so a role that may not read them hears so.
+    await checkPrivileges(sql);
     const schema = await migrate(sql);
     await checkPrivileges(sql);
     return new PostgresControlPlane(sql, schema);
