@@ -13,7 +13,7 @@
  *
  * Without PostgreSQL the suites that need it are skipped with one line naming the package.
  */
-import postgres from "postgres";
+import { Client } from "../src/db/postgres/_pg.ts";
 import { freePort } from "./_server.ts";
 
 /** The folder of `initdb` and `pg_ctl`: Debian's newest `/usr/lib/postgresql/N/bin`, or PATH. */
@@ -109,6 +109,8 @@ export interface TestDatabase {
   name: string;
   /** The superuser's URL of this database. */
   url: string;
+  /** Runs one query as the superuser on a short-lived connection; answers its rows. */
+  query<T = Record<string, unknown>>(statement: string): Promise<T[]>;
   drop(): Promise<void>;
 }
 
@@ -252,6 +254,15 @@ function clusterOf(info: ClusterInfo): Cluster {
       return {
         name,
         url: url(name),
+        query: async <T>(statement: string) => {
+          const client = new Client({ connectionString: url(name) });
+          await client.connect();
+          try {
+            return (await client.query(statement)).rows as T[];
+          } finally {
+            await client.end();
+          }
+        },
         drop: () => admin(url("postgres"), `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
       };
     },
@@ -267,11 +278,12 @@ function clusterOf(info: ClusterInfo): Cluster {
 
 /** Runs statements as the superuser on one short-lived connection. */
 export async function admin(url: string, ...statements: string[]): Promise<void> {
-  const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10 });
+  const client = new Client({ connectionString: url });
+  await client.connect();
   try {
-    for (const statement of statements) await sql.unsafe(statement);
+    for (const statement of statements) await client.query(statement);
   } finally {
-    await sql.end({ timeout: 5 });
+    await client.end();
   }
 }
 

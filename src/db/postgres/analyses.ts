@@ -5,6 +5,7 @@ import type { PgClient } from "./pg_client.ts";
 import { int, intOrNull, iso, isoOrNull } from "./_rows.ts";
 
 interface Row {
+  [column: string]: unknown;
   org_id: string;
   experiment_id: string;
   etag: string;
@@ -36,39 +37,50 @@ function toAnalysis(row: Row): AnalysisRow {
 
 export function postgresAnalyses(db: PgClient): AnalysisRepo {
   return {
-    get: (orgId, experimentId) =>
-      db.run(async (sql) => {
-        const [row] = await sql<Row[]>`
-          SELECT * FROM analyses WHERE org_id = ${orgId} AND experiment_id = ${experimentId}`;
-        return row ? toAnalysis(row) : null;
-      }),
-    status: (orgId, experimentId, etag) =>
-      db.run(async (sql) => {
-        const [row] = await sql<{ status: AnalysisStatus; etag: string }[]>`
-          SELECT status, etag FROM analyses
-          WHERE org_id = ${orgId} AND experiment_id = ${experimentId}`;
-        return row && row.etag === etag ? row.status : "pending";
-      }),
+    get: async (orgId, experimentId) => {
+      const { rows } = await db.query<Row>(
+        "SELECT * FROM analyses WHERE org_id = $1 AND experiment_id = $2",
+        [orgId, experimentId],
+      );
+      return rows[0] ? toAnalysis(rows[0]) : null;
+    },
+    status: async (orgId, experimentId, etag) => {
+      const { rows } = await db.query<{ status: AnalysisStatus; etag: string }>(
+        "SELECT status, etag FROM analyses WHERE org_id = $1 AND experiment_id = $2",
+        [orgId, experimentId],
+      );
+      return rows[0] && rows[0].etag === etag ? rows[0].status : "pending";
+    },
     markPending: async (orgId, experimentId, etag, sizeBytes, deliveredAt) => {
-      await db.run((sql) =>
-        sql`INSERT INTO analyses (org_id, experiment_id, etag, size_bytes, status, delivered_at)
-          VALUES (${orgId}, ${experimentId}, ${etag}, ${sizeBytes}, 'pending', ${deliveredAt})
-          ON CONFLICT (org_id, experiment_id) DO UPDATE SET
-            etag = excluded.etag, size_bytes = excluded.size_bytes, status = 'pending',
-            error = NULL, rows = NULL, result = NULL, delivered_at = excluded.delivered_at,
-            started_at = NULL, finished_at = NULL`
+      await db.query(
+        `INSERT INTO analyses (org_id, experiment_id, etag, size_bytes, status, delivered_at)
+         VALUES ($1, $2, $3, $4, 'pending', $5)
+         ON CONFLICT (org_id, experiment_id) DO UPDATE SET
+           etag = excluded.etag, size_bytes = excluded.size_bytes, status = 'pending',
+           error = NULL, rows = NULL, result = NULL, delivered_at = excluded.delivered_at,
+           started_at = NULL, finished_at = NULL`,
+        [orgId, experimentId, etag, sizeBytes, deliveredAt],
       );
     },
     saveResult: async (orgId, experimentId, etag, outcome, startedAt) => {
       try {
-        const result = outcome.result === null ? null : JSON.stringify(outcome.result);
-        return await db.run(async (sql) =>
-          (await sql`UPDATE analyses SET status = ${outcome.status}, error = ${outcome.error},
-              rows = ${outcome.rows}, result = ${result}, started_at = ${startedAt},
-              finished_at = ${nowIso()}
-            WHERE org_id = ${orgId} AND experiment_id = ${experimentId} AND etag = ${etag}`)
-            .count > 0
+        const { rowCount } = await db.query(
+          `UPDATE analyses SET status = $1, error = $2, rows = $3, result = $4, started_at = $5,
+             finished_at = $6
+           WHERE org_id = $7 AND experiment_id = $8 AND etag = $9`,
+          [
+            outcome.status,
+            outcome.error,
+            outcome.rows,
+            outcome.result === null ? null : JSON.stringify(outcome.result),
+            startedAt,
+            nowIso(),
+            orgId,
+            experimentId,
+            etag,
+          ],
         );
+        return (rowCount ?? 0) > 0;
       } catch (error) {
         // Not saved: the row stays `pending`, and the job (or the scan) runs the analysis again.
         if (error instanceof DatabaseUnavailable) return false;
@@ -76,21 +88,22 @@ export function postgresAnalyses(db: PgClient): AnalysisRepo {
       }
     },
     delete: async (orgId, experimentId) => {
-      await db.run((sql) =>
-        sql`DELETE FROM analyses WHERE org_id = ${orgId} AND experiment_id = ${experimentId}`
-      );
+      await db.query("DELETE FROM analyses WHERE org_id = $1 AND experiment_id = $2", [
+        orgId,
+        experimentId,
+      ]);
     },
-    etags: () =>
-      db.run(async (sql) => {
-        const rows = await sql<{ org_id: string; experiment_id: string; etag: string }[]>`
-          SELECT org_id, experiment_id, etag FROM analyses`;
-        return new Map(rows.map((r) => [`${r.org_id}/${r.experiment_id}`, r.etag]));
-      }),
-    pending: () =>
-      db.run(async (sql) => {
-        const rows = await sql<{ org_id: string; experiment_id: string }[]>`
-          SELECT org_id, experiment_id FROM analyses WHERE status = 'pending'`;
-        return new Set(rows.map((r) => `${r.org_id}/${r.experiment_id}`));
-      }),
+    etags: async () => {
+      const { rows } = await db.query<{ org_id: string; experiment_id: string; etag: string }>(
+        "SELECT org_id, experiment_id, etag FROM analyses",
+      );
+      return new Map(rows.map((r) => [`${r.org_id}/${r.experiment_id}`, r.etag]));
+    },
+    pending: async () => {
+      const { rows } = await db.query<{ org_id: string; experiment_id: string }>(
+        "SELECT org_id, experiment_id FROM analyses WHERE status = 'pending'",
+      );
+      return new Set(rows.map((r) => `${r.org_id}/${r.experiment_id}`));
+    },
   };
 }

@@ -10,6 +10,7 @@ import type { PgClient } from "./pg_client.ts";
 import { int, iso } from "./_rows.ts";
 
 interface JobRow {
+  [column: string]: unknown;
   org_id: string;
   experiment_id: string;
   object_key: string;
@@ -40,68 +41,80 @@ function toJob(row: JobRow): AnalysisJob {
 export function postgresAnalysisJobs(db: PgClient): AnalysisJobRepo {
   return {
     offer: async (job) => {
-      await db.run((sql) =>
-        sql`INSERT INTO analysis_jobs (org_id, experiment_id, object_key, etag, size_bytes,
-            delivered_at, validated, source)
-          VALUES (${job.orgId}, ${job.experimentId}, ${job.key}, ${job.etag}, ${job.sizeBytes},
-            ${job.deliveredAt}, ${job.validated}, ${job.source})
-          ON CONFLICT (org_id, experiment_id) DO UPDATE SET
-            object_key = excluded.object_key,
-            etag = excluded.etag,
-            size_bytes = excluded.size_bytes,
-            delivered_at = excluded.delivered_at,
-            validated = CASE WHEN analysis_jobs.etag = excluded.etag
-              THEN analysis_jobs.validated OR excluded.validated ELSE excluded.validated END,
-            source = excluded.source,
-            generation = analysis_jobs.generation + 1,
-            attempts = CASE WHEN analysis_jobs.etag = excluded.etag
-              THEN analysis_jobs.attempts ELSE 0 END,
-            offered_at = now(),
-            -- Claimable at once (a postponed retry too), unless a run holds it.
-            lease_until = CASE WHEN analysis_jobs.lease_owner IS NULL
-              THEN NULL ELSE analysis_jobs.lease_until END
-          WHERE analysis_jobs.etag <> excluded.etag OR excluded.source = 'settings'`
+      await db.query(
+        `INSERT INTO analysis_jobs (org_id, experiment_id, object_key, etag, size_bytes,
+           delivered_at, validated, source)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (org_id, experiment_id) DO UPDATE SET
+           object_key = excluded.object_key,
+           etag = excluded.etag,
+           size_bytes = excluded.size_bytes,
+           delivered_at = excluded.delivered_at,
+           validated = CASE WHEN analysis_jobs.etag = excluded.etag
+             THEN analysis_jobs.validated OR excluded.validated ELSE excluded.validated END,
+           source = excluded.source,
+           generation = analysis_jobs.generation + 1,
+           attempts = CASE WHEN analysis_jobs.etag = excluded.etag
+             THEN analysis_jobs.attempts ELSE 0 END,
+           offered_at = now(),
+           -- Claimable at once (a postponed retry too), unless a run holds it.
+           lease_until = CASE WHEN analysis_jobs.lease_owner IS NULL
+             THEN NULL ELSE analysis_jobs.lease_until END
+         WHERE analysis_jobs.etag <> excluded.etag OR excluded.source = 'settings'`,
+        [
+          job.orgId,
+          job.experimentId,
+          job.key,
+          job.etag,
+          job.sizeBytes,
+          job.deliveredAt,
+          job.validated,
+          job.source,
+        ],
       );
     },
-    claim: (owner, leaseSeconds, limit) =>
-      db.run(async (sql) =>
-        (await sql<JobRow[]>`
-          UPDATE analysis_jobs j SET lease_owner = ${owner},
-            lease_until = now() + ${leaseSeconds}::integer * interval '1 second',
-            attempts = j.attempts + 1
-          FROM (SELECT org_id, experiment_id FROM analysis_jobs
-                WHERE lease_until IS NULL OR lease_until < now()
-                ORDER BY offered_at LIMIT ${limit}
-                FOR UPDATE SKIP LOCKED) c
-          WHERE j.org_id = c.org_id AND j.experiment_id = c.experiment_id
-          RETURNING j.*`).map(toJob)
-      ),
-    renew: (owner, job, leaseSeconds) =>
-      db.run(async (sql) =>
-        (await sql`UPDATE analysis_jobs
-          SET lease_until = now() + ${leaseSeconds}::integer * interval '1 second'
-          WHERE org_id = ${job.orgId} AND experiment_id = ${job.experimentId}
-            AND lease_owner = ${owner}`).count > 0
-      ),
+    claim: async (owner, leaseSeconds, limit, running = []) =>
+      (await db.query<JobRow>(
+        `UPDATE analysis_jobs j SET lease_owner = $1,
+           lease_until = now() + $2::integer * interval '1 second',
+           attempts = j.attempts + 1
+         FROM (SELECT org_id, experiment_id FROM analysis_jobs
+               WHERE lease_until IS NULL OR lease_until < now()
+                 OR (lease_owner = $1
+                     AND NOT (org_id || '/' || experiment_id) = ANY($4::text[]))
+               ORDER BY offered_at LIMIT $3
+               FOR UPDATE SKIP LOCKED) c
+         WHERE j.org_id = c.org_id AND j.experiment_id = c.experiment_id
+         RETURNING j.*`,
+        [owner, leaseSeconds, limit, [...running]],
+      )).rows.map(toJob),
+    renew: async (owner, job, leaseSeconds) =>
+      ((await db.query(
+        `UPDATE analysis_jobs SET lease_until = now() + $1::integer * interval '1 second'
+         WHERE org_id = $2 AND experiment_id = $3 AND lease_owner = $4`,
+        [leaseSeconds, job.orgId, job.experimentId, owner],
+      )).rowCount ?? 0) > 0,
     complete: async (owner, job) => {
-      await db.run(async (sql) => {
-        const removed = await sql`DELETE FROM analysis_jobs
-          WHERE org_id = ${job.orgId} AND experiment_id = ${job.experimentId}
-            AND lease_owner = ${owner} AND generation = ${job.generation}`;
-        if (removed.count > 0) return;
-        // Offered again meanwhile (a newer delivery, a settings change): claimable at once.
-        await sql`UPDATE analysis_jobs SET lease_owner = NULL, lease_until = NULL
-          WHERE org_id = ${job.orgId} AND experiment_id = ${job.experimentId}
-            AND lease_owner = ${owner}`;
-      });
+      const removed = await db.query(
+        `DELETE FROM analysis_jobs
+         WHERE org_id = $1 AND experiment_id = $2 AND lease_owner = $3 AND generation = $4`,
+        [job.orgId, job.experimentId, owner, job.generation],
+      );
+      if ((removed.rowCount ?? 0) > 0) return;
+      // Offered again meanwhile (a newer delivery, a settings change): claimable at once.
+      await db.query(
+        `UPDATE analysis_jobs SET lease_owner = NULL, lease_until = NULL
+         WHERE org_id = $1 AND experiment_id = $2 AND lease_owner = $3`,
+        [job.orgId, job.experimentId, owner],
+      );
     },
     postpone: async (owner, job, delaySeconds) => {
-      await db.run((sql) =>
-        sql`UPDATE analysis_jobs SET lease_owner = NULL,
-            lease_until = now() + ${delaySeconds}::integer * interval '1 second',
-            attempts = greatest(attempts - 1, 0)
-          WHERE org_id = ${job.orgId} AND experiment_id = ${job.experimentId}
-            AND lease_owner = ${owner}`
+      await db.query(
+        `UPDATE analysis_jobs SET lease_owner = NULL,
+           lease_until = now() + $1::integer * interval '1 second',
+           attempts = greatest(attempts - 1, 0)
+         WHERE org_id = $2 AND experiment_id = $3 AND lease_owner = $4`,
+        [delaySeconds, job.orgId, job.experimentId, owner],
       );
     },
   };

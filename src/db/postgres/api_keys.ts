@@ -7,6 +7,7 @@ import type { PgClient } from "./pg_client.ts";
 import { iso, isoOrNull } from "./_rows.ts";
 
 interface KeyRow {
+  [column: string]: unknown;
   id: string;
   org_id: string;
   prefix: string;
@@ -40,46 +41,41 @@ export function postgresKeys(db: PgClient): KeyRepo {
         revoked_at: null,
         active: true,
       };
-      await db.run((sql) =>
-        sql`INSERT INTO api_keys (id, org_id, prefix, hash, created_at)
-          VALUES (${info.key_id}, ${orgId}, ${info.prefix}, ${hashKey(apiKey)}, ${info.created_at})`
+      await db.query(
+        "INSERT INTO api_keys (id, org_id, prefix, hash, created_at) VALUES ($1, $2, $3, $4, $5)",
+        [info.key_id, orgId, info.prefix, hashKey(apiKey), info.created_at],
       );
       return { api_key: apiKey, info };
     },
-    list: (orgId) =>
-      db.run(async (sql) =>
-        (await sql<KeyRow[]>`
-          SELECT id, org_id, prefix, created_at, last_used_at, revoked_at FROM api_keys
-          WHERE org_id = ${orgId} ORDER BY created_at, id`).map(toKeyInfo)
-      ),
-    revoke: (keyId) =>
-      db.run(async (sql) =>
-        (await sql`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ${nowIso()})
-          WHERE id = ${keyId}`).count > 0
-      ),
-    ownerByHash: (hash) =>
-      db.run(async (sql) => {
-        const [row] = await sql<
-          { key_id: string; org_id: string; revoked: boolean; active: boolean }[]
-        >`
-          SELECT k.id AS key_id, k.org_id, k.revoked_at IS NOT NULL AS revoked, o.active
-          FROM api_keys k JOIN orgs o ON o.id = k.org_id WHERE k.hash = ${hash}`;
-        if (!row) return null;
-        return {
-          keyId: row.key_id,
-          orgId: row.org_id,
-          orgActive: row.active,
-          revoked: row.revoked,
-        };
-      }),
+    list: async (orgId) =>
+      (await db.query<KeyRow>(
+        `SELECT id, org_id, prefix, created_at, last_used_at, revoked_at FROM api_keys
+         WHERE org_id = $1 ORDER BY created_at, id`,
+        [orgId],
+      )).rows.map(toKeyInfo),
+    revoke: async (keyId) =>
+      ((await db.query(
+        "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2",
+        [nowIso(), keyId],
+      )).rowCount ?? 0) > 0,
+    ownerByHash: async (hash) => {
+      const { rows } = await db.query<
+        { key_id: string; org_id: string; revoked: boolean; active: boolean }
+      >(
+        `SELECT k.id AS key_id, k.org_id, k.revoked_at IS NOT NULL AS revoked, o.active
+         FROM api_keys k JOIN orgs o ON o.id = k.org_id WHERE k.hash = $1`,
+        [hash],
+      );
+      const row = rows[0];
+      if (!row) return null;
+      return { keyId: row.key_id, orgId: row.org_id, orgActive: row.active, revoked: row.revoked };
+    },
     touch: async (lastUsed) => {
       if (lastUsed.size === 0) return;
-      const ids = [...lastUsed.keys()];
-      const times = [...lastUsed.values()];
-      await db.run((sql) =>
-        sql`UPDATE api_keys k SET last_used_at = v.at
-          FROM unnest(${sql.array(ids)}::text[], ${sql.array(times)}::timestamptz[]) AS v(id, at)
-          WHERE k.id = v.id`
+      await db.query(
+        `UPDATE api_keys k SET last_used_at = v.at
+         FROM unnest($1::text[], $2::timestamptz[]) AS v(id, at) WHERE k.id = v.id`,
+        [[...lastUsed.keys()], [...lastUsed.values()]],
       );
     },
   };

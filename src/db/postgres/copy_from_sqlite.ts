@@ -10,7 +10,7 @@
  */
 import type { DatabaseSync, SQLInputValue } from "node:sqlite";
 import type { SecretRepo } from "../control_plane.ts";
-import type { Sql } from "./pg_client.ts";
+import type { PgClient } from "./pg_client.ts";
 
 type ColumnKind = "text" | "integer" | "boolean" | "time";
 
@@ -123,7 +123,7 @@ function tableExists(sqlite: DatabaseSync, name: string): boolean {
 export async function copyFromSqlite(
   sqlite: DatabaseSync,
   sqliteSecrets: SecretRepo,
-  pg: { sql: Sql; secrets: SecretRepo },
+  pg: { db: PgClient; secrets: SecretRepo },
 ): Promise<CopyReport> {
   const sources = new Map<string, Record<string, SQLInputValue>[]>();
   for (const table of COPIED_TABLES) {
@@ -133,7 +133,7 @@ export async function copyFromSqlite(
       : [];
     sources.set(table.name, rows);
   }
-  await pg.sql.begin(async (tx) => {
+  await pg.db.transaction(async (tx) => {
     for (const table of COPIED_TABLES) {
       const columns = Object.keys(table.columns);
       const rows = sources.get(table.name)!;
@@ -148,11 +148,10 @@ export async function copyFromSqlite(
             }).join(", ")
           })`
         );
-        await tx.unsafe(
+        await tx.query(
           `INSERT INTO ${table.name} AS t (${columns.join(", ")}) VALUES ${tuples.join(", ")}
            ON CONFLICT (${table.key.join(", ")}) ${table.onConflict}`,
-          params as never[],
-          { prepare: false },
+          params,
         );
       }
     }
@@ -173,14 +172,14 @@ export async function copyFromSqlite(
   const tables: TableCount[] = [];
   for (const table of COPIED_TABLES) {
     const rows = sources.get(table.name)!;
-    const keys = table.key.map((k) => pg.sql.array(rows.map((r) => String(r[k]))));
+    const keys = table.key.map((k) => rows.map((r) => String(r[k])));
     const unnest = table.key.map((_, i) => `$${i + 1}::text[]`).join(", ");
-    const [{ found }] = await pg.sql.unsafe(
+    const { rows: [{ found }] } = await pg.db.query<{ found: number }>(
       `SELECT count(*)::integer AS found FROM unnest(${unnest}) AS s(${table.key.join(", ")})
        JOIN ${table.name} USING (${table.key.join(", ")})`,
-      keys as never[],
+      keys,
     );
-    const [{ total }] = await pg.sql.unsafe(
+    const { rows: [{ total }] } = await pg.db.query<{ total: number }>(
       `SELECT count(*)::integer AS total FROM ${table.name}`,
     );
     tables.push({ table: table.name, sqlite: rows.length, found, postgres: total });

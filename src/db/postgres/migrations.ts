@@ -9,7 +9,7 @@
  * failure leaves the schema as it was. An up-to-date schema takes no lock and runs no DDL, so the
  * service may run as a role without CREATE once the owner migrated.
  */
-import type { Sql } from "./pg_client.ts";
+import type { PgClient, Queryable } from "./pg_client.ts";
 import { LOCK_NAMESPACE } from "./pg_client.ts";
 
 export interface Migration {
@@ -97,12 +97,14 @@ export const TABLES = ["orgs", "api_keys", "settings", "analyses", "secrets", "a
 const MIGRATION_LOCK = 1;
 
 /** The schema version of the database: 0 before the first migration. */
-export async function schemaVersion(sql: Sql): Promise<number> {
-  const [{ exists }] = await sql<{ exists: boolean }[]>`
-    SELECT to_regclass('schema_migrations') IS NOT NULL AS exists`;
+export async function schemaVersion(db: Queryable): Promise<number> {
+  const { rows: [{ exists }] } = await db.query<{ exists: boolean }>(
+    "SELECT to_regclass('schema_migrations') IS NOT NULL AS exists",
+  );
   if (!exists) return 0;
-  const [{ version }] = await sql<{ version: number | null }[]>`
-    SELECT max(version) AS version FROM schema_migrations`;
+  const { rows: [{ version }] } = await db.query<{ version: number | null }>(
+    "SELECT max(version) AS version FROM schema_migrations",
+  );
   return version ?? 0;
 }
 
@@ -110,26 +112,26 @@ export async function schemaVersion(sql: Sql): Promise<number> {
  * Applies the pending migrations; answers the version this call found and the one it left
  * (equal when there was nothing to do, or another instance did it while this one waited).
  */
-export async function migrate(sql: Sql): Promise<{ from: number; to: number }> {
+export async function migrate(db: PgClient): Promise<{ from: number; to: number }> {
   const latest = MIGRATIONS[MIGRATIONS.length - 1].version;
-  const current = await schemaVersion(sql);
+  const current = await schemaVersion(db);
   if (current >= latest) return { from: current, to: current };
-  return await sql.begin(async (tx) => {
-    await tx`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}, ${MIGRATION_LOCK})`;
-    await tx`CREATE TABLE IF NOT EXISTS schema_migrations (
+  return await db.transaction(async (tx) => {
+    await tx.query("SELECT pg_advisory_xact_lock($1, $2)", [LOCK_NAMESPACE, MIGRATION_LOCK]);
+    await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY,
       name TEXT NOT NULL,
       applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-    )`;
+    )`);
     // Another instance may have applied some while this one waited for the lock.
-    const [{ version }] = await tx<{ version: number | null }[]>`
-      SELECT max(version) AS version FROM schema_migrations`;
-    const from = version ?? 0;
+    const from = await schemaVersion(tx);
     for (const migration of MIGRATIONS) {
       if (migration.version <= from) continue;
-      await tx.unsafe(migration.sql);
-      await tx`INSERT INTO schema_migrations (version, name)
-        VALUES (${migration.version}, ${migration.name})`;
+      await tx.query(migration.sql);
+      await tx.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", [
+        migration.version,
+        migration.name,
+      ]);
     }
     return { from, to: Math.max(from, latest) };
   });
@@ -139,13 +141,15 @@ export async function migrate(sql: Sql): Promise<{ from: number; to: number }> {
  * Throws (SQLSTATE 42501) naming the tables the connected role cannot read and write (of those
  * that exist), so a database without permissions stops start-up instead of failing requests.
  */
-export async function checkPrivileges(sql: Sql): Promise<void> {
-  const rows = await sql<{ table: string; ok: boolean }[]>`
-    SELECT t AS table, has_table_privilege(t, 'SELECT') AND (t = 'schema_migrations' OR
-      (has_table_privilege(t, 'INSERT') AND has_table_privilege(t, 'UPDATE') AND
-       has_table_privilege(t, 'DELETE'))) AS ok
-    FROM unnest(${sql.array(["schema_migrations", ...TABLES])}::text[]) AS t
-    WHERE to_regclass(t) IS NOT NULL`;
+export async function checkPrivileges(db: Queryable): Promise<void> {
+  const { rows } = await db.query<{ table: string; ok: boolean }>(
+    `SELECT t AS table, has_table_privilege(t, 'SELECT') AND (t = 'schema_migrations' OR
+       (has_table_privilege(t, 'INSERT') AND has_table_privilege(t, 'UPDATE') AND
+        has_table_privilege(t, 'DELETE'))) AS ok
+     FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n)
+     WHERE to_regclass(t) IS NOT NULL ORDER BY n`,
+    [["schema_migrations", ...TABLES]],
+  );
   const missing = rows.filter((r) => !r.ok).map((r) => r.table);
   if (missing.length > 0) {
     throw Object.assign(

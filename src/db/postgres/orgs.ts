@@ -6,6 +6,7 @@ import type { PgClient } from "./pg_client.ts";
 import { iso } from "./_rows.ts";
 
 interface OrgRow {
+  [column: string]: unknown;
   id: string;
   name: string;
   active: boolean;
@@ -20,30 +21,27 @@ export function postgresOrgs(db: PgClient): OrgRepo {
   return {
     create: async (name) => {
       const org = { id: newId("org"), name: orgName(name), active: true, created_at: nowIso() };
-      await db.run((sql) =>
-        sql`INSERT INTO orgs (id, name, active, created_at)
-          VALUES (${org.id}, ${org.name}, true, ${org.created_at})`
+      await db.query(
+        "INSERT INTO orgs (id, name, active, created_at) VALUES ($1, $2, true, $3)",
+        [org.id, org.name, org.created_at],
       );
       return org;
     },
-    get: (id) =>
-      db.run(async (sql) => {
-        const [row] = await sql<OrgRow[]>`SELECT * FROM orgs WHERE id = ${id}`;
-        return row ? toOrg(row) : null;
-      }),
-    findByName: (name) =>
-      db.run(async (sql) => {
-        const [row] = await sql<OrgRow[]>`
-          SELECT * FROM orgs WHERE name = ${name} ORDER BY created_at LIMIT 1`;
-        return row ? toOrg(row) : null;
-      }),
-    list: () =>
-      db.run(async (sql) =>
-        (await sql<OrgRow[]>`SELECT * FROM orgs ORDER BY created_at, id`).map(toOrg)
-      ),
-    setActive: (id, active) =>
-      db.run(async (sql) =>
-        (await sql`UPDATE orgs SET active = ${active} WHERE id = ${id}`).count > 0
-      ),
+    get: async (id) => {
+      const { rows } = await db.query<OrgRow>("SELECT * FROM orgs WHERE id = $1", [id]);
+      return rows[0] ? toOrg(rows[0]) : null;
+    },
+    findByName: async (name) => {
+      const { rows } = await db.query<OrgRow>(
+        "SELECT * FROM orgs WHERE name = $1 ORDER BY created_at LIMIT 1",
+        [name],
+      );
+      return rows[0] ? toOrg(rows[0]) : null;
+    },
+    list: async () =>
+      (await db.query<OrgRow>("SELECT * FROM orgs ORDER BY created_at, id")).rows.map(toOrg),
+    setActive: async (id, active) =>
+      ((await db.query("UPDATE orgs SET active = $1 WHERE id = $2", [active, id])).rowCount ??
+        0) > 0,
   };
 }

@@ -1,8 +1,8 @@
 /**
  * The control plane on PostgreSQL, shared by every instance behind a load balancer: the same
  * repositories as the SQLite driver (one file each), plus what scale-out needs: secrets in a
- * table, analysis jobs claimed with leases, and timer locks as session advisory locks (held on a
- * connection reserved for the job, so a dying instance's lock is released with its connection).
+ * table, analysis jobs claimed with leases, and timer locks as advisory locks (released with
+ * their connection when an instance dies).
  */
 import type {
   AnalysisJobRepo,
@@ -14,8 +14,8 @@ import type {
   SettingsRepo,
 } from "../control_plane.ts";
 import { DatabaseOpenError } from "../control_plane.ts";
-import type { Sql } from "./pg_client.ts";
-import { createPool, describeOpenFailure, LOCK_NAMESPACE, PgClient } from "./pg_client.ts";
+import type { PgClient } from "./pg_client.ts";
+import { createPool, describeOpenFailure, LOCK_NAMESPACE } from "./pg_client.ts";
 import { checkPrivileges, migrate } from "./migrations.ts";
 import { postgresOrgs } from "./orgs.ts";
 import { postgresKeys } from "./api_keys.ts";
@@ -42,9 +42,9 @@ export class PostgresControlPlane implements ControlPlane {
   readonly schema: { from: number; to: number };
   readonly #db: PgClient;
 
-  constructor(sql: Sql, schema: { from: number; to: number }) {
+  constructor(db: PgClient, schema: { from: number; to: number }) {
     this.schema = schema;
-    const db = this.#db = new PgClient(sql);
+    this.#db = db;
     this.orgs = postgresOrgs(db);
     this.keys = postgresKeys(db);
     this.settings = postgresSettings(db);
@@ -53,29 +53,41 @@ export class PostgresControlPlane implements ControlPlane {
     this.jobs = postgresAnalysisJobs(db);
   }
 
-  /** The pool itself (the copy from SQLite and tests use it). */
-  get sql(): Sql {
-    return this.#db.sql;
+  /** The pool, with its error mapping (the copy from SQLite and tests use it). */
+  get db(): PgClient {
+    return this.#db;
   }
 
-  withTimerLock<T>(name: string, fn: () => Promise<T>): Promise<T | undefined> {
-    return this.#db.run(async (sql) => {
-      const conn = await sql.reserve();
-      try {
-        const [{ locked }] = await conn<{ locked: boolean }[]>`
-          SELECT pg_try_advisory_lock(${LOCK_NAMESPACE}, hashtext(${name})) AS locked`;
+  /**
+   * A session advisory lock (`pg_try_advisory_lock`) on a connection checked out for the job:
+   * released at the end, or with the connection when the instance dies or the server restarts
+   * (a connection that failed meanwhile is discarded, never returned to the pool holding it).
+   */
+  async withTimerLock<T>(name: string, fn: () => Promise<T>): Promise<T | undefined> {
+    let running: Promise<T> | undefined;
+    try {
+      return await this.#db.session(async (client) => {
+        const { rows: [{ locked }] } = await client.query<{ locked: boolean }>(
+          "SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked",
+          [LOCK_NAMESPACE, name],
+        );
         if (!locked) return undefined;
+        running = fn();
         try {
-          return await fn();
+          return await running;
         } finally {
-          // A broken connection released the lock already.
-          await conn`SELECT pg_advisory_unlock(${LOCK_NAMESPACE}, hashtext(${name}))`
-            .catch(() => {});
+          await client.query("SELECT pg_advisory_unlock($1, hashtext($2))", [
+            LOCK_NAMESPACE,
+            name,
+          ]);
         }
-      } finally {
-        conn.release();
-      }
-    });
+      });
+    } catch (error) {
+      // The job's own failure, or the lock's connection broke while it ran: the job finishes
+      // all the same (its steps are idempotent) and its own outcome is what counts.
+      if (running) return await running;
+      throw error;
+    }
   }
 
   async reachable(): Promise<boolean> {
@@ -83,7 +95,7 @@ export class PostgresControlPlane implements ControlPlane {
     const timeout = new Promise<boolean>((resolve) => timer = setTimeout(resolve, 2000, false));
     try {
       return await Promise.race([
-        this.#db.sql`SELECT 1`.then(() => true, () => false),
+        this.#db.query("SELECT 1").then(() => true, () => false),
         timeout,
       ]);
     } finally {
@@ -92,8 +104,7 @@ export class PostgresControlPlane implements ControlPlane {
   }
 
   async close(): Promise<void> {
-    // Work has stopped by now; a connection stuck connecting to a server that is away is cut.
-    await this.#db.sql.end({ timeout: 1 });
+    await this.#db.end();
   }
 }
 
@@ -106,17 +117,17 @@ export async function openPostgres(
   url: string,
   options: OpenPostgresOptions = {},
 ): Promise<PostgresControlPlane> {
-  let sql: Sql | undefined;
+  let db: PgClient | undefined;
   try {
-    sql = createPool(url, { max: options.max });
-    await sql`SELECT 1`;
+    db = createPool(url, { max: options.max });
+    await db.query("SELECT 1");
     // Privileges first (on the tables there are), so a role that may not read them hears so.
-    await checkPrivileges(sql);
-    const schema = await migrate(sql);
-    await checkPrivileges(sql);
-    return new PostgresControlPlane(sql, schema);
+    await checkPrivileges(db);
+    const schema = await migrate(db);
+    await checkPrivileges(db);
+    return new PostgresControlPlane(db, schema);
   } catch (error) {
-    await sql?.end({ timeout: 1 }).catch(() => {});
+    await db?.end().catch(() => {});
     throw new DatabaseOpenError(describeOpenFailure(error, url), { cause: error });
   }
 }

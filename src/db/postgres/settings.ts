@@ -5,18 +5,19 @@ import type { PgClient } from "./pg_client.ts";
 
 export function postgresSettings(db: PgClient): SettingsRepo {
   return {
-    get: (orgId, experimentId) =>
-      db.run(async (sql) => {
-        const [row] = await sql<{ json: string }[]>`
-          SELECT json FROM settings WHERE org_id = ${orgId} AND experiment_id = ${experimentId}`;
-        return row ? JSON.parse(row.json) : null;
-      }),
+    get: async (orgId, experimentId) => {
+      const { rows } = await db.query<{ json: string }>(
+        "SELECT json FROM settings WHERE org_id = $1 AND experiment_id = $2",
+        [orgId, experimentId],
+      );
+      return rows[0] ? JSON.parse(rows[0].json) : null;
+    },
     save: async (orgId, experimentId, settings) => {
-      await db.run((sql) =>
-        sql`INSERT INTO settings (org_id, experiment_id, json, updated_at)
-          VALUES (${orgId}, ${experimentId}, ${JSON.stringify(settings)}, ${nowIso()})
-          ON CONFLICT (org_id, experiment_id) DO UPDATE SET json = excluded.json,
-            updated_at = excluded.updated_at`
+      await db.query(
+        `INSERT INTO settings (org_id, experiment_id, json, updated_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (org_id, experiment_id) DO UPDATE SET json = excluded.json,
+           updated_at = excluded.updated_at`,
+        [orgId, experimentId, JSON.stringify(settings), nowIso()],
       );
     },
   };
