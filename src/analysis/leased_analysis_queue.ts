@@ -146,7 +146,9 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
     if (room <= 0) return;
     let claimed: AnalysisJob[];
     try {
-      claimed = await this.#o.jobs.claim(this.owner, this.#o.leaseSeconds, room);
+      claimed = await this.#o.jobs.claim(this.owner, this.#o.leaseSeconds, room, [
+        ...this.#running.keys(),
+      ]);
     } catch (error) {
       this.#databaseFailed("cannot claim analysis jobs", error);
       return;

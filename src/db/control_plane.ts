@@ -171,8 +171,18 @@ export interface AnalysisJobRepo {
    * the job's (newest wins) and is run after the current run, if any, finished.
    */
   offer(job: AnalysisJobOffer): Promise<void>;
-  /** Claims up to `limit` jobs that nobody holds, oldest offer first, for `leaseSeconds`. */
-  claim(owner: string, leaseSeconds: number, limit: number): Promise<AnalysisJob[]>;
+  /**
+   * Claims up to `limit` jobs for `leaseSeconds`, oldest offer first: jobs nobody holds, and
+   * jobs `owner` holds but does not run (`running` lists the `org/experiment` it runs): a claim
+   * or a release whose answer was lost in a database outage is taken back at once instead of
+   * waiting for its lease to run out.
+   */
+  claim(
+    owner: string,
+    leaseSeconds: number,
+    limit: number,
+    running?: readonly string[],
+  ): Promise<AnalysisJob[]>;
   /** Extends the lease; false when `owner` no longer holds the job. */
   renew(owner: string, job: AnalysisJob, leaseSeconds: number): Promise<boolean>;
   /**
