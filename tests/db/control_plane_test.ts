@@ -16,6 +16,7 @@ controlPlaneTest(
     assert(ISO.test(a.created_at), a.created_at);
     await new Promise((r) => setTimeout(r, 2));
     const b = await db.orgs.create("beta");
+    await new Promise((r) => setTimeout(r, 2));
     await db.orgs.create("acme");
     const other = await reopen();
     assertEquals(await other.orgs.get(a.id), a);
