@@ -10,16 +10,21 @@ import { startS3rver } from "../tests/_s3rver.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
 
-interface WrkResult {
+export interface WrkResult {
   rps: number;
   p99ms: number;
   errors: number;
 }
 
-async function wrk(url: string, seconds: number, script?: string): Promise<WrkResult> {
+export async function wrk(
+  url: string,
+  seconds: number,
+  script?: string,
+  connections = 50,
+): Promise<WrkResult> {
   const args = [
     "-t2",
-    "-c50",
+    `-c${connections}`,
     `-d${seconds}s`,
     "--latency",
     ...(script ? ["-s", script] : []),
@@ -87,7 +92,7 @@ function medianOf(values: number[]): number {
 }
 
 /** The median rate and p99 of several runs, and their errors summed. */
-function combine(results: WrkResult[]): WrkResult {
+export function combine(results: WrkResult[]): WrkResult {
   return {
     rps: medianOf(results.map((r) => r.rps)),
     p99ms: medianOf(results.map((r) => r.p99ms)),
