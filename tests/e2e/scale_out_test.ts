@@ -277,13 +277,22 @@ postgresTest(
           30_000,
         );
         assertEquals(ready.etag, stored.body.etag);
+        // The saved run started after the kill, once the victim's lease (renewed every 2/3 s)
+        // had run out; the survivor logged it (log lines are written in batches: wait for it).
+        const [row] = await database.query<{ started_at: Date }>(
+          "SELECT started_at FROM analyses WHERE experiment_id = 'slow'",
+        );
+        const waited = row.started_at.getTime() - killedAt;
+        assert(waited >= 1000, `the saved run started ${waited} ms after the kill`);
         const finished = (c: ChildServer) =>
           c.output().split("\n").filter((l) => l.includes('"msg":"analysis finished"'));
+        await waitUntil(
+          () => Promise.resolve(finished(survivor).length > 0),
+          "the survivor's log line",
+          5_000,
+        );
+        assertEquals(finished(survivor).length, 1, survivor.output());
         assertEquals(finished(victim), [], "the killed instance never finished it");
-        assertEquals(finished(survivor).length, 1);
-        // It waited for the lease (renewed every 2/3 s) to run out.
-        const waited = Date.now() - killedAt;
-        assert(waited >= 1000, `finished ${waited} ms after the kill`);
         assertEquals(await database.query("SELECT * FROM analysis_jobs"), [], "no job left");
       } finally {
         for (const child of children) await child.stop().catch(() => {});
