@@ -148,12 +148,15 @@ export async function benchScaleOut(seconds = 10, rounds = 3, bigSeconds = 30) {
     const sqliteSvc = await serve(sqliteEnv);
     const pgSvc = await serve(pgEnv);
     children.push(sqliteSvc, pgSvc);
-    const initiate = await script(work, "initiate", [
-      'wrk.method = "POST"',
-      `wrk.body = '{"experiment_id": "bench-exp"}'`,
-      'wrk.headers["Content-Type"] = "application/json"',
-      `wrk.headers["Authorization"] = "Bearer ${keys.pg}"`,
-    ]);
+    const initiate = (key: string) =>
+      script(work, `initiate-${key.slice(4, 10)}`, [
+        'wrk.method = "POST"',
+        `wrk.body = '{"experiment_id": "bench-exp"}'`,
+        'wrk.headers["Content-Type"] = "application/json"',
+        `wrk.headers["Authorization"] = "Bearer ${key}"`,
+      ]);
+    const initiatePg = await initiate(keys.pg);
+    const initiateSqlite = await initiate(keys.sqlite);
     const tiny = (key: string) =>
       script(work, `tiny-${key.slice(4, 10)}`, [
         'wrk.method = "POST"',
@@ -166,13 +169,19 @@ export async function benchScaleOut(seconds = 10, rounds = 3, bigSeconds = 30) {
     const runs = {
       hello: [] as WrkResult[],
       initiatePg: [] as WrkResult[],
+      initiateSqlite: [] as WrkResult[],
       tinySqlite: [] as WrkResult[],
       tinyPg: [] as WrkResult[],
     };
     const uploadUrl = (c: Child) => `${c.url}/api/v1/datasets/upload/?experiment_id=tiny`;
     for (let round = 0; round < rounds; round++) {
       runs.hello.push(await wrk(`${hello.url}/`, seconds));
-      runs.initiatePg.push(await wrk(`${pgSvc.url}/api/v1/datasets/initiate/`, seconds, initiate));
+      runs.initiatePg.push(
+        await wrk(`${pgSvc.url}/api/v1/datasets/initiate/`, seconds, initiatePg),
+      );
+      runs.initiateSqlite.push(
+        await wrk(`${sqliteSvc.url}/api/v1/datasets/initiate/`, seconds, initiateSqlite),
+      );
       runs.tinySqlite.push(await wrk(uploadUrl(sqliteSvc), seconds, tinySqlite, 16));
       runs.tinyPg.push(await wrk(uploadUrl(pgSvc), seconds, tinyPg, 16));
     }
@@ -207,6 +216,7 @@ export async function benchScaleOut(seconds = 10, rounds = 3, bigSeconds = 30) {
     return {
       hello: combine(runs.hello),
       initiatePg: combine(runs.initiatePg),
+      initiateSqlite: combine(runs.initiateSqlite),
       tinySqlite: combine(runs.tinySqlite),
       tinyPg: combine(runs.tinyPg),
       big: { one: median(big.one), two: median(big.two), failed: big.failed, lost: big.lost },
@@ -227,9 +237,16 @@ if (import.meta.main) {
     {
       benchmark: "initiate on PostgreSQL, 50 connections",
       ours: fmt(r.initiatePg),
-      baseline: `hello-world ${r.hello.rps.toFixed(0)} req/s`,
+      baseline: `hello-world ${fmt(r.hello)}`,
       ratio: (r.initiatePg.rps / r.hello.rps).toFixed(2),
       target: "≥ 0.15, p99 < 20 ms",
+    },
+    {
+      benchmark: "initiate on SQLite, 50 connections (same run)",
+      ours: fmt(r.initiateSqlite),
+      baseline: `hello-world ${fmt(r.hello)}`,
+      ratio: (r.initiateSqlite.rps / r.hello.rps).toFixed(2),
+      target: "(reference)",
     },
     {
       benchmark: "tiny direct uploads, 16 connections",

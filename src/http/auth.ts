@@ -35,24 +35,39 @@ export function bearerKey(header: string | null): string {
 
 /**
  * Key lookups answered in the last half second, by key hash: a hot key costs one hash, not a
- * query, and an admin change (revoke, deactivate) is still seen within a second.
+ * query, and an admin change (revoke, deactivate) is still seen within a second. Requests that
+ * miss while a lookup of the same key is under way wait for that one (with PostgreSQL, 50
+ * requests arriving as the entry expires would otherwise queue 50 queries on the pool: a p99 of
+ * about 50 ms instead of a few).
  */
-const recent = new WeakMap<ControlPlane, Map<string, { owner: KeyOwner | null; at: number }>>();
+interface KeyCache {
+  recent: Map<string, { owner: KeyOwner | null; at: number }>;
+  pending: Map<string, Promise<KeyOwner | null>>;
+}
+const caches = new WeakMap<ControlPlane, KeyCache>();
 const RECENT_MS = 500;
 
-async function lookup(db: ControlPlane, key: string): Promise<KeyOwner | null> {
-  let cache = recent.get(db);
+function lookup(db: ControlPlane, key: string): Promise<KeyOwner | null> {
+  let cache = caches.get(db);
   if (!cache) {
-    cache = new Map();
-    recent.set(db, cache);
+    cache = { recent: new Map(), pending: new Map() };
+    caches.set(db, cache);
   }
+  const { recent, pending } = cache;
   const hash = hashKey(key);
-  const hit = cache.get(hash);
-  if (hit && performance.now() - hit.at < RECENT_MS) return hit.owner;
-  const owner = await db.keys.ownerByHash(hash);
-  if (cache.size >= 10_000) cache.clear();
-  cache.set(hash, { owner, at: performance.now() });
-  return owner;
+  const hit = recent.get(hash);
+  if (hit && performance.now() - hit.at < RECENT_MS) return Promise.resolve(hit.owner);
+  const inFlight = pending.get(hash);
+  if (inFlight) return inFlight;
+  const started = performance.now();
+  const query = db.keys.ownerByHash(hash).then((owner) => {
+    if (recent.size >= 10_000) recent.clear();
+    // Dated from when the query started: what it read is at most that old.
+    recent.set(hash, { owner, at: started });
+    return owner;
+  }).finally(() => pending.delete(hash));
+  pending.set(hash, query);
+  return query;
 }
 
 export async function authenticate(
