@@ -174,9 +174,10 @@ async function startWatchdog(info: ClusterInfo, extra: string[] = []): Promise<v
   const stop = AS_ROOT
     ? `runuser -u postgres -- ${BIN}/pg_ctl -D ${info.dir}/data -m immediate stop`
     : `${BIN}/pg_ctl -D ${info.dir}/data -m immediate stop`;
-  const script = `(while kill -0 ${Deno.pid} 2>/dev/null; do sleep 0.3; done; ${stop}; ` +
-    `rm -rf ${info.dir} ${extra.join(" ")}) </dev/null >/dev/null 2>&1 &`;
-  await run("sh", ["-c", script]);
+  const loop = `while kill -0 ${Deno.pid} 2>/dev/null; do sleep 0.3; done; ${stop}; ` +
+    `rm -rf ${info.dir} ${extra.join(" ")}`;
+  // In a session of its own (setsid): stopping the test's process group leaves it running.
+  await run("sh", ["-c", `setsid sh -c '${loop}' </dev/null >/dev/null 2>&1 &`]);
 }
 
 async function pgCtlStart(info: ClusterInfo): Promise<void> {

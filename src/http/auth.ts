@@ -35,11 +35,11 @@ export function bearerKey(header: string | null): string {
 
 /**
  * Key lookups answered in the last half second, by key hash: a hot key costs one hash, not a
- * query, and an admin change (revoke, deactivate) is still seen within a second. An entry between
- * half a second and `STALE_MS` old is still answered while one refresh runs in the background, and
- * requests that miss while a lookup of the same key is under way wait for that one: with
- * PostgreSQL, 50 requests arriving as an entry expired would otherwise each wait for a query
- * (a p99 several times the median).
+ * query, and an admin change (revoke, deactivate) is still seen within a second. A request that
+ * finds an entry older than `REFRESH_AHEAD_MS` starts one refresh in the background, so a hot key
+ * is refreshed before it expires; requests that miss while a lookup of the same key is under way
+ * wait for that one. With PostgreSQL, 50 requests arriving as an entry expired would otherwise
+ * each wait for a query (a p99 several times the median).
  */
 interface KeyCache {
   recent: Map<string, { owner: KeyOwner | null; at: number }>;
@@ -47,8 +47,7 @@ interface KeyCache {
 }
 const caches = new WeakMap<ControlPlane, KeyCache>();
 const RECENT_MS = 500;
-/** Oldest answer given while refreshing; with the query's own time, below the one second. */
-const STALE_MS = 800;
+const REFRESH_AHEAD_MS = 300;
 
 function refresh(db: ControlPlane, cache: KeyCache, hash: string): Promise<KeyOwner | null> {
   const inFlight = cache.pending.get(hash);
@@ -73,10 +72,9 @@ function lookup(db: ControlPlane, key: string): Promise<KeyOwner | null> {
   const hash = hashKey(key);
   const hit = cache.recent.get(hash);
   const age = hit ? performance.now() - hit.at : Infinity;
-  if (hit && age < RECENT_MS) return Promise.resolve(hit.owner);
-  if (hit && age < STALE_MS) {
-    // A failed refresh is retried by the next request; past STALE_MS requests wait for one.
-    refresh(db, cache, hash).catch(() => {});
+  if (hit && age < RECENT_MS) {
+    // A failed refresh is retried by the next request; once expired, requests wait for one.
+    if (age > REFRESH_AHEAD_MS) refresh(db, cache, hash).catch(() => {});
     return Promise.resolve(hit.owner);
   }
   return refresh(db, cache, hash);
