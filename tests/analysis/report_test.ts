@@ -46,6 +46,8 @@ function aggregate(): Aggregate {
       },
       visits: { A: { users: 10, sum: 3, sumSquares: 3 } },
     },
+    covariates: {},
+    winsorized: {},
     daily: [
       {
         date: "2024-01-01",
@@ -254,6 +256,8 @@ Deno.test("buildReport of a single variant compares nothing", () => {
     excludedUsers: 0,
     metrics: [{ name: "converted", kind: "conversion", detectedKind: "conversion" }],
     stats: { converted: { only: { users: 3, sum: 1, sumSquares: 1 } } },
+    covariates: {},
+    winsorized: {},
     daily: [],
   };
   const report = buildReport(data);

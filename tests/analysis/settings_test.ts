@@ -93,6 +93,8 @@ const data: Aggregate = {
     { name: "revenue", kind: "numeric", detectedKind: "numeric" },
   ],
   stats: {},
+  covariates: {},
+  winsorized: {},
   daily: [],
 };
 
