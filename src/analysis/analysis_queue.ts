@@ -118,6 +118,8 @@ export class AnalysisService {
       try {
         aggregate = await aggregateCsv(object.body, {
           metricKinds: settings.metric_kinds,
+          covariates: settings.covariates,
+          winsorize: settings.winsorize,
           onChunk: validator ? (chunk) => validator.push(chunk) : undefined,
         });
       } catch (error) {
