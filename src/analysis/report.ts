@@ -57,6 +57,8 @@ export interface MetricReport {
   covariate: string | null;
   /** Numeric metrics capped by the settings: the percentile and the cap; else null. */
   winsorized: { percentile: number; cap: number } | null;
+  /** A decrease is the improvement (settings `lower_is_better`). */
+  lower_is_better: boolean;
   variants: MetricVariantReport[];
   /** Each non-control variant against the control. */
   comparisons: ComparisonReport[];
@@ -252,6 +254,7 @@ export function buildReport(
       kind: metric.kind,
       covariate: covariate?.column ?? null,
       winsorized: own(aggregate.winsorized, metric.name) ?? null,
+      lower_is_better: lowerIsBetter.has(metric.name),
       variants: names.map((name) =>
         metricVariant(name, metric.kind, statsOf(aggregate, metric.name, name))
       ),

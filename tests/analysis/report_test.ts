@@ -136,7 +136,11 @@ Deno.test("buildReport with default settings fills every field", () => {
   assertClose(converted.variants[1].mean, 0.5, 1e-15);
   assertClose(converted.variants[1].variance, 0.25 * 12 / 11, 1e-15);
   assert.equal(revenue.kind, "numeric");
-  assert.deepEqual([revenue.covariate, revenue.winsorized], [null, null]);
+  assert.deepEqual([revenue.covariate, revenue.winsorized, revenue.lower_is_better], [
+    null,
+    null,
+    false,
+  ]);
   assert.deepEqual(revenue.variants, [
     { name: "A", users: 4, mean: 2.5, variance: 5 / 3 },
     { name: "B", users: 3, mean: 4, variance: 4 },
@@ -414,6 +418,7 @@ Deno.test("buildReport: lower is better flips the decision and the chances; alph
     inference: "bayesian",
   });
   assert.equal(lower.inference, "bayesian");
+  assert.deepEqual(lower.metrics.map((m) => m.lower_is_better), [true, false, false]);
   assert.ok(Math.abs(lower.confidence_level - 0.9) < 1e-15);
   const [a, b] = lower.win_probability.variants;
   assertClose(b.chance_to_beat_control, 1 - 0.91644232063534796069, 1e-13);
