@@ -174,7 +174,9 @@ function metricBlock(a, m, colors) {
  */
 export function comparisonsCard(a, colors) {
   const metrics = a.metrics ?? [];
-  if (metrics.length === 0 || (a.variants ?? []).length < 2) return null;
+  // An analysis made before comparisons existed (analysis_version 1) has none to show.
+  const compared = metrics.some((/** @type {any} */ m) => Array.isArray(m.comparisons));
+  if (!compared || (a.variants ?? []).length < 2) return null;
   return h(
     "section",
     { class: "card comparisons", "aria-labelledby": "comparisons-title" },

@@ -11,6 +11,8 @@ import assert from "node:assert/strict";
 import { ApiError } from "../../src/http/errors.ts";
 import type { Aggregate } from "../../src/analysis/aggregate/aggregate_types.ts";
 import { ANALYSIS_VERSION, buildReport } from "../../src/analysis/report.ts";
+import { normalCdf } from "../../src/analysis/stats/_math.ts";
+import { cupedAdjust } from "../../src/analysis/stats/cuped.ts";
 
 function assertClose(actual: unknown, expected: number, absolute: number): void {
   assert.ok(
@@ -428,4 +430,50 @@ Deno.test("buildReport: lower is better flips the decision and the chances; alph
   const ci95 = plain.metrics[0].comparisons[0].ci!;
   assert.ok(ci90[0] > ci95[0] && ci90[1] < ci95[1]);
   assert.equal(lower.metrics[0].comparisons[0].lift, plain.metrics[0].comparisons[0].lift);
+});
+
+Deno.test("buildReport with three variants and a covariate: each pair's own adjustment", () => {
+  const data = aggregate();
+  data.variants = ["A", "B", "C"];
+  data.users = { A: 10, B: 12, C: 11 };
+  data.metrics.splice(1, 0, { name: "revenue_pre", kind: "numeric", detectedKind: "numeric" });
+  data.stats.revenue.C = { users: 5, sum: 20, sumSquares: 90 };
+  data.covariates = {
+    revenue: {
+      column: "revenue_pre",
+      moments: {
+        A: { sumX: 8, sumXSquares: 20, sumXY: 25 },
+        B: { sumX: 6, sumXSquares: 14, sumXY: 30 },
+        C: { sumX: 11, sumXSquares: 29, sumXY: 50 },
+      },
+    },
+  };
+  const report = buildReport(data, { key_metric: "revenue" }, { draws: 20_000, seed: 5 });
+  const arms = (name: string) => {
+    const s = data.stats.revenue[name];
+    return {
+      n: s.users,
+      sumY: s.sum,
+      sumYSquares: s.sumSquares,
+      ...data.covariates.revenue.moments[name],
+    };
+  };
+  const [b, c] = report.metrics.find((m) => m.name === "revenue")!.comparisons;
+  // θ per pair: A with B, A with C.
+  assert.equal(b.cuped?.theta, cupedAdjust([arms("A"), arms("B")]).theta);
+  assert.equal(c.cuped?.theta, cupedAdjust([arms("A"), arms("C")]).theta);
+  assert.notEqual(b.cuped?.theta, c.cuped?.theta);
+  // The chance to beat the control of C uses the (A, C) adjustment.
+  const [adjA, adjC] = cupedAdjust([arms("A"), arms("C")]).arms;
+  const expected = normalCdf(
+    (adjC.mean - adjA.mean) / Math.sqrt(adjA.variance / adjA.n + adjC.variance / adjC.n),
+  );
+  const win = report.win_probability.variants;
+  assertClose(win[2].chance_to_beat_control, expected, 1e-14);
+  assertClose(win.reduce((sum, v) => sum + (v.chance_to_be_best ?? 0), 0), 1, 1e-9);
+  assert.deepEqual(win[2].lift_ci95, c.ci);
+  assert.deepEqual(
+    buildReport(data, { key_metric: "revenue" }, { draws: 20_000, seed: 5 }),
+    report,
+  );
 });
