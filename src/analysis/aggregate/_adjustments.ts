@@ -8,6 +8,9 @@
  * - both: a walk over the user records sums, per variant, y = the user's (capped) value and, for a
  *   metric with a covariate, x = the (capped) sum of the user's covariate cells, x² and xy
  *   (`addAdjustedMoments`).
+ *
+ * For a capped metric the walk reads each user's sum for the last time and sets it to 0, so that
+ * the daily pass can keep the user's running total there instead of in a map of its own.
  */
 import type { DayCells } from "./_summary.ts";
 import { EXCLUDED, type RecordLayout, type TallyState, VARIANT_WORD } from "./_user_tally.ts";
@@ -61,31 +64,35 @@ export function newMomentTotals(variants: number): MomentTotals {
   };
 }
 
-/** Appends the per-user values of `source` in `tally` (users in one variant only) to `out`. */
+/**
+ * Writes the per-user values of `source` in `tally` (users in one variant only) into `out` from
+ * `at`, and answers where the next one goes.
+ */
 export function collectUserValues(
   tally: TallyState,
   layout: RecordLayout,
   source: ValueSource,
-  out: GrowableValues,
-): void {
+  out: Float64Array,
+  at: number,
+): number {
   const i32 = new Int32Array(tally.arena);
   const f64 = new Float64Array(tally.arena);
   const words = layout.words;
   for (let record = 0; record < tally.top; record = nextRecord(i32, words, record)) {
     const w = 2 * record;
     if (i32[w + VARIANT_WORD] === EXCLUDED || i32[w + source.firstValueWord] === 0) continue;
-    out.push(
-      source.ones === 1
-        ? (i32[w + source.firstOneWord] === 0 ? 0 : 1)
-        : f64[(w + source.valueWord) >> 1],
-    );
+    out[at++] = source.ones === 1
+      ? (i32[w + source.firstOneWord] === 0 ? 0 : 1)
+      : f64[(w + source.valueWord) >> 1];
   }
+  return at;
 }
 
 /**
  * Adds, per variant (`position` maps variant indexes to columns), the moments of the users of
  * `tally` with a value of `source`: y capped at `cap`, and x = the sum word `covariateWord` (−1:
- * no covariate) capped the same.
+ * no covariate) capped the same. With `release`, sets each y read to 0 (for
+ * `addCappedLoggedValues`).
  */
 export function addAdjustedMoments(
   tally: TallyState,
@@ -95,6 +102,7 @@ export function addAdjustedMoments(
   covariateWord: number,
   cap: number,
   totals: MomentTotals,
+  release: boolean,
 ): void {
   const i32 = new Int32Array(tally.arena);
   const f64 = new Float64Array(tally.arena);
@@ -106,6 +114,7 @@ export function addAdjustedMoments(
     let y = source.ones === 1
       ? (i32[w + source.firstOneWord] === 0 ? 0 : 1)
       : f64[(w + source.valueWord) >> 1];
+    if (release) f64[(w + source.valueWord) >> 1] = 0;
     if (y > cap) y = cap;
     const p = position[variant];
     totals.users[p]++;
@@ -123,15 +132,20 @@ export function addAdjustedMoments(
 /**
  * Adds each user's logged values of a capped numeric metric to the (day, variant) cells as the
  * growth of min(running total, cap): day by day, so that a user's value up to each date is capped
- * as the final one is. Within a day the order does not matter (the growths telescope).
+ * as the final one is. Within a day the order does not matter (the growths telescope). The
+ * running totals are kept in the metric's sum word (`sumWord`) of each user record, which
+ * `addAdjustedMoments` released (set to 0).
  */
 export function addCappedLoggedValues(
   log: LogEntries,
-  i32: Int32Array,
+  arena: ArrayBuffer,
+  sumWord: number,
   cells: DayCells,
   table: Float64Array,
   cap: number,
 ): void {
+  const i32 = new Int32Array(arena);
+  const f64 = new Float64Array(arena);
   // Entries in day order by a counting sort on the day's rank.
   const days = cells.days.length;
   const start = new Int32Array(days + 1);
@@ -152,35 +166,15 @@ export function addCappedLoggedValues(
       values[at] = log.values[b][i];
     }
   }
-  const running = new Map<number, number>();
   for (let at = 0; at < records.length; at++) {
     const record = records[at];
     const variant = i32[2 * record + VARIANT_WORD];
     if (variant === EXCLUDED) continue;
-    const before = running.get(record) ?? 0;
+    const running = (2 * record + sumWord) >> 1;
+    const before = f64[running];
     const after = before + values[at];
-    running.set(record, after);
+    f64[running] = after;
     const growth = Math.min(after, cap) - Math.min(before, cap);
     if (growth !== 0) table[cells.of(dayOf[at], variant)] += growth;
-  }
-}
-
-/** A Float64Array that grows as values are pushed. */
-export class GrowableValues {
-  #values = new Float64Array(1024);
-  length = 0;
-
-  push(x: number): void {
-    if (this.length === this.#values.length) {
-      const grown = new Float64Array(2 * this.length);
-      grown.set(this.#values);
-      this.#values = grown;
-    }
-    this.#values[this.length++] = x;
-  }
-
-  /** The values pushed (a view, not a copy). */
-  values(): Float64Array {
-    return this.#values.subarray(0, this.length);
   }
 }

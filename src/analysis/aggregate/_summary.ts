@@ -18,7 +18,6 @@ import {
   addAdjustedMoments,
   addCappedLoggedValues,
   collectUserValues,
-  GrowableValues,
   type MomentTotals,
   newMomentTotals,
   valueSource,
@@ -144,14 +143,17 @@ export function summarize(
   });
 
   const adjusted = adjustedMetrics(metrics, options, variants.length);
-  for (const entry of adjusted) {
-    if (entry.percentile === null) continue;
-    const values = new GrowableValues();
-    const source = valueSource(layout, entry.metric.k, "numeric", false);
-    for (const tally of tallies) collectUserValues(tally, layout, source, values);
-    if (values.length > 0) entry.cap = linearQuantile(values.values(), entry.percentile);
+  const capped = adjusted.filter((entry) => entry.percentile !== null);
+  if (capped.length > 0) {
+    const values = new Float64Array(tallies.reduce((sum, tally) => sum + tally.users, 0));
+    for (const entry of capped) {
+      const source = valueSource(layout, entry.metric.k, "numeric", false);
+      let n = 0;
+      for (const tally of tallies) n = collectUserValues(tally, layout, source, values, n);
+      if (n > 0) entry.cap = linearQuantile(values.subarray(0, n), entry.percentile!);
+    }
   }
-  const capOf = new Map(adjusted.map((entry) => [entry.metric, entry.cap]));
+  const cappedMetrics = new Map(capped.map((entry) => [entry.metric, entry]));
 
   const userCounts = new Float64Array(variants.length);
   const cumulative = new Float64Array(cells.size);
@@ -160,11 +162,24 @@ export function summarize(
     excluded += tally.excluded;
     const i32 = new Int32Array(tally.arena);
     walkRecords(tally, layout, reader.binary, metrics, cells, userCounts, cumulative);
+    for (const { metric, covariate, cap, totals, percentile } of adjusted) {
+      const source = valueSource(layout, metric.k, metric.kind, reader.binary[metric.k] === 1);
+      const covariateWord = covariate === null ? -1 : layout.sumWord[covariate.k];
+      const release = percentile !== null;
+      addAdjustedMoments(tally, layout, position, source, covariateWord, cap, totals, release);
+    }
     for (const metric of metrics) {
       const log = tally.logs[metric.k]!;
-      const cap = capOf.get(metric) ?? Infinity;
-      if (metric.kind === "numeric" && cap !== Infinity) {
-        addCappedLoggedValues(log, i32, cells, metric.dailySum, cap);
+      const cap = cappedMetrics.get(metric)?.cap ?? Infinity;
+      if (metric.kind === "numeric" && cappedMetrics.has(metric)) {
+        addCappedLoggedValues(
+          log,
+          tally.arena,
+          layout.sumWord[metric.k],
+          cells,
+          metric.dailySum,
+          cap,
+        );
       } else if (metric.kind === "numeric") {
         addLoggedValues(log, i32, cells, metric.dailySum);
       } else if (reader.binary[metric.k] === 0) {
@@ -177,18 +192,10 @@ export function summarize(
     cells.accumulate(metric.dailySum);
   }
   cells.accumulate(cumulative);
-  for (const entry of adjusted) {
-    const { metric, covariate, cap, totals } = entry;
-    const source = valueSource(layout, metric.k, metric.kind, reader.binary[metric.k] === 1);
-    const covariateWord = covariate === null ? -1 : layout.sumWord[covariate.k];
-    for (const tally of tallies) {
-      addAdjustedMoments(tally, layout, position, source, covariateWord, cap, totals);
-    }
-    if (entry.percentile !== null) {
-      // The capped values replace the plain ones in every statistic.
-      metric.sum.set(totals.sumY);
-      metric.squares.set(totals.sumYSquares);
-    }
+  for (const { metric, totals } of capped) {
+    // The capped values replace the plain ones in every statistic.
+    metric.sum.set(totals.sumY);
+    metric.squares.set(totals.sumYSquares);
   }
 
   const byVariant = <T>(value: (p: number) => T): Record<string, T> =>
