@@ -170,8 +170,8 @@ export function summarize(
     }
     for (const metric of metrics) {
       const log = tally.logs[metric.k]!;
-      const cap = cappedMetrics.get(metric)?.cap ?? Infinity;
-      if (metric.kind === "numeric" && cappedMetrics.has(metric)) {
+      const cap = cappedMetrics.get(metric)?.cap; // numeric metrics only
+      if (cap !== undefined) {
         addCappedLoggedValues(
           log,
           tally.arena,
