@@ -169,6 +169,8 @@ export class AnalysisQueue {
       try {
         aggregate = await aggregateCsv(object.body, {
           metricKinds: settings.metric_kinds,
+          covariates: settings.covariates,
+          winsorize: settings.winsorize,
           onChunk: validator ? (chunk) => validator.push(chunk) : undefined,
         });
       } catch (error) {

@@ -5,7 +5,12 @@
  */
 
 import type { Aggregate, MetricVariantStats } from "./aggregate/aggregate_types.ts";
+import { armMoments, type ComparisonReport, metricComparisons } from "./comparisons.ts";
+import { covariatePairs } from "./covariates.ts";
 import { sampleVariance } from "./stats/_math.ts";
+import { daysLeft, usersPerDay } from "./stats/accrual.ts";
+import { cupedAdjust } from "./stats/cuped.ts";
+import type { ArmStatistics } from "./stats/inference.ts";
 import {
   conversionSampleSize,
   numericSampleSize,
@@ -13,12 +18,25 @@ import {
 } from "./stats/sample_size.ts";
 import {
   checkSettingsAgainstData,
+  type InferenceView,
   type MetricKind,
   type Settings,
   SETTINGS_DEFAULTS,
 } from "./settings.ts";
 import { srm, type SrmResult } from "./stats/srm.ts";
-import { type VariantWinProbability, winProbability } from "./stats/win_probability.ts";
+import {
+  type AdjustedNormals,
+  type NormalModel,
+  type VariantWinProbability,
+  winProbability,
+} from "./stats/win_probability.ts";
+
+/**
+ * The version of the analysis that made a stored result; a newer service re-runs results of
+ * older versions. 1: SRM, sample, win probability, daily series. 2: comparisons on every metric
+ * (fixed-horizon, Holm, sequential, decision), CUPED, capping, days left.
+ */
+export const ANALYSIS_VERSION = 2;
 
 export interface MetricVariantReport {
   name: string;
@@ -31,9 +49,29 @@ export interface MetricVariantReport {
   conversions?: number;
 }
 
+/** One entry of `metrics`. */
+export interface MetricReport {
+  name: string;
+  kind: MetricKind;
+  /** The CUPED covariate column, or null. */
+  covariate: string | null;
+  /** Numeric metrics capped by the settings: the percentile and the cap; else null. */
+  winsorized: { percentile: number; cap: number } | null;
+  /** A decrease is the improvement (settings `lower_is_better`). */
+  lower_is_better: boolean;
+  variants: MetricVariantReport[];
+  /** Each non-control variant against the control. */
+  comparisons: ComparisonReport[];
+}
+
 export interface AnalysisReport {
+  analysis_version: number;
   control: string | null;
   key_metric: string | null;
+  /** The view the UI leads with (settings `inference`). */
+  inference: InferenceView;
+  /** 1 − alpha: of every interval (fixed-horizon and sequential). */
+  confidence_level: number;
   variants: { name: string; users: number }[];
   srm: SrmResult;
   sample: {
@@ -41,8 +79,11 @@ export interface AnalysisReport {
     target_users_per_variant: number | null;
     target_users: number | null;
     percent_of_target: number | null;
+    /** New users a day of the smallest variant, over the last 7 dates. */
+    users_per_day: number | null;
+    days_left: number | null;
   };
-  metrics: { name: string; kind: MetricKind; variants: MetricVariantReport[] }[];
+  metrics: MetricReport[];
   win_probability: { metric: string | null; variants: VariantWinProbability[] };
   daily: {
     date: string;
@@ -79,6 +120,16 @@ function metricVariant(name: string, kind: MetricKind, s: MetricVariantStats): M
   }
   const variance = sampleVariance(s.users, s.sum, s.sumSquares);
   return { name, users: s.users, mean, variance: variance === null ? null : finite(variance) };
+}
+
+/** `record[key]` when the record has it as its own (a metric may be named "constructor"). */
+function own<T>(record: Record<string, T>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
+function normal(arm: ArmStatistics): NormalModel | null {
+  const se = Math.sqrt(arm.variance / arm.n);
+  return Number.isFinite(se) && Number.isFinite(arm.mean) ? { mean: arm.mean, se } : null;
 }
 
 function plural(n: number, one: string, many: string): string {
@@ -131,10 +182,16 @@ export function buildReport(
   const warnings: string[] = [];
   const names = aggregate.variants;
   const control = settings.control ?? names[0] ?? null;
+  const pairs = covariatePairs(aggregate.metrics.map((m) => m.name), settings.covariates);
+  const covariateColumns = new Set(pairs.values());
+  const analysed = aggregate.metrics.filter((m) => !covariateColumns.has(m.name));
   const keyMetric = settings.key_metric !== undefined
-    ? aggregate.metrics.find((m) => m.name === settings.key_metric)
-    : aggregate.metrics[0];
+    ? analysed.find((m) => m.name === settings.key_metric)
+    : analysed[0];
   const usersOf = (name: string) => aggregate.users[name] ?? 0;
+  const alpha = settings.alpha ?? SETTINGS_DEFAULTS.alpha;
+  const tuning = settings.sequential_tuning ?? SETTINGS_DEFAULTS.sequential_tuning;
+  const lowerIsBetter = new Set(settings.lower_is_better ?? []);
 
   if (aggregate.excludedUsers > 0) {
     warnings.push(
@@ -164,19 +221,82 @@ export function buildReport(
   if (target.warning !== null) warnings.push(target.warning);
   const perVariant = target.usersPerVariant;
   const smallest = names.length > 0 ? Math.min(...names.map(usersOf)) : 0;
+  // The slowest of the smallest variants sets the pace.
+  const rates = names.filter((name) => usersOf(name) === smallest).map((name) =>
+    usersPerDay(aggregate.daily.map((day) => ({
+      cumulativeUsers: day.variants[name]?.cumulativeUsers ?? 0,
+    })))
+  );
+  const rate = rates.length === 0 || rates.includes(null) ? null : Math.min(...rates as number[]);
 
-  const metrics = aggregate.metrics.map((metric) => ({
-    name: metric.name,
-    kind: metric.kind,
-    variants: names.map((name) =>
-      metricVariant(name, metric.kind, statsOf(aggregate, metric.name, name))
-    ),
-  }));
+  const pairsOfKey = new Map<string, { control: ArmStatistics; variant: ArmStatistics }>();
+  const metrics = analysed.map((metric): MetricReport => {
+    const column = pairs.get(metric.name);
+    const moments = own(aggregate.covariates, metric.name);
+    const covariate = column !== undefined && moments?.column === column ? moments : null;
+    const isKey = metric.name === keyMetric?.name;
+    const compared = control === null ? null : metricComparisons({
+      metric: metric.name,
+      kind: metric.kind,
+      control,
+      variants: names,
+      stats: (name) => statsOf(aggregate, metric.name, name),
+      covariate,
+      alpha,
+      tuning,
+      decide: isKey,
+      lowerIsBetter: lowerIsBetter.has(metric.name),
+    });
+    warnings.push(...compared?.warnings ?? []);
+    if (isKey) { for (const [name, pair] of compared?.pairs ?? []) pairsOfKey.set(name, pair); }
+    return {
+      name: metric.name,
+      kind: metric.kind,
+      covariate: covariate?.column ?? null,
+      winsorized: own(aggregate.winsorized, metric.name) ?? null,
+      lower_is_better: lowerIsBetter.has(metric.name),
+      variants: names.map((name) =>
+        metricVariant(name, metric.kind, statsOf(aggregate, metric.name, name))
+      ),
+      comparisons: compared?.comparisons ?? [],
+    };
+  });
 
+  const keyReport = metrics.find((m) => m.name === keyMetric?.name);
+  let adjusted: AdjustedNormals | undefined;
+  const keyCovariate = keyReport?.covariate ? own(aggregate.covariates, keyReport.name) : undefined;
+  if (keyReport !== undefined && keyCovariate !== undefined) {
+    // The chance to be best compares all variants at once: one θ over all of them.
+    const all = cupedAdjust(
+      names.map((name) =>
+        armMoments(statsOf(aggregate, keyReport.name, name), keyCovariate.moments[name])
+      ),
+    );
+    adjusted = {
+      best: all.arms.map(normal),
+      versusControl: names.map((name) => {
+        const pair = pairsOfKey.get(name);
+        const a = pair && normal(pair.control);
+        const b = pair && normal(pair.variant);
+        return a && b ? { control: a, variant: b } : null;
+      }),
+    };
+  }
   const winVariants = keyMetric === undefined || control === null ? [] : winProbability(
     names.map((name) => ({ name, ...statsOf(aggregate, keyMetric.name, name) })),
-    { kind: keyMetric.kind, control, draws: options.draws, seed: options.seed },
-  );
+    {
+      kind: keyMetric.kind,
+      control,
+      draws: options.draws,
+      seed: options.seed,
+      lowerIsBetter: lowerIsBetter.has(keyMetric.name),
+      adjusted,
+    },
+  ).map((entry) => {
+    if (entry.name === control) return entry;
+    const comparison = keyReport?.comparisons.find((c) => c.name === entry.name);
+    return { ...entry, lift: comparison?.lift ?? null, lift_ci95: comparison?.ci ?? null };
+  });
 
   const daily = aggregate.daily.map((day) => ({
     date: day.date,
@@ -193,8 +313,11 @@ export function buildReport(
   }));
 
   return {
+    analysis_version: ANALYSIS_VERSION,
     control,
     key_metric: keyMetric?.name ?? null,
+    inference: settings.inference ?? SETTINGS_DEFAULTS.inference,
+    confidence_level: 1 - alpha,
     variants: names.map((name) => ({ name, users: usersOf(name) })),
     srm: srmResult,
     sample: {
@@ -202,6 +325,8 @@ export function buildReport(
       target_users_per_variant: perVariant,
       target_users: perVariant === null ? null : perVariant * names.length,
       percent_of_target: perVariant === null ? null : 100 * smallest / perVariant,
+      users_per_day: rate,
+      days_left: daysLeft(perVariant, smallest, rate),
     },
     metrics,
     win_probability: { metric: keyMetric?.name ?? null, variants: winVariants },

@@ -1,11 +1,14 @@
 /**
- * The analysis of one experiment as the page shows it: dataset facts, the SRM verdict, the
- * accumulated sample against its target, the win probability on the key metric, charts over
- * time, the per-metric table, and the states before and around it (loading, pending, failed,
- * the errors of the analysis page: 404 no dataset, 400 over the limit).
+ * The analysis of one experiment as the page shows it: dataset facts, the decision on the key
+ * metric, the SRM verdict, the accumulated sample against its target, every metric's lift over
+ * the control with its intervals, the win probability, charts over time, the per-metric table,
+ * and the states before and around it (loading, pending, failed, the errors of the analysis page:
+ * 404 no dataset, 400 over the limit).
  */
 import { ApiError } from "./api.js";
 import { colorOf } from "./charts.js";
+import { comparisonsCard } from "./comparisons_card.js";
+import { decisionCard } from "./decision_card.js";
 import { h, replace } from "./dom.js";
 import { formatDateTime, formatInteger, formatSize } from "./format.js";
 import { metricsCard } from "./metrics_card.js";
@@ -306,8 +309,12 @@ function readyView(a, options) {
         h("ul", {}, warnings.map((/** @type {string} */ w) => h("li", {}, w))),
       )
       : null,
+    decisionCard(a),
     h("div", { class: "cards" }, srmCard(a), sampleCard(a, options?.saved ?? {})),
-    winCard(a),
+    // The Bayesian view puts the chances before the intervals.
+    a.inference === "bayesian"
+      ? [winCard(a), comparisonsCard(a, colors)]
+      : [comparisonsCard(a, colors), winCard(a)],
     overTimeCard(a, colors),
     metricsCard(a),
     options ? settingsCard(a, options.saved, options.flash, options.onSaved) : null,

@@ -16,7 +16,7 @@ import type { AggregateOptions } from "./aggregate.ts";
 import { CsvRowSplitter } from "./_csv_rows.ts";
 import { batchBuffers, newBatch, type RowBatch } from "./_row_batch.ts";
 import { type BatchSink, type MetricKind, RowReader } from "./_row_reader.ts";
-import { summarize } from "./_summary.ts";
+import { summarize, type SummaryOptions, summaryOptions } from "./_summary.ts";
 import { type TallyState, UserTally } from "./_user_tally.ts";
 import type { WorkerReply, WorkerRequest } from "./_user_worker.ts";
 
@@ -42,7 +42,12 @@ export async function aggregateThreaded(
   workerUrl: URL = WORKER_URL,
   onMode: (mode: "threaded" | "local") => void = () => {},
 ): Promise<Aggregate> {
-  const run = new ThreadedRun(options.metricKinds ?? {}, workerUrl, onMode);
+  const run = new ThreadedRun(
+    options.metricKinds ?? {},
+    summaryOptions(options),
+    workerUrl,
+    onMode,
+  );
   try {
     for await (const chunk of chunks) {
       options.onChunk?.(chunk);
@@ -57,6 +62,7 @@ export async function aggregateThreaded(
 
 class ThreadedRun {
   readonly #kinds: Readonly<Record<string, MetricKind>>;
+  readonly #options: SummaryOptions;
   readonly #reader: RowReader;
   readonly #splitter: CsvRowSplitter;
   readonly #onMode: (mode: "threaded" | "local") => void;
@@ -77,10 +83,12 @@ class ThreadedRun {
 
   constructor(
     kinds: Readonly<Record<string, MetricKind>>,
+    options: SummaryOptions,
     workerUrl: URL,
     onMode: (mode: "threaded" | "local") => void,
   ) {
     this.#kinds = kinds;
+    this.#options = options;
     this.#onMode = onMode;
     const rows = [LOCAL_BATCH_ROWS, WORKER_BATCH_ROWS] as const;
     this.#reader = new RowReader(kinds, rows, (forced) => this.#open(forced));
@@ -133,7 +141,7 @@ class ThreadedRun {
       }
       states.push(this.#workerState);
     }
-    return summarize(this.#reader, this.#tallies[0].layout, states, this.#kinds);
+    return summarize(this.#reader, this.#tallies[0].layout, states, this.#kinds, this.#options);
   }
 
   close(): void {

@@ -70,6 +70,8 @@ export function recordLayout(forcedConversion: Uint8Array): RecordLayout {
 export interface TallyState {
   arena: ArrayBuffer;
   top: number;
+  /** Records (users, those seen in two variants included). */
+  users: number;
   /** Users seen in two variants. */
   excluded: number;
   /** Per metric column; null once the column turned out a dimension. */
@@ -157,6 +159,7 @@ export class UserTally {
     return {
       arena: this.#users.arena,
       top: this.#users.top,
+      users: this.#users.size,
       excluded: this.#excluded,
       logs: this.#logs.map((log) => log?.entries() ?? null),
     };

@@ -14,12 +14,19 @@ import { aggregateThreaded } from "./_aggregate_threaded.ts";
 import { CsvRowSplitter } from "./_csv_rows.ts";
 import type { RowBatch } from "./_row_batch.ts";
 import { type MetricKind, RowReader } from "./_row_reader.ts";
-import { summarize } from "./_summary.ts";
+import { summarize, type SummaryOptions, summaryOptions } from "./_summary.ts";
 import { UserTally } from "./_user_tally.ts";
 
 export interface AggregateOptions {
   /** Metric kinds that replace the detected ones, by column name; default none. */
   metricKinds?: Readonly<Record<string, MetricKind>>;
+  /**
+   * CUPED covariate columns by metric, over the `<metric>_pre` columns (see `covariates.ts`);
+   * default none. Pairs naming columns the data lacks are left out.
+   */
+  covariates?: Readonly<Record<string, string>>;
+  /** Numeric metric → percentile in (0, 1) to cap its per-user values at; default none. */
+  winsorize?: Readonly<Record<string, number>>;
   /**
    * Called with each chunk before it is read, e.g. the caller's validator; when it throws,
    * `aggregateCsv` stops with that error. Default none.
@@ -36,13 +43,15 @@ const BATCH_ROWS = 256;
  */
 export class CsvAggregator {
   readonly #kinds: Readonly<Record<string, MetricKind>>;
+  readonly #options: SummaryOptions;
   readonly #reader: RowReader;
   readonly #splitter: CsvRowSplitter;
   /** One per lane of the reader (the same split as on two threads, so the same sums). */
   #tallies: UserTally[] = [];
 
-  constructor(options: Pick<AggregateOptions, "metricKinds"> = {}) {
+  constructor(options: Omit<AggregateOptions, "onChunk"> = {}) {
     this.#kinds = options.metricKinds ?? {};
+    this.#options = summaryOptions(options);
     this.#reader = new RowReader(this.#kinds, [BATCH_ROWS, BATCH_ROWS], (forcedConversion) => {
       const tallies = this.#tallies = [0, 1].map(() => new UserTally(forcedConversion));
       const sink = (tally: UserTally) => (batch: RowBatch) => {
@@ -64,7 +73,13 @@ export class CsvAggregator {
     this.#splitter.finish();
     this.#reader.end();
     const tallies = this.#tallies;
-    return summarize(this.#reader, tallies[0].layout, tallies.map((t) => t.state()), this.#kinds);
+    return summarize(
+      this.#reader,
+      tallies[0].layout,
+      tallies.map((t) => t.state()),
+      this.#kinds,
+      this.#options,
+    );
   }
 }
 

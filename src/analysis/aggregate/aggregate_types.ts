@@ -12,6 +12,16 @@ export interface MetricVariantStats {
   sumSquares: number;
 }
 
+/**
+ * Per-user sums of a metric's CUPED covariate x in one variant, over the users with a value of the
+ * metric y (x = the sum of the user's covariate cells, 0 without any; capped as the metric is).
+ */
+export interface CovariateMoments {
+  sumX: number;
+  sumXSquares: number;
+  sumXY: number;
+}
+
 /** One variant on one date of the cumulative daily series. */
 export interface DailyVariantPoint {
   cumulativeUsers: number;
@@ -36,8 +46,19 @@ export interface Aggregate {
     kind: "conversion" | "numeric";
     detectedKind: "conversion" | "numeric";
   }[];
-  /** Metric → variant → per-user stats (conversion: per-user value = max; numeric: sum). */
+  /**
+   * Metric → variant → per-user stats (conversion: per-user value = max; numeric: sum; capped
+   * where `winsorized` says so).
+   */
   stats: Record<string, Record<string, MetricVariantStats>>;
+  /** Metric → its covariate column and, per variant, the covariate's moments (see `covariates.ts`). */
+  covariates: Record<string, { column: string; moments: Record<string, CovariateMoments> }>;
+  /**
+   * Numeric metric → the percentile its per-user values were capped at, and the cap: the pooled
+   * quantile of the per-user values (NumPy's linear interpolation). Applies to `stats`, the daily
+   * sums and the metric's covariate.
+   */
+  winsorized: Record<string, { percentile: number; cap: number }>;
   /**
    * Sorted by date, cumulative: users first seen up to that date; metricSum/metricUsers over those
    * users using their rows up to that date.

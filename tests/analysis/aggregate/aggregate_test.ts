@@ -302,6 +302,8 @@ Deno.test("aggregateCsv answers an empty aggregate for a header without rows", a
     excludedUsers: 0,
     metrics: [], // no value, so no metric
     stats: {},
+    covariates: {},
+    winsorized: {},
     daily: [],
   });
 });
@@ -492,7 +494,20 @@ function parseRows(text: string): string[][] {
 }
 
 /** The aggregate computed the obvious way: a Map of users holding their rows. */
-function referenceAggregate(text: string): Aggregate {
+/** NumPy's linear quantile, the plain way: sort, then interpolate. */
+function sortedQuantile(values: number[], p: number): number {
+  const sorted = values.slice().sort((a, b) => a - b);
+  const h = (sorted.length - 1) * p;
+  const low = Math.floor(h);
+  return low + 1 < sorted.length
+    ? sorted[low] + (h - low) * (sorted[low + 1] - sorted[low])
+    : sorted[low];
+}
+
+function referenceAggregate(
+  text: string,
+  options: { covariates?: Record<string, string>; winsorize?: Record<string, number> } = {},
+): Aggregate {
   const [header, ...rows] = parseRows(text);
   const userField = header.indexOf("user_id");
   const variantField = header.indexOf("variant");
@@ -529,6 +544,27 @@ function referenceAggregate(text: string): Aggregate {
       : values.reduce((sum, value) => sum + value, 0);
   };
   const inVariant = (variant: string) => kept.filter((user) => user.variants.has(variant));
+  // Covariates: `<m>_pre`, or the column the options name; a covariate has none of its own.
+  const names = metrics.map((m) => m.name);
+  const pairs = new Map<string, string>();
+  for (const name of names) {
+    const column = options.covariates?.[name] ?? `${name}_pre`;
+    if (column !== name && names.includes(column)) pairs.set(name, column);
+  }
+  const covariateNames = new Set(pairs.values());
+  for (const name of [...pairs.keys()]) if (covariateNames.has(name)) pairs.delete(name);
+  const caps = new Map<string, { percentile: number; cap: number }>();
+  for (const metric of metrics) {
+    const percentile = options.winsorize?.[metric.name];
+    if (percentile === undefined || metric.kind !== "numeric" || covariateNames.has(metric.name)) {
+      continue;
+    }
+    const values = kept.map((user) => valueOf(user, metric)).filter((x) => x !== null);
+    caps.set(metric.name, { percentile, cap: sortedQuantile(values, percentile) });
+  }
+  const capped = (metric: (typeof metrics)[number], x: number) =>
+    Math.min(x, caps.get(metric.name)?.cap ?? Infinity);
+  const sumOver = (values: number[]) => values.reduce((sum, x) => sum + x, 0);
   return {
     rows: rows.length,
     variants,
@@ -538,20 +574,49 @@ function referenceAggregate(text: string): Aggregate {
     stats: Object.fromEntries(metrics.map((metric) => [
       metric.name,
       Object.fromEntries(variants.map((v) => {
-        const values = inVariant(v).map((user) => valueOf(user, metric)).filter((x) => x !== null);
+        const values = inVariant(v).map((user) => valueOf(user, metric)).filter((x) => x !== null)
+          .map((x) => capped(metric, x));
         return [v, {
           users: values.length,
-          sum: values.reduce((sum, x) => sum + x, 0),
-          sumSquares: values.reduce((sum, x) => sum + x * x, 0),
+          sum: sumOver(values),
+          sumSquares: sumOver(values.map((x) => x * x)),
         }];
       })),
     ])),
+    covariates: Object.fromEntries([...pairs].map(([name, column]) => {
+      const metric = metrics.find((m) => m.name === name)!;
+      const covariate = metrics.find((m) => m.name === column)!;
+      return [name, {
+        column,
+        moments: Object.fromEntries(variants.map((v) => {
+          const users = inVariant(v).filter((user) => valueOf(user, metric) !== null);
+          // x: the sum of the covariate's cells (0 without any), capped as the metric is.
+          const x = users.map((user) =>
+            capped(
+              metric,
+              sumOver(
+                user.rows.filter((row) => row[covariate.field].trim() !== "")
+                  .map((row) => parseFloat(row[covariate.field])),
+              ),
+            )
+          );
+          const y = users.map((user) => capped(metric, valueOf(user, metric)!));
+          return [v, {
+            sumX: sumOver(x),
+            sumXSquares: sumOver(x.map((value) => value * value)),
+            sumXY: sumOver(x.map((value, i) => value * y[i])),
+          }];
+        })),
+      }];
+    })),
+    winsorized: Object.fromEntries(caps),
     daily: dates.map((date) => ({
       date,
       variants: Object.fromEntries(variants.map((v) => {
         const seen = inVariant(v).filter((user) => user.rows.some((row) => row[dateField] <= date));
         const values = (metric: (typeof metrics)[number]) =>
-          seen.map((user) => valueOf(user, metric, date)).filter((x) => x !== null);
+          seen.map((user) => valueOf(user, metric, date)).filter((x) => x !== null)
+            .map((x) => capped(metric, x));
         return [v, {
           cumulativeUsers: seen.length,
           metricUsers: Object.fromEntries(metrics.map((m) => [m.name, values(m).length])),
@@ -629,6 +694,44 @@ Deno.test("aggregateCsv matches a plain reference implementation on a generated 
   ]);
   const result = await aggregateCsv(ReadableStream.from(chunksOf(encoder.encode(text), 4093)));
   assert.deepEqual(closeTo(result, expected), expected);
+});
+
+/**
+ * The generated dataset with `revenue_pre` (the automatic covariate of revenue), `visits` (a
+ * covariate of converted by the options) and `minutes` (heavy-tailed), some cells empty.
+ */
+async function adjustedDataset(rows: number): Promise<string> {
+  const [head, ...lines] = (await generatedDataset(rows)).trimEnd().split("\n");
+  return [`${head},revenue_pre,visits,minutes`].concat(lines.map((line, i) => {
+    const n = i + 1;
+    const [, , , , revenue] = line.split(",");
+    const pre = n % 19 === 0 ? "" : String(Number(revenue || "3") * 0.8 + (n % 23) - 5);
+    const visits = n % 31 === 0 ? "" : String((n * 37) % 9);
+    const minutes = String(Math.round(1e6 / ((n * 7919) % 997 + 1) ** 2) / 100);
+    return `${line},${pre},${visits},${minutes}`;
+  })).join("\n") + "\n";
+}
+
+Deno.test("aggregateCsv caps and sums covariate moments as a plain reference does", async () => {
+  const text = await adjustedDataset(40_000);
+  const options = {
+    covariates: { converted: "visits" },
+    winsorize: { revenue: 0.99, minutes: 0.95, converted: 0.9, visits: 0.9 },
+  };
+  const expected = referenceAggregate(text, options);
+  // converted is a conversion and visits a covariate: neither is capped.
+  assert.deepEqual(Object.keys(expected.winsorized), ["revenue", "minutes"]);
+  assert.deepEqual(Object.keys(expected.covariates), ["converted", "revenue"]);
+  const bytes = encoder.encode(text);
+  const result = await aggregateCsv(ReadableStream.from(chunksOf(bytes, 4093)), options);
+  assert.deepEqual(closeTo(result, expected), expected);
+  const alone = new CsvAggregator(options);
+  for (const chunk of chunksOf(bytes, 65536)) alone.push(chunk);
+  assert.deepEqual(closeTo(alone.finish(), expected), expected);
+  // The cap binds: the capped sums are below the plain ones.
+  const plain = referenceAggregate(text);
+  assert.ok(result.stats.minutes.A.sum < plain.stats.minutes.A.sum);
+  assert.deepEqual(plain.covariates.revenue.column, "revenue_pre");
 });
 
 Deno.test("aggregateCsv answers on its worker exactly what CsvAggregator answers on one thread", async () => {
