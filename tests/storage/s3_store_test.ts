@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   AbortMultipartUploadCommand,
   CreateMultipartUploadCommand,
+  DeleteBucketCommand,
   HeadBucketCommand,
   ListMultipartUploadsCommand,
   type ListMultipartUploadsCommandInput,
@@ -180,6 +181,7 @@ test("S3Store writer streams chunks as a multipart upload visible only after com
     assert.ok(!log.includes("PutObjectCommand"), log.join());
     assert.equal(info.key, key);
     assert.equal(info.size, expected.byteLength);
+    // The gateway completes the upload with an empty ETag: the writer reads it back with HEAD.
     assert.match(info.etag, /^[^"]+$/);
     assert.ok(info.lastModified instanceof Date);
     assert.deepEqual(await store.head(key), info);
@@ -441,6 +443,7 @@ test("S3Store presignPut answers a URL a plain PUT stores the object through", a
     const key = "org/o1/experiments/two-step/latest.csv";
     const url = await store.presignPut(key, { expiresInSeconds: 60 });
     assert.equal(new URL(url).host, new URL(s3.endpoint).host);
+    // Checked on the URL: both peers accept a checksum parameter; Garage, R2 and MinIO do not.
     assert.doesNotMatch(url, /x-amz-checksum/i);
     const signed = new URL(url).searchParams.get("X-Amz-SignedHeaders")!.split(";");
     assert.ok(signed.includes("content-type"), signed.join());
@@ -817,6 +820,43 @@ gatewayTest(
       const later = new Date(Date.now() + 25 * 60 * 60 * 1000);
       assert.equal(await sweepMultipartUploads(raw, s3.bucket, later), 2);
       assert.deepEqual(await pendingUploads("rgw", s3, raw), []);
+    });
+  },
+);
+
+gatewayTest(
+  "S3Store open creates a bucket in the gateway's zonegroup and names a region it does not know",
+  async () => {
+    await withS3("rgw", async ({ s3, raw }) => {
+      // A region other than us-east-1 is sent as the LocationConstraint, which the gateway checks
+      // against its zonegroup's name ("default" on a fresh cluster); it signs with any region.
+      const created = new S3Store({
+        ...storeOptions(s3),
+        region: "default",
+        bucket: `${s3.bucket}-zonegroup`,
+        createBucket: true,
+      });
+      const unknown = new S3Store({
+        ...storeOptions(s3),
+        region: "eu-west-1",
+        bucket: `${s3.bucket}-elsewhere`,
+        createBucket: true,
+      });
+      try {
+        await created.open();
+        await raw.send(new HeadBucketCommand({ Bucket: `${s3.bucket}-zonegroup` }));
+        await put(created, "k.csv", bytes(3, 1));
+        assert.equal((await created.head("k.csv"))?.size, 3);
+        await created.delete("k.csv");
+        const error = await unknown.open().then(() => null, (error) => error);
+        assert.ok(error instanceof StorageError, String(error));
+        assert.match(error.message, /InvalidLocationConstraint/);
+        assert.doesNotMatch(error.message, /\n/);
+      } finally {
+        await created.close();
+        await unknown.close();
+        await raw.send(new DeleteBucketCommand({ Bucket: `${s3.bucket}-zonegroup` }));
+      }
     });
   },
 );
