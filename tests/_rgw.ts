@@ -37,9 +37,9 @@ export type RgwFixture = S3rverFixture;
 /** The Debian packages the gateway tests need. */
 export const RGW_PACKAGES = "ceph-mon ceph-osd radosgw ceph-common";
 
+/** What the fixture runs: from ceph-common, ceph-mon (and its ceph-base), ceph-osd and radosgw. */
 const BINARIES = [
   "ceph",
-  "ceph-authtool",
   "ceph-mon",
   "ceph-osd",
   "monmaptool",
@@ -88,8 +88,6 @@ export function rgwAvailable(): boolean {
 interface Cluster {
   directory: string;
   endpoint: string;
-  /** Milliseconds the start took, for the suite's figures. */
-  startedInMs: number;
 }
 
 let cluster: Promise<Cluster> | null = null;
@@ -114,11 +112,6 @@ export async function startRgw(): Promise<RgwFixture> {
       return stopping;
     },
   };
-}
-
-/** How long the shared cluster took to start (null before the first `startRgw()`). */
-export async function rgwStartMs(): Promise<number | null> {
-  return cluster === null ? null : (await cluster).startedInMs;
 }
 
 async function withClient<T>(endpoint: string, fn: (client: S3Client) => Promise<T>): Promise<T> {
@@ -172,7 +165,6 @@ async function startCluster(): Promise<Cluster> {
       `Ceph's RADOS Gateway is not installed: apt-get install --no-install-recommends ${RGW_PACKAGES}`,
     );
   }
-  const started = performance.now();
   // Under /tmp whatever TMPDIR says: the daemons' Unix sockets need a short path.
   const directory = await Deno.makeTempDir({ dir: "/tmp", prefix: "abn-rgw-" });
   clusterDirectory = directory;
@@ -227,7 +219,7 @@ async function startCluster(): Promise<Cluster> {
     await run("radosgw", ["-c", conf, "-n", "client.rgw"]);
     const endpoint = `http://127.0.0.1:${rgwPort}`;
     await untilAnswering(endpoint, directory);
-    return { directory, endpoint, startedInMs: performance.now() - started };
+    return { directory, endpoint };
   } catch (error) {
     const logs = await logTails(directory);
     stopCluster();
