@@ -3,14 +3,15 @@
  * a throw-away single-node cluster, beside s3rver (which checks no SigV4 signature nor
  * Content-MD5, cannot abort or list multipart uploads, and is the only peer of most tests).
  *
- * One cluster per test process, started by the first `startRgw()` (about 4 s) and shared: each
+ * One cluster per test process, started by the first `startRgw()` (about 4 s) and shared by every
+ * test file (each runs in a worker of the same process and finds it by the process's id): each
  * call answers a fresh bucket, and `stop()` empties and removes that bucket. The cluster is one
  * monitor, one object store daemon keeping everything in memory (memstore) and one `radosgw`, all
- * on 127.0.0.1, no manager and no systemd, in a temporary directory under /tmp (Unix socket paths
- * must stay short). The daemons run detached (pid files in that directory), so no test holds a
- * handle on them; they are killed and the directory removed when the test process ends (an
- * `unload` listener), and a watchdog shell does the same within a second if the process dies
- * without one (SIGINT, SIGKILL). Nothing survives a stop.
+ * on 127.0.0.1 (ports below the kernel's ephemeral range), no manager and no systemd, in a
+ * directory under /tmp (Unix socket paths must stay short). The daemons run detached with pid
+ * files, so no test holds a handle on them; a watchdog (a Python process of its own session)
+ * kills them and removes the directory the moment the test process ends, however it ends.
+ * Nothing survives a stop.
  *
  * Things to know: without a manager, `ceph df`-like commands hang (never call them); memstore
  * costs about 2 MiB of RAM per MiB stored and a full memstore makes writes hang rather than fail,
@@ -29,7 +30,6 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import type { S3rverFixture } from "./_s3rver.ts";
-import { freePort } from "./_server.ts";
 
 /** What `startRgw()` answers: the same shape as s3rver's fixture. */
 export type RgwFixture = S3rverFixture;
@@ -37,8 +37,9 @@ export type RgwFixture = S3rverFixture;
 /** The Debian packages the gateway tests need. */
 export const RGW_PACKAGES = "ceph-mon ceph-osd radosgw ceph-common";
 
-/** What the fixture runs: from ceph-common, ceph-mon (and its ceph-base), ceph-osd and radosgw. */
+/** What the fixture runs: from ceph-common (and its python3), ceph-mon (ceph-base), ceph-osd, radosgw. */
 const BINARIES = [
+  "python3",
   "ceph",
   "ceph-mon",
   "ceph-osd",
@@ -86,17 +87,17 @@ export function rgwAvailable(): boolean {
 }
 
 interface Cluster {
+  /** The directory of the attempt that started (its ceph.conf, logs and daemon data). */
   directory: string;
   endpoint: string;
 }
 
+/** This test file's view of the process's cluster. */
 let cluster: Promise<Cluster> | null = null;
-let clusterDirectory: string | null = null;
-let watchdogPid: number | null = null;
 
 /** A fresh bucket on the shared gateway, starting the cluster on the first call. */
 export async function startRgw(): Promise<RgwFixture> {
-  const { directory, endpoint } = await (cluster ??= startCluster());
+  const { directory, endpoint } = await (cluster ??= sharedCluster());
   const bucket = `abn-test-${crypto.randomUUID().slice(0, 8)}`;
   await withClient(endpoint, (client) => client.send(new CreateBucketCommand({ Bucket: bucket })));
   let stopping: Promise<void> | null = null;
@@ -159,74 +160,156 @@ async function removeBucket(client: S3Client, bucket: string): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // The cluster
 
-async function startCluster(): Promise<Cluster> {
+/**
+ * Where this process's cluster lives: `deno test` runs each test file in a worker of one process,
+ * so the first file that needs the gateway starts it here and the others find it. Named after the
+ * process (and its start time, against a reused pid), under /tmp whatever TMPDIR says: the
+ * daemons' Unix sockets need a short path.
+ */
+function clusterHome(): string {
+  let started = "0";
+  try {
+    // Field 22 of /proc/self/stat, after the parenthesised command name.
+    const stat = Deno.readTextFileSync("/proc/self/stat");
+    started = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]).toString(36);
+  } catch { /* not Linux: the pid alone */ }
+  return `/tmp/abn-rgw-${Deno.pid}-${started}`;
+}
+
+/** Starts the process's cluster, or waits for the test file that is starting it. */
+async function sharedCluster(): Promise<Cluster> {
   if (!AVAILABLE) {
     throw new Error(
       `Ceph's RADOS Gateway is not installed: apt-get install --no-install-recommends ${RGW_PACKAGES}`,
     );
   }
-  // Under /tmp whatever TMPDIR says: the daemons' Unix sockets need a short path.
-  const directory = await Deno.makeTempDir({ dir: "/tmp", prefix: "abn-rgw-" });
-  clusterDirectory = directory;
-  globalThis.addEventListener("unload", stopCluster);
+  const home = clusterHome();
   try {
-    await startWatchdog(directory);
-    const monPort = freePort();
-    const rgwPort = freePort();
-    const fsid = crypto.randomUUID();
-    const osdUuid = crypto.randomUUID();
-    const conf = `${directory}/ceph.conf`;
-    await Deno.writeTextFile(conf, config(directory, fsid, monPort, rgwPort));
-    await Deno.writeTextFile(`${directory}/keyring`, keyring());
-    await run("monmaptool", [
-      "--create",
-      "--addv",
-      "a",
-      `[v2:127.0.0.1:${monPort}]`,
-      "--fsid",
-      fsid,
-      `${directory}/monmap`,
-    ]);
-    // The monitor imports every key of the keyring into its database.
-    await run("ceph-mon", [
-      "-c",
-      conf,
-      "--mkfs",
-      "-i",
-      "a",
-      "--monmap",
-      `${directory}/monmap`,
-      "--keyring",
-      `${directory}/keyring`,
-    ]);
-    await run("ceph-mon", ["-c", conf, "-i", "a"]);
-    await run("ceph", ["-c", conf, "--connect-timeout", "30", "osd", "new", osdUuid, "0"]);
-    await Deno.mkdir(`${directory}/osd.0`);
-    await run("ceph-osd", ["-c", conf, "-i", "0", "--mkfs", "--osd-uuid", osdUuid]);
-    await run("ceph-osd", ["-c", conf, "-i", "0"]);
-    // Makes the gateway's realm, zone and pools before the gateway starts, and the S3 user.
-    await run("radosgw-admin", [
-      "-c",
-      conf,
-      "user",
-      "create",
-      "--uid=abn-test",
-      "--display-name=abn tests",
-      `--access-key=${ACCESS_KEY_ID}`,
-      `--secret=${SECRET_ACCESS_KEY}`,
-    ]);
-    await Deno.mkdir(`${directory}/rgw`);
-    await run("radosgw", ["-c", conf, "-n", "client.rgw"]);
-    const endpoint = `http://127.0.0.1:${rgwPort}`;
-    await untilAnswering(endpoint, directory);
-    return { directory, endpoint };
+    await Deno.mkdir(home, { mode: 0o700 });
   } catch (error) {
-    const logs = await logTails(directory);
-    stopCluster();
-    throw new Error(`Cannot start the Ceph test cluster: ${(error as Error).message}${logs}`, {
-      cause: error,
-    });
+    if (error instanceof Deno.errors.AlreadyExists) return await startedElsewhere(home);
+    throw error;
   }
+  try {
+    // First, so that whatever follows is cleaned up when the process ends.
+    await startWatchdog(home);
+    const started = await startWithRetries(home);
+    await writeAtomically(`${home}/ready.json`, JSON.stringify(started));
+    return started;
+  } catch (error) {
+    await writeAtomically(`${home}/failed.txt`, (error as Error).message).catch(() => {});
+    throw error;
+  }
+}
+
+/** The cluster another test file of this process started (or failed to start). */
+async function startedElsewhere(home: string): Promise<Cluster> {
+  const deadline = Date.now() + 3 * STEP_TIMEOUT_MS;
+  for (;;) {
+    const ready = await Deno.readTextFile(`${home}/ready.json`).catch(() => null);
+    if (ready !== null) return JSON.parse(ready) as Cluster;
+    const failed = await Deno.readTextFile(`${home}/failed.txt`).catch(() => null);
+    if (failed !== null) throw new Error(failed);
+    if (Date.now() > deadline) {
+      throw new Error(`Cannot start the Ceph test cluster: no cluster in ${home} in time`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function writeAtomically(path: string, text: string): Promise<void> {
+  await Deno.writeTextFile(`${path}.tmp`, text);
+  await Deno.rename(`${path}.tmp`, path);
+}
+
+/**
+ * Up to three attempts, each in a fresh directory with fresh ports: on a busy machine another
+ * program may take a port between the check that it is free and the daemon's bind.
+ */
+async function startWithRetries(home: string): Promise<Cluster> {
+  const failures: string[] = [];
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const directory = `${home}/${attempt}`;
+    try {
+      await Deno.mkdir(directory);
+      return await startAttempt(directory);
+    } catch (error) {
+      failures.push(`attempt ${attempt}: ${(error as Error).message}${await logTails(directory)}`);
+      killDaemons(directory);
+    }
+  }
+  throw new Error(`Cannot start the Ceph test cluster:\n${failures.join("\n")}`);
+}
+
+async function startAttempt(directory: string): Promise<Cluster> {
+  const monPort = await pickPort();
+  let rgwPort = await pickPort();
+  while (rgwPort === monPort) rgwPort = await pickPort();
+  const fsid = crypto.randomUUID();
+  const osdUuid = crypto.randomUUID();
+  const conf = `${directory}/ceph.conf`;
+  await Deno.writeTextFile(conf, config(directory, fsid, monPort, rgwPort));
+  await Deno.writeTextFile(`${directory}/keyring`, keyring());
+  await run("monmaptool", [
+    "--create",
+    "--addv",
+    "a",
+    `[v2:127.0.0.1:${monPort}]`,
+    "--fsid",
+    fsid,
+    `${directory}/monmap`,
+  ]);
+  // The monitor imports every key of the keyring into its database.
+  await run("ceph-mon", [
+    "-c",
+    conf,
+    "--mkfs",
+    "-i",
+    "a",
+    "--monmap",
+    `${directory}/monmap`,
+    "--keyring",
+    `${directory}/keyring`,
+  ]);
+  await run("ceph-mon", ["-c", conf, "-i", "a"]);
+  await untilListening(monPort, directory, "ceph-mon");
+  await run("ceph", ["-c", conf, "--connect-timeout", "20", "osd", "new", osdUuid, "0"]);
+  await Deno.mkdir(`${directory}/osd.0`);
+  await run("ceph-osd", ["-c", conf, "-i", "0", "--mkfs", "--osd-uuid", osdUuid]);
+  await run("ceph-osd", ["-c", conf, "-i", "0"]);
+  // Makes the gateway's realm, zone and pools before the gateway starts, and the S3 user.
+  await run("radosgw-admin", [
+    "-c",
+    conf,
+    "user",
+    "create",
+    "--uid=abn-test",
+    "--display-name=abn tests",
+    `--access-key=${ACCESS_KEY_ID}`,
+    `--secret=${SECRET_ACCESS_KEY}`,
+  ]);
+  await Deno.mkdir(`${directory}/rgw`);
+  await run("radosgw", ["-c", conf, "-n", "client.rgw"]);
+  const endpoint = `http://127.0.0.1:${rgwPort}`;
+  await untilAnswering(endpoint, directory);
+  return { directory, endpoint };
+}
+
+/**
+ * A free port below Linux's ephemeral range (32768 and up), which the kernel hands to other
+ * programs' port-0 listeners: so the port is not taken again before the daemon binds it.
+ */
+async function pickPort(): Promise<number> {
+  for (let tries = 0; tries < 100; tries++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    try {
+      const listener = Deno.listen({ hostname: "127.0.0.1", port });
+      listener.close();
+      return port;
+    } catch { /* taken: another */ }
+    await Promise.resolve();
+  }
+  throw new Error("no free port between 20000 and 32000");
 }
 
 function config(directory: string, fsid: string, monPort: number, rgwPort: number): string {
@@ -322,6 +405,7 @@ async function run(command: string, args: string[]): Promise<void> {
   }
 }
 
+/** Waits for the gateway's HTTP answer; fails at once if the gateway died (a port taken). */
 async function untilAnswering(endpoint: string, directory: string): Promise<void> {
   const deadline = Date.now() + STEP_TIMEOUT_MS;
   for (;;) {
@@ -330,14 +414,52 @@ async function untilAnswering(endpoint: string, directory: string): Promise<void
       await response.body?.cancel();
       return;
     } catch (error) {
+      if (!(await alive(directory, "radosgw"))) {
+        throw new Error(`the gateway exited before answering at ${endpoint}`, { cause: error });
+      }
       if (Date.now() > deadline) {
-        throw new Error(`the gateway did not answer at ${endpoint} (logs in ${directory})`, {
-          cause: error,
-        });
+        throw new Error(`the gateway did not answer at ${endpoint}`, { cause: error });
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
+}
+
+/** Waits for a daemon to accept connections on `port`; fails at once if it died. */
+async function untilListening(port: number, directory: string, binary: string): Promise<void> {
+  const deadline = Date.now() + STEP_TIMEOUT_MS;
+  for (;;) {
+    try {
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+      conn.close();
+      return;
+    } catch (error) {
+      if (!(await alive(directory, binary))) {
+        throw new Error(`${binary} exited before listening on ${port}`, { cause: error });
+      }
+      if (Date.now() > deadline) throw new Error(`${binary} did not listen on ${port}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+/**
+ * Whether a daemon of this start attempt runs: a process of `binary` started with the attempt's
+ * configuration, not exited nor a zombie awaiting its reaper. (Not its pid file: the gateway
+ * writes one only once it serves, and removes it when it fails.)
+ */
+async function alive(directory: string, binary: string): Promise<boolean> {
+  const conf = `${directory}/ceph.conf`;
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const args = (await Deno.readTextFile(`/proc/${entry.name}/cmdline`)).split("\0");
+      if (!args.includes(conf) || args[0].split("/").pop() !== binary) continue;
+      const stat = await Deno.readTextFile(`/proc/${entry.name}/stat`);
+      if (stat[stat.lastIndexOf(")") + 2] !== "Z") return true;
+    } catch { /* exited meanwhile */ }
+  }
+  return false;
 }
 
 /** The last lines of each daemon's log, for a start-up that failed. */
@@ -352,70 +474,58 @@ async function logTails(directory: string): Promise<string> {
 }
 
 /**
- * A shell that waits for this process to end, then kills the daemons and removes the directory:
- * the cluster goes even when the test process is killed before its `unload` listener can run.
- * It leads its own process group, so that `stopCluster()` can end it with its `tail`.
+ * A Python watchdog (Python comes with ceph-common) in a session of its own: it waits for this
+ * test process to end (a pidfd), then kills every process started with a configuration under
+ * `home` and removes it. That is how the cluster stops, whichever way the process ends.
  */
-async function startWatchdog(directory: string): Promise<void> {
-  const script = `tail --pid=${Deno.pid} -f /dev/null
-for f in "$0"/*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")"; done
-rm -rf "$0"`;
+async function startWatchdog(home: string): Promise<void> {
+  const script = `
+import os, select, shutil, signal, sys
+pid, home = int(sys.argv[1]), sys.argv[2]
+try:
+    select.select([os.pidfd_open(pid)], [], [])
+except OSError:
+    pass
+prefix = (home + "/").encode()
+for entry in os.listdir("/proc"):
+    try:
+        with open("/proc/" + entry + "/cmdline", "rb") as f:
+            args = f.read().split(b"\\0")
+        if any(arg.startswith(prefix) for arg in args):
+            os.kill(int(entry), signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
+shutil.rmtree(home, ignore_errors=True)
+`;
   const result = await new Deno.Command("sh", {
-    args: ["-c", 'setsid sh -c "$1" "$0" </dev/null >/dev/null 2>&1 & echo $!', directory, script],
+    args: [
+      "-c",
+      'setsid python3 -c "$0" "$1" "$2" </dev/null >/dev/null 2>&1 &',
+      script,
+      String(Deno.pid),
+      home,
+    ],
     stdin: "null",
-    stdout: "piped",
-    stderr: "null",
+    stdout: "null",
+    stderr: "piped",
   }).output();
-  const pid = Number(new TextDecoder().decode(result.stdout).trim());
-  if (Number.isInteger(pid) && pid > 0) watchdogPid = pid;
+  if (!result.success) {
+    throw new Error(
+      `Cannot start the cluster's watchdog: ${new TextDecoder().decode(result.stderr)}`,
+    );
+  }
 }
 
-/**
- * Kills the daemons and removes the directory, synchronously (it runs in the `unload` listener):
- * nothing is kept, so SIGKILL is as good as an orderly stop, and immediate.
- */
-function stopCluster(): void {
-  const directory = clusterDirectory;
-  if (directory === null) return;
-  clusterDirectory = null;
-  globalThis.removeEventListener("unload", stopCluster);
-  for (const pid of daemonPids(directory)) {
-    try {
-      Deno.kill(pid, "SIGKILL");
-    } catch { /* already gone */ }
-  }
-  if (watchdogPid !== null) {
-    try {
-      Deno.kill(-watchdogPid, "SIGKILL");
-    } catch { /* already gone */ }
-    watchdogPid = null;
-  }
-  try {
-    Deno.removeSync(directory, { recursive: true });
-  } catch { /* already gone */ }
-}
-
-/**
- * The cluster's daemons: those of the pid files, and any process whose command line names this
- * cluster's configuration (a daemon that died before or while writing its pid file).
- */
-function daemonPids(directory: string): Set<number> {
-  const pids = new Set<number>();
-  for (const name of ["mon.a", "osd.0", "client.rgw"]) {
-    try {
-      const pid = Number(Deno.readTextFileSync(`${directory}/${name}.pid`).trim());
-      if (Number.isInteger(pid) && pid > 0) pids.add(pid);
-    } catch { /* not started */ }
-  }
+/** Kills the daemons of one start attempt (SIGKILL: nothing they hold is kept). */
+function killDaemons(directory: string): void {
   const conf = `${directory}/ceph.conf`;
   try {
     for (const entry of Deno.readDirSync("/proc")) {
       if (!/^\d+$/.test(entry.name)) continue;
       try {
         const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`);
-        if (cmdline.split("\0").includes(conf)) pids.add(Number(entry.name));
+        if (cmdline.split("\0").includes(conf)) Deno.kill(Number(entry.name), "SIGKILL");
       } catch { /* exited meanwhile */ }
     }
   } catch { /* no /proc */ }
-  return pids;
 }
