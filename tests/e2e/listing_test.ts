@@ -51,7 +51,7 @@ rgwTest(
   } datasets: the driver, the API and the timer's walk list each once, page by page`,
   async (server) => {
     const ids = await putDatasets(server, server.orgId, COUNT);
-    const other = server.newOrg("other");
+    const other = await server.newOrg("other");
     const theirs = await putDatasets(server, other.orgId, 3);
 
     // The driver: pages of at most 1,000 keys, in key order, each key once.

@@ -181,7 +181,7 @@ driverTestWithRgw(
 rgwTest(
   "an upload URL altered to another key, a longer life, another type or another length is refused by the storage",
   async (server) => {
-    const other = server.newOrg("other");
+    const other = await server.newOrg("other");
     const g = await grant(server, "mine");
     const url = new URL(g.upload_url);
     const altered = (edit: (u: URL) => void) => {
