@@ -3,7 +3,7 @@
  * this test computes itself from the same CSV with plain code (Map per user, closed forms).
  */
 import { assert, assertApiError, assertEquals } from "../_assert.ts";
-import { driverTest } from "../_drivers.ts";
+import { driverTest, driverTestWithRgw } from "../_drivers.ts";
 import type { DriverServer } from "../_drivers.ts";
 import { generateCsv } from "../../bench/generate_csv.ts";
 
@@ -88,7 +88,7 @@ function upload(server: DriverServer, id: string, body: Uint8Array<ArrayBuffer>)
   });
 }
 
-driverTest(
+driverTestWithRgw(
   "a direct upload is analysed: users, SRM, target, chances and daily series match an independent computation",
   async (server) => {
     const csv = await bytesOf(30_000, 7);
