@@ -133,15 +133,16 @@ export class LocalStore implements ObjectStore {
     const finish = () => {
       if (done) return false;
       done = true;
-      this.#open.delete(tmp);
       return true;
     };
+    // The temporary file stays in `#open` (safe from a sweep) until it is renamed or removed.
     const discard = async () => {
       await writeback.close().catch(() => {});
       try {
         file.close();
       } catch { /* already closed */ }
       await Deno.remove(tmp).catch(() => {});
+      this.#open.delete(tmp);
     };
     return {
       write: async (chunk: Uint8Array) => {
@@ -163,6 +164,7 @@ export class LocalStore implements ObjectStore {
           const dir = target.slice(0, target.lastIndexOf("/"));
           await Deno.mkdir(dir, { recursive: true });
           await Deno.rename(tmp, target);
+          this.#open.delete(tmp);
           await syncDirectory(dir);
           const stat = await Deno.stat(target);
           return {

@@ -130,6 +130,18 @@ Deno.test("LocalStore sweep removes stale temporaries but not open ones", async 
   await Deno.remove(dir, { recursive: true });
 });
 
+Deno.test("LocalStore sweep during a commit leaves the committing temporary alone", async () => {
+  const { dir, store } = await newStore();
+  const w = await store.createWriter("org/o/experiments/e/latest.csv");
+  await w.write(new TextEncoder().encode("user_id,variant,date,x\n"));
+  const committing = w.commit();
+  assertEquals(await store.sweep(), 0);
+  const info = await committing;
+  assertEquals(info.size, 23);
+  assertEquals((await Array.fromAsync(Deno.readDir(store.tmpDir))).length, 0);
+  await Deno.remove(dir, { recursive: true });
+});
+
 Deno.test("LocalStore refuses keys that would leave the storage folder", async () => {
   const { dir, store } = await newStore();
   for (const key of ["../x", "org/../../x", "/etc/passwd", "org//x", "org/./x"]) {
