@@ -136,8 +136,10 @@ export class CsvScanner {
     let quoteAt = from;
 
     if (this.#utf8.pending) {
+      // A sequence cut by the chunk end is reported where it starts, as it is in one chunk.
+      const open = this.#utf8.openBytes;
       i = this.#utf8.resume(buf, i);
-      if (i < 0) throw this.#invalidUtf8(line, base + from);
+      if (i < 0) throw this.#invalidUtf8(line, base + from - open);
     }
 
     while (i < n) {
