@@ -4,9 +4,10 @@
  */
 import assert from "node:assert/strict";
 import { mulberry32 } from "../../bench/generate_csv.ts";
+import { CsvError } from "../../src/csv/csv_error.ts";
+import { parseHeader } from "../../src/csv/header.ts";
 import { ColumnChecks } from "../../src/pipeline/column_checks.ts";
 import { CsvScanner } from "../../src/pipeline/csv_scanner.ts";
-import { parseHeader } from "../../src/pipeline/header.ts";
 import { Utf8Check } from "../../src/pipeline/utf8_check.ts";
 import { ValidationError } from "../../src/pipeline/validation_error.ts";
 import { bytes, chunked } from "./_helpers.ts";
@@ -48,7 +49,7 @@ function outcome(
       dimensions: cells.dimensions(),
     });
   } catch (error) {
-    if (!(error instanceof ValidationError)) throw error;
+    if (!(error instanceof ValidationError || error instanceof CsvError)) throw error;
     return `${error.code} ${error.message}`;
   }
 }
