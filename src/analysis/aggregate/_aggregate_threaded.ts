@@ -42,7 +42,7 @@ export async function aggregateThreaded(
   workerUrl: URL = WORKER_URL,
   onMode: (mode: "threaded" | "local") => void = () => {},
 ): Promise<Aggregate> {
-  const run = new ThreadedRun(options.metricKinds ?? {}, workerUrl, onMode);
+  const run = new ThreadedRun(options, workerUrl, onMode);
   try {
     for await (const chunk of chunks) {
       options.onChunk?.(chunk);
@@ -57,6 +57,7 @@ export async function aggregateThreaded(
 
 class ThreadedRun {
   readonly #kinds: Readonly<Record<string, MetricKind>>;
+  readonly #onHeader: AggregateOptions["onHeader"];
   readonly #reader: RowReader;
   readonly #splitter: CsvRowSplitter;
   readonly #onMode: (mode: "threaded" | "local") => void;
@@ -76,14 +77,18 @@ class ThreadedRun {
   #wake: (() => void) | null = null;
 
   constructor(
-    kinds: Readonly<Record<string, MetricKind>>,
+    options: AggregateOptions,
     workerUrl: URL,
     onMode: (mode: "threaded" | "local") => void,
   ) {
-    this.#kinds = kinds;
+    this.#kinds = options.metricKinds ?? {};
+    this.#onHeader = options.onHeader;
     this.#onMode = onMode;
     const rows = [LOCAL_BATCH_ROWS, WORKER_BATCH_ROWS] as const;
-    this.#reader = new RowReader(kinds, rows, (forced) => this.#open(forced));
+    this.#reader = new RowReader(this.#kinds, rows, (forced, header) => {
+      this.#onHeader?.(header);
+      return this.#open(forced);
+    });
     this.#splitter = new CsvRowSplitter(this.#reader);
     try {
       const worker = new Worker(workerUrl.href, { type: "module" });

@@ -5,10 +5,12 @@
  *
  * Metric columns are those whose non-empty cells are all numbers (others are dimensions and
  * dropped); per user, conversion = max and numeric = sum over the user's rows; users seen in two
- * variants are left out of everything and counted. The input is expected to have passed the
- * upload checks (or to be checked in the same pass by the caller); input they would refuse makes
- * the aggregation throw an `Error`.
+ * variants are left out of everything and counted. Rows and cells are read by the CSV rules of
+ * `src/csv/`, the upload checks' own. The input is expected to have passed the upload checks (or
+ * to be checked in the same pass by the caller, see `analysis/aggregate_delivery.ts`); input that
+ * breaks a rule the reading meets throws that rule's `CsvError`.
  */
+import type { Header } from "../../csv/header.ts";
 import type { Aggregate } from "./aggregate_types.ts";
 import { aggregateThreaded } from "./_aggregate_threaded.ts";
 import { CsvRowSplitter } from "./_csv_rows.ts";
@@ -25,6 +27,8 @@ export interface AggregateOptions {
    * `aggregateCsv` stops with that error. Default none.
    */
   onChunk?: (chunk: Uint8Array) => void;
+  /** Called once with the header as read (delimiter and trimmed names). Default none. */
+  onHeader?: (header: Header) => void;
 }
 
 /** Rows read before their users are looked up (together, see `UserTable.warm`). */
@@ -41,16 +45,22 @@ export class CsvAggregator {
   /** One per lane of the reader (the same split as on two threads, so the same sums). */
   #tallies: UserTally[] = [];
 
-  constructor(options: Pick<AggregateOptions, "metricKinds"> = {}) {
+  constructor(options: Pick<AggregateOptions, "metricKinds" | "onHeader"> = {}) {
     this.#kinds = options.metricKinds ?? {};
-    this.#reader = new RowReader(this.#kinds, [BATCH_ROWS, BATCH_ROWS], (forcedConversion) => {
-      const tallies = this.#tallies = [0, 1].map(() => new UserTally(forcedConversion));
-      const sink = (tally: UserTally) => (batch: RowBatch) => {
-        tally.add(batch);
-        return batch;
-      };
-      return [sink(tallies[0]), sink(tallies[1])];
-    });
+    const onHeader = options.onHeader;
+    this.#reader = new RowReader(
+      this.#kinds,
+      [BATCH_ROWS, BATCH_ROWS],
+      (forcedConversion, header) => {
+        onHeader?.(header);
+        const tallies = this.#tallies = [0, 1].map(() => new UserTally(forcedConversion));
+        const sink = (tally: UserTally) => (batch: RowBatch) => {
+          tally.add(batch);
+          return batch;
+        };
+        return [sink(tallies[0]), sink(tallies[1])];
+      },
+    );
     this.#splitter = new CsvRowSplitter(this.#reader);
   }
 
