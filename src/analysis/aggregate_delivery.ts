@@ -10,7 +10,7 @@ import type { Aggregate } from "./aggregate/aggregate_types.ts";
 
 /** Options of `aggregateDelivery`. */
 export interface AggregateDeliveryOptions
-  extends Pick<AggregateOptions, "metricKinds" | "onHeader"> {
+  extends Pick<AggregateOptions, "metricKinds" | "onHeader" | "worker"> {
   /** The bytes passed the upload checks as they arrived (a direct upload); default false. */
   validated?: boolean;
 }

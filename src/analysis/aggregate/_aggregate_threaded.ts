@@ -33,8 +33,9 @@ const START_TIMEOUT_MS = 5000;
 const WORKER_URL = new URL("./_user_worker.ts", import.meta.url);
 
 /**
- * Aggregates `chunks` as `aggregateCsv` does. For tests: `workerUrl` replaces the worker module,
- * and `onMode` hears when the run turns "threaded" (the worker is up) or "local".
+ * Aggregates `chunks` as `aggregateCsv` does; without a worker when `options.worker` is false.
+ * For tests: `workerUrl` replaces the worker module, and `onMode` hears when the run turns
+ * "threaded" (the worker is up) or "local".
  */
 export async function aggregateThreaded(
   chunks: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,
@@ -42,7 +43,7 @@ export async function aggregateThreaded(
   workerUrl: URL = WORKER_URL,
   onMode: (mode: "threaded" | "local") => void = () => {},
 ): Promise<Aggregate> {
-  const run = new ThreadedRun(options, workerUrl, onMode);
+  const run = new ThreadedRun(options, options.worker === false ? null : workerUrl, onMode);
   try {
     for await (const chunk of chunks) {
       options.onChunk?.(chunk);
@@ -78,7 +79,7 @@ class ThreadedRun {
 
   constructor(
     options: AggregateOptions,
-    workerUrl: URL,
+    workerUrl: URL | null,
     onMode: (mode: "threaded" | "local") => void,
   ) {
     this.#kinds = options.metricKinds ?? {};
@@ -90,6 +91,10 @@ class ThreadedRun {
       return this.#open(forced);
     });
     this.#splitter = new CsvRowSplitter(this.#reader);
+    if (workerUrl === null) {
+      this.#goLocal();
+      return;
+    }
     try {
       const worker = new Worker(workerUrl.href, { type: "module" });
       worker.onmessage = (event: MessageEvent<WorkerReply>) => this.#receive(event.data);

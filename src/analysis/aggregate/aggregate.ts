@@ -29,6 +29,11 @@ export interface AggregateOptions {
   onChunk?: (chunk: Uint8Array) => void;
   /** Called once with the header as read (delimiter and trimmed names). Default none. */
   onHeader?: (header: Header) => void;
+  /**
+   * Whether `aggregateCsv` may start a worker for the second thread; default true. Without one
+   * it reads on the calling thread alone (the same answer; it saves a worker's start-up).
+   */
+  worker?: boolean;
 }
 
 /** Rows read before their users are looked up (together, see `UserTable.warm`). */
@@ -79,9 +84,10 @@ export class CsvAggregator {
 }
 
 /**
- * Aggregates a whole CSV stream, on two threads when a worker can start: this one reads the cells
- * and keeps an eighth of the users, the worker the rest. Otherwise (and for an input that ends
- * before the worker is up) all on the calling thread; the answer is the same either way.
+ * Aggregates a whole CSV stream, on two threads when a worker can start (and `worker` is not
+ * false): this one reads the cells and keeps an eighth of the users, the worker the rest.
+ * Otherwise (and for an input that ends before the worker is up) all on the calling thread; the
+ * answer is the same either way.
  */
 export function aggregateCsv(
   chunks: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,

@@ -652,3 +652,18 @@ Deno.test("aggregateCsv reads on one thread when its worker cannot start", async
   assert.deepEqual(modes, ["local"]);
   assert.deepEqual(result, alone.finish());
 });
+
+Deno.test("aggregateCsv reads on the calling thread alone with worker: false", async () => {
+  const bytes = encoder.encode(await generatedDataset(20_000));
+  const alone = new CsvAggregator();
+  alone.push(bytes);
+  const modes: string[] = [];
+  const result = await aggregateThreaded(
+    ReadableStream.from(chunksOf(bytes, 65536)),
+    { worker: false },
+    undefined,
+    (mode) => modes.push(mode),
+  );
+  assert.deepEqual(modes, ["local"]);
+  assert.deepEqual(result, alone.finish());
+});
