@@ -80,6 +80,9 @@ function numeric(rng: Rng, comma: boolean): string {
   ]);
 }
 
+/** Numbers whose value may be 0 or 1 but whose writing is not 0/1: they make a column numeric. */
+const NOT_BINARY = ["7.5", "+1", "-0", "1e0", "01", ".0", "00", "-1", "1.5"];
+
 const WORDS = [
   "Berlin",
   "Zürich, CH",
@@ -140,10 +143,14 @@ export function generateFile(rng: Rng, index: number): GeneratedFile {
             ? ""
             : cell(rng, pad(rng, binary(rng, comma)), delimiter);
         case "numeric":
+          // The first value makes the column numeric, at times one written like 0/1 but not so
+          // by the rule; the others are at times 0/1.
           return r === 0
-            ? "7.5".replace(".", comma ? "," : ".")
+            ? cell(rng, rng.pick(NOT_BINARY).replace(".", comma ? "," : "."), delimiter)
             : rng.int(6) === 0
             ? pad(rng, "")
+            : rng.int(3) === 0
+            ? cell(rng, pad(rng, binary(rng, comma)), delimiter)
             : cell(rng, pad(rng, numeric(rng, comma)), delimiter);
         case "dimension":
           return r === 0 ? cell(rng, "Berlin", delimiter) : cell(rng, text(rng), delimiter);
