@@ -11,8 +11,7 @@
  * input ends first, lane 1 is added here too. The answer is the same either way, and the same as
  * `CsvAggregator`'s (which keeps the two lanes in two tallies on one thread).
  */
-import type { Aggregate } from "./aggregate_types.ts";
-import type { AggregateOptions } from "./aggregate.ts";
+import type { Aggregate, AggregateOptions } from "./aggregate_types.ts";
 import { CsvRowSplitter } from "./_csv_rows.ts";
 import { batchBuffers, newBatch, type RowBatch } from "./_row_batch.ts";
 import { type BatchSink, type MetricKind, RowReader } from "./_row_reader.ts";

@@ -10,8 +10,7 @@
  * to be checked in the same pass by the caller, see `analysis/aggregate_delivery.ts`); input that
  * breaks a rule the reading meets throws that rule's `CsvError`.
  */
-import type { Header } from "../../csv/header.ts";
-import type { Aggregate } from "./aggregate_types.ts";
+import type { Aggregate, AggregateOptions } from "./aggregate_types.ts";
 import { aggregateThreaded } from "./_aggregate_threaded.ts";
 import { CsvRowSplitter } from "./_csv_rows.ts";
 import type { RowBatch } from "./_row_batch.ts";
@@ -19,22 +18,7 @@ import { type MetricKind, RowReader } from "./_row_reader.ts";
 import { summarize } from "./_summary.ts";
 import { UserTally } from "./_user_tally.ts";
 
-export interface AggregateOptions {
-  /** Metric kinds that replace the detected ones, by column name; default none. */
-  metricKinds?: Readonly<Record<string, MetricKind>>;
-  /**
-   * Called with each chunk before it is read, e.g. the caller's validator; when it throws,
-   * `aggregateCsv` stops with that error. Default none.
-   */
-  onChunk?: (chunk: Uint8Array) => void;
-  /** Called once with the header as read (delimiter and trimmed names). Default none. */
-  onHeader?: (header: Header) => void;
-  /**
-   * Whether `aggregateCsv` may start a worker for the second thread; default true. Without one
-   * it reads on the calling thread alone (the same answer; it saves a worker's start-up).
-   */
-  worker?: boolean;
-}
+export type { AggregateOptions };
 
 /** Rows read before their users are looked up (together, see `UserTable.warm`). */
 const BATCH_ROWS = 256;
