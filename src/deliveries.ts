@@ -3,6 +3,7 @@
  * the timer's scan, bucket notifications) announces it here; the analysis subscribes.
  */
 import type { ObjectInfo } from "./storage/object_store.ts";
+import type { Logger } from "./log.ts";
 
 export interface Delivery {
   orgId: string;
@@ -19,6 +20,11 @@ export type DeliveryListener = (delivery: Delivery) => void;
 
 export class DeliveryHub {
   #listeners: DeliveryListener[] = [];
+  readonly #log: Logger;
+
+  constructor(log: Logger) {
+    this.#log = log;
+  }
 
   subscribe(listener: DeliveryListener): () => void {
     this.#listeners.push(listener);
@@ -33,9 +39,7 @@ export class DeliveryHub {
       try {
         listener(delivery);
       } catch (error) {
-        console.error(
-          JSON.stringify({ level: "error", msg: "delivery listener failed", error: String(error) }),
-        );
+        this.#log.error("delivery listener failed", { error: String(error) });
       }
     }
   }

@@ -1,12 +1,26 @@
 /**
- * Log lines go to stdout in batches: one write per few milliseconds instead of one per request,
- * which keeps logging off the request path's cost under load.
+ * The one structured logger: every line is one JSON object with `time`, `level` and `msg` first,
+ * then the caller's fields. Lines go to stdout in batches (one write per few milliseconds instead
+ * of one per request), which keeps logging off the request path's cost under load.
  */
 
-export interface BatchedLog {
-  (line: string): void;
+export type LogLevel = "info" | "warn" | "error";
+export type LogFields = Record<string, unknown>;
+/** Where finished lines go (tests collect them; the service writes stdout). */
+export type LogSink = (line: string) => void;
+
+export interface Logger {
+  info(msg: string, fields?: LogFields): void;
+  warn(msg: string, fields?: LogFields): void;
+  error(msg: string, fields?: LogFields): void;
   /** Writes out what is buffered now. */
   flush(): void;
+}
+
+/** Options of {@linkcode createLogger}. */
+export interface LoggerOptions {
+  /** Receives each line; default: batched writes to stdout. */
+  sink?: LogSink;
 }
 
 const encoder = new TextEncoder();
@@ -22,9 +36,10 @@ export function writeStdout(text: string): void {
   } catch { /* stdout is gone: nothing to report it to */ }
 }
 
-export function createBatchedLog(
+/** Collects lines and writes them together within 25 ms (or at 512 lines). */
+export function createBatchedSink(
   write: (text: string) => void = writeStdout,
-): BatchedLog {
+): LogSink & { flush(): void } {
   let lines: string[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
   const flush = () => {
@@ -35,14 +50,45 @@ export function createBatchedLog(
     lines = [];
     write(text);
   };
-  const log = ((line: string) => {
+  const sink = (line: string) => {
     lines.push(line);
     if (lines.length >= 512) flush();
     else if (timer === undefined) {
       timer = setTimeout(flush, 25);
       Deno.unrefTimer(timer as unknown as number);
     }
-  }) as BatchedLog;
-  log.flush = flush;
-  return log;
+  };
+  return Object.assign(sink, { flush });
+}
+
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const batched = options.sink ? null : createBatchedSink();
+  const sink: LogSink = options.sink ?? batched!;
+  const line = (level: LogLevel, msg: string, fields?: LogFields) => {
+    sink(JSON.stringify({ time: isoNow(), level, msg, ...fields }));
+  };
+  return {
+    info: (msg, fields) => line("info", msg, fields),
+    warn: (msg, fields) => line("warn", msg, fields),
+    error: (msg, fields) => line("error", msg, fields),
+    flush: () => batched?.flush(),
+  };
+}
+
+/** The message and stack of a thrown value, for an `error` field. */
+export function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}\n${error.stack}` : String(error);
+}
+
+/** The last ISO timestamp made: lines within one millisecond share it. */
+let isoMs = NaN;
+let isoText = "";
+
+function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== isoMs) {
+    isoText = new Date(ms).toISOString();
+    isoMs = ms;
+  }
+  return isoText;
 }

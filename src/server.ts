@@ -4,9 +4,8 @@
  */
 import type { Config } from "./config.ts";
 import { createService } from "./wiring.ts";
-import { createOrg, findOrgByName } from "./db/orgs.ts";
-import { createKey } from "./db/api_keys.ts";
-import type { Database } from "./db/database.ts";
+import type { ControlPlane } from "./db/control_plane.ts";
+import { errorResponse } from "./http/errors.ts";
 
 export interface ServeOptions {
   /** First start creates an organization `dev` and prints its key once. */
@@ -15,19 +14,15 @@ export interface ServeOptions {
   shutdownGraceMs?: number;
 }
 
-function logLine(fields: Record<string, unknown>): void {
-  console.log(JSON.stringify({ level: "info", time: new Date().toISOString(), ...fields }));
-}
-
 /** Creates the `dev` organization and its key on first start; answers the key file's path. */
-export async function bootstrapDev(db: Database, dataDir: string): Promise<void> {
+export async function bootstrapDev(db: ControlPlane, dataDir: string): Promise<void> {
   const keyFile = `${dataDir}/dev-api-key`;
-  if (findOrgByName(db, "dev")) {
+  if (await db.orgs.findByName("dev")) {
     console.log(`Development organization 'dev' exists; its API key is in ${keyFile}`);
     return;
   }
-  const org = createOrg(db, "dev");
-  const { api_key } = createKey(db, org.id);
+  const org = await db.orgs.create("dev");
+  const { api_key } = await db.keys.create(org.id);
   await Deno.writeTextFile(keyFile, api_key + "\n", { mode: 0o600 });
   console.log(
     `Created organization 'dev' (${org.id}). Its API key, shown once and saved to ${keyFile}:\n\n  ${api_key}\n`,
@@ -43,6 +38,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     return 1;
   }
   if (options.dev) await bootstrapDev(service.db, config.dataDir);
+  const log = service.log;
 
   // Deno's server.shutdown() cuts request bodies still being read, so draining is ours: on a
   // signal, new requests get 503 while in-flight ones finish, then the server shuts down.
@@ -52,18 +48,11 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
   const handler = async (req: Request, info: Deno.ServeHandlerInfo) => {
     if (draining) {
       req.body?.cancel().catch(() => {});
-      return new Response(
-        JSON.stringify({
-          error: {
-            code: "service_unavailable",
-            message: "The service is shutting down; retry in a few seconds",
-            request_id: crypto.randomUUID(),
-          },
-        }),
-        {
-          status: 503,
-          headers: { "content-type": "application/json", connection: "close", "retry-after": "5" },
-        },
+      return errorResponse(
+        "service_unavailable",
+        "The service is shutting down; retry in a few seconds",
+        crypto.randomUUID(),
+        { connection: "close", "retry-after": "5" },
       );
     }
     inFlight++;
@@ -87,8 +76,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     onListen({ hostname, port }) {
       const scheme = config.tlsCert ? "https" : "http";
       const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-      logLine({
-        msg: "listening",
+      log.info("listening", {
         url: `${scheme}://${host}:${port}`,
         public_url: config.publicUrl,
         storage: config.storage,
@@ -100,7 +88,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logLine({ msg: "shutting down", signal });
+    log.info("shutting down", { signal });
     draining = true;
     const idle = inFlight === 0
       ? Promise.resolve()
@@ -108,7 +96,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     let grace: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<void>((resolve) => {
       grace = setTimeout(() => {
-        logLine({ msg: "grace period over; closing remaining connections", in_flight: inFlight });
+        log.info("grace period over; closing remaining connections", { in_flight: inFlight });
         resolve();
       }, options.shutdownGraceMs ?? 10_000);
     });
@@ -125,6 +113,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
 
   await server.finished;
   await service.close();
-  logLine({ msg: "stopped" });
+  log.info("stopped");
+  log.flush();
   return 0;
 }

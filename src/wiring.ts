@@ -1,32 +1,39 @@
 /**
- * Wiring, in one place: configuration → database → storage → application → timer. Used by
- * `main.ts serve` and by tests that run the real server in-process.
+ * Wiring, in one place: configuration → database → storage → ingest → application, and the
+ * background work started with them (the start-up sweep, the embedded timer's delivery scan and
+ * clean-up, the analysis queue). Used by `main.ts serve` and by tests that run the real server
+ * in-process.
  */
 import type { Config } from "./config.ts";
-import { openDatabase } from "./db/database.ts";
-import type { Database } from "./db/database.ts";
+import { openControlPlane } from "./db/open_control_plane.ts";
+import type { ControlPlane } from "./db/control_plane.ts";
 import { LastUsedRecorder } from "./db/api_keys.ts";
 import { Gauge, Metrics } from "./metrics.ts";
 import { DeliveryHub } from "./deliveries.ts";
 import type { ObjectStore } from "./storage/object_store.ts";
 import { LocalStore } from "./storage/local_store.ts";
 import { loadOrCreateSecret, UrlSigner } from "./crypto/url_signer.ts";
-import type { AppHandler, RouteTable } from "./app.ts";
+import type { AppHandler } from "./http/context.ts";
 import { createApp } from "./app.ts";
 import { RateLimiter } from "./http/rate_limiter.ts";
-import { UploadSlots } from "./ingest/upload_slots.ts";
+import { Ingest } from "./ingest/ingest.ts";
 import { apiRoutes } from "./routes/mod.ts";
-import { startServices } from "./services.ts";
-import { createBatchedLog } from "./log.ts";
+import type { AppDeps, AppRoutes } from "./routes/deps.ts";
+import { createLogger } from "./log.ts";
+import type { Logger, LogSink } from "./log.ts";
+import { AnalysisQueue } from "./analysis/analysis_queue.ts";
+import { PeriodicJob } from "./jobs/periodic_job.ts";
+import { cleanup, countOversize, scanDeliveries } from "./jobs/storage_jobs.ts";
 
 export interface Service {
   config: Readonly<Config>;
-  db: Database;
+  db: ControlPlane;
   store: ObjectStore;
   metrics: Metrics;
   deliveries: DeliveryHub;
+  analysis: AnalysisQueue;
+  log: Logger;
   handler: AppHandler;
-  services: Record<string, unknown>;
   /** Stops timers and background work; closes the database. */
   close(): Promise<void>;
 }
@@ -34,24 +41,15 @@ export interface Service {
 export interface ServiceOptions {
   /** Replaces the storage driver built from the configuration (fault tests). */
   store?: ObjectStore;
-  /** Request log sink; default console.log. */
-  log?: (line: string) => void;
+  /** Where log lines go; default batched writes to stdout. */
+  log?: LogSink;
   /** Extra routes (tests). */
-  routes?: RouteTable[];
+  routes?: AppRoutes[];
 }
 
-export async function createService(
-  config: Readonly<Config>,
-  options: ServiceOptions = {},
-): Promise<Service> {
-  await Deno.mkdir(config.dataDir, { recursive: true });
-  const dbDir = config.dbPath.slice(0, config.dbPath.lastIndexOf("/"));
-  if (dbDir) await Deno.mkdir(dbDir, { recursive: true });
-  const db = openDatabase(config.dbPath);
-  const signer = new UrlSigner(
-    await loadOrCreateSecret(`${config.dataDir}/secrets/url-signing.key`),
-  );
-  const store = options.store ?? (config.storage === "s3"
+/** The storage driver the configuration names. */
+async function buildStore(config: Readonly<Config>, signer: UrlSigner): Promise<ObjectStore> {
+  const store = config.storage === "s3"
     // Loaded on demand: the AWS SDK is only paid for when S3 is configured.
     ? new (await import("./storage/s3/s3_store.ts")).S3Store({
       endpoint: config.s3.endpoint,
@@ -63,35 +61,95 @@ export async function createService(
       forcePathStyle: config.s3.forcePathStyle,
       createBucket: config.s3.createBucket,
     })
-    : new LocalStore({ dataDir: config.dataDir, signer, publicUrl: config.publicUrl }));
+    : new LocalStore({ dataDir: config.dataDir, signer, publicUrl: config.publicUrl });
+  return store;
+}
+
+export async function createService(
+  config: Readonly<Config>,
+  options: ServiceOptions = {},
+): Promise<Service> {
+  await Deno.mkdir(config.dataDir, { recursive: true });
+  const db = await openControlPlane(config);
+  const signer = new UrlSigner(
+    await loadOrCreateSecret(`${config.dataDir}/secrets/url-signing.key`),
+  );
+  const store = options.store ?? await buildStore(config, signer);
   await store.open();
+  const log = createLogger({ sink: options.log });
   const metrics = new Metrics();
-  const batched = options.log ? null : createBatchedLog();
-  const log = options.log ?? batched!;
-  const deliveries = new DeliveryHub();
-  const services: Record<string, unknown> = { signer };
-  const deps = {
+  const deliveries = new DeliveryHub(log);
+  const ingest = new Ingest({
+    store,
+    metrics,
+    deliveries,
+    maxUploadBytes: config.maxUploadBytes,
+    bodyIdleTimeoutSeconds: config.bodyIdleTimeoutSeconds,
+    bodyMinBytesPerSecond: config.bodyMinBytesPerSecond,
+    maxConcurrentUploads: config.maxConcurrentUploads,
+  });
+  const recorder = new LastUsedRecorder(db);
+  const deps: AppDeps = {
     config,
     db,
     store,
     metrics,
-    recorder: new LastUsedRecorder(db),
+    recorder,
     deliveries,
+    signer,
+    ingest,
     rateLimiter: config.rateLimitPerMinute > 0
       ? new RateLimiter(config.rateLimitPerMinute)
       : undefined,
-    uploadSlots: new UploadSlots(config.maxConcurrentUploads),
-    services,
     log,
   };
   metrics.add(
     new Gauge(
       "abn_uploads_in_progress",
       "Upload bodies streaming now (direct uploads and local upload URLs)",
-      () => deps.uploadSlots.inUse,
+      () => ingest.inProgress,
     ),
   );
-  const stopServices = await startServices(deps);
+
+  await startupSweep(store, config, log);
+  const analysis = new AnalysisQueue({
+    db,
+    store,
+    deliveries,
+    metrics,
+    maxUploadBytes: config.maxUploadBytes,
+    log,
+  });
+  const scan = new PeriodicJob({
+    name: "scan",
+    intervalMs: config.scanIntervalSeconds * 1000,
+    firstDelayMs: 100,
+    metrics,
+    log,
+    run: async () => {
+      const result = await scanDeliveries({
+        store,
+        db,
+        deliveries,
+        maxUploadBytes: config.maxUploadBytes,
+        inFlight: (orgId, experimentId, etag) => analysis.inFlight(orgId, experimentId, etag),
+      });
+      return result.noticed > 0 ? result : undefined;
+    },
+  });
+  const clean = new PeriodicJob({
+    name: "cleanup",
+    intervalMs: config.cleanupIntervalSeconds * 1000,
+    metrics,
+    log,
+    run: async () => {
+      const result = await cleanup({ store, db, metrics, maxUploadBytes: config.maxUploadBytes });
+      return result.deleted + result.swept > 0 ? result : undefined;
+    },
+  });
+  scan.start();
+  clean.start();
+
   const handler = createApp(deps, [...apiRoutes, ...(options.routes ?? [])]);
   return {
     config,
@@ -99,12 +157,35 @@ export async function createService(
     store,
     metrics,
     deliveries,
+    analysis,
+    log,
     handler,
-    services,
     async close() {
-      await stopServices();
-      batched?.flush();
-      db.close();
+      await scan.stop();
+      await clean.stop();
+      await analysis.stop();
+      ingest.close();
+      await recorder.flush();
+      log.flush();
+      await db.close();
     },
   };
+}
+
+/** Sweeps leftovers of interrupted uploads and warns about stored datasets over the limit. */
+async function startupSweep(
+  store: ObjectStore,
+  config: Readonly<Config>,
+  log: Logger,
+): Promise<void> {
+  const swept = await store.sweep().catch(() => 0);
+  const oversize = await countOversize(store, config.maxUploadBytes).catch(() => 0);
+  if (oversize > 0) {
+    log.warn(
+      `${oversize} stored dataset(s) exceed ABN_MAX_UPLOAD_BYTES=${config.maxUploadBytes}; the clean-up will delete them`,
+      { swept, oversize },
+    );
+  } else if (swept > 0) {
+    log.info("swept leftovers of interrupted uploads", { swept, oversize });
+  }
 }

@@ -5,8 +5,8 @@
 import { loadConfig } from "../src/config.ts";
 import type { Service, ServiceOptions } from "../src/wiring.ts";
 import { createService } from "../src/wiring.ts";
-import { createOrg } from "../src/db/orgs.ts";
-import { createKey } from "../src/db/api_keys.ts";
+import { SqliteControlPlane } from "../src/db/sqlite/sqlite_control_plane.ts";
+import type { DatabaseSync } from "node:sqlite";
 
 export function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -23,7 +23,7 @@ export interface TestServer {
   orgId: string;
   apiKey: string;
   /** Creates another organization with a key. */
-  newOrg(name?: string): { orgId: string; apiKey: string };
+  newOrg(name?: string): Promise<{ orgId: string; apiKey: string }>;
   close(): Promise<void>;
 }
 
@@ -51,11 +51,11 @@ export async function startTestServer(
     { hostname: "127.0.0.1", port, signal: controller.signal, onListen: () => {} },
     service.handler,
   );
-  const newOrg = (name = "test") => {
-    const org = createOrg(service.db, name);
-    return { orgId: org.id, apiKey: createKey(service.db, org.id).api_key };
+  const newOrg = async (name = "test") => {
+    const org = await service.db.orgs.create(name);
+    return { orgId: org.id, apiKey: (await service.db.keys.create(org.id)).api_key };
   };
-  const first = newOrg("first");
+  const first = await newOrg("first");
   const url = `http://127.0.0.1:${port}`;
   return {
     url,
@@ -72,6 +72,13 @@ export async function startTestServer(
       await Deno.remove(dataDir, { recursive: true }).catch(() => {});
     },
   };
+}
+
+/** The SQLite handle of a test server on the default control plane (to break it on purpose). */
+export function sqliteOf(server: TestServer): DatabaseSync {
+  const db = server.service.db;
+  if (!(db instanceof SqliteControlPlane)) throw new TypeError("the server does not run on SQLite");
+  return db.sqlite;
 }
 
 export interface ChildServer {

@@ -1,39 +1,45 @@
 /**
  * Runs the analysis after every delivery, in the background: at most one run per dataset at a
- * time, newest delivery wins, results saved in SQLite keyed by the object's ETag.
+ * time, newest delivery wins, results saved in SQLite keyed by the object's ETag. One run per
+ * delivery: a request, a scan or an event for the ETag being analysed (or already queued) joins
+ * that run; a settings change for it queues one re-run, afterwards.
  */
-import type { Database } from "../db/database.ts";
+import type { ControlPlane } from "../db/control_plane.ts";
+import { DatabaseUnavailable } from "../db/control_plane.ts";
 import type { ObjectStore } from "../storage/object_store.ts";
 import { StorageError } from "../storage/object_store.ts";
 import type { Delivery, DeliveryHub } from "../deliveries.ts";
 import type { Metrics } from "../metrics.ts";
+import type { Logger } from "../log.ts";
+import { describeError } from "../log.ts";
 import { ApiError } from "../http/errors.ts";
-import { getAnalysis, markPending, saveResult } from "../db/analyses.ts";
-import { getSettings } from "../db/settings.ts";
 import { aggregateDelivery } from "./aggregate_delivery.ts";
 import { buildReport } from "./report.ts";
 import { validateSettings } from "./settings.ts";
 
-export interface AnalysisServiceOptions {
-  db: Database;
+export interface AnalysisQueueOptions {
+  db: ControlPlane;
   store: ObjectStore;
   deliveries: DeliveryHub;
   metrics: Metrics;
   maxUploadBytes: number;
   /** Datasets analysed at the same time; default 1. */
   concurrency?: number;
-  log?: (line: string) => void;
+  log: Logger;
 }
 
-export class AnalysisService {
-  #o: AnalysisServiceOptions;
+export class AnalysisQueue {
+  #o: AnalysisQueueOptions;
   #queue = new Map<string, Delivery>();
   #running = new Map<string, { etag: string; done: Promise<void> }>();
   #unsubscribe: () => void;
   #stopped = false;
   #idle: (() => void)[] = [];
+  /** Deliveries being admitted (their database rows read and written), by dataset. */
+  #admitting = new Map<string, string>();
+  #admissions = 0;
 
-  constructor(options: AnalysisServiceOptions) {
+  constructor(options: AnalysisQueueOptions) {
     this.#o = options;
     this.#unsubscribe = options.deliveries.subscribe((d) => this.enqueue(d));
   }
@@ -47,18 +53,56 @@ export class AnalysisService {
   enqueue(delivery: Delivery): void {
     if (this.#stopped || delivery.info.size > this.#o.maxUploadBytes) return;
     const id = `${delivery.orgId}/${delivery.experimentId}`;
-    const row = getAnalysis(this.#o.db, delivery.orgId, delivery.experimentId);
-    const same = row?.etag === delivery.info.etag;
-    if (same && row?.status !== "pending" && delivery.source !== "settings") return;
-    if (!same || delivery.source === "settings") {
-      markPending(
-        this.#o.db,
-        delivery.orgId,
-        delivery.experimentId,
-        delivery.info.etag,
-        delivery.info.size,
-        delivery.info.lastModified.toISOString(),
+    const etag = delivery.info.etag;
+    // The same object, running, queued or being admitted: join that run (a settings change
+    // re-runs it after).
+    if (
+      delivery.source !== "settings" && (this.#joins(id, etag) || this.#admitting.get(id) === etag)
+    ) {
+      return;
+    }
+    this.#admitting.set(id, etag);
+    this.#admissions++;
+    this.#admit(id, delivery).catch((error) => {
+      // The database could not say or record it: the timer's scan offers it again.
+      this.#o.log.warn("analysis not queued: the database failed; the next scan retries it", {
+        org_id: delivery.orgId,
+        experiment_id: delivery.experimentId,
+        error: describeError(error),
+      });
+    }).finally(() => {
+      this.#admissions--;
+      if (this.#admitting.get(id) === etag) this.#admitting.delete(id);
+      this.#settle();
+    });
+  }
+
+  #joins(id: string, etag: string): boolean {
+    return this.#running.get(id)?.etag === etag || this.#queue.get(id)?.info.etag === etag;
+  }
+
+  /** Records the delivery as pending (unless its result is saved already) and queues it. */
+  async #admit(id: string, delivery: Delivery): Promise<void> {
+    const { orgId, experimentId, info } = delivery;
+    const rerun = delivery.source === "settings";
+    const row = await this.#o.db.analyses.get(orgId, experimentId);
+    const same = row?.etag === info.etag;
+    if (same && row?.status !== "pending" && !rerun) return;
+    // A newer delivery of this dataset was announced meanwhile: it wins.
+    if (this.#admitting.get(id) !== info.etag) return;
+    if (!same || rerun) {
+      await this.#o.db.analyses.markPending(
+        orgId,
+        experimentId,
+        info.etag,
+        info.size,
+        info.lastModified.toISOString(),
       );
+    }
+    if (this.#stopped || (!rerun && this.#joins(id, info.etag))) return;
+    const queued = this.#queue.get(id);
+    if (queued?.info.etag === info.etag && queued.validated) {
+      delivery = { ...delivery, validated: true };
     }
     this.#queue.set(id, delivery);
     this.#pump();
@@ -73,23 +117,30 @@ export class AnalysisService {
       const done = this.#run(delivery).finally(() => {
         this.#running.delete(id);
         this.#pump();
-        if (this.#running.size === 0 && this.#queue.size === 0) {
-          for (const resolve of this.#idle.splice(0)) resolve();
-        }
+        this.#settle();
       });
       this.#running.set(id, { etag: delivery.info.etag, done });
     }
   }
 
-  /** Resolves when nothing is queued or running (tests, shutdown). */
+  #isIdle(): boolean {
+    return this.#running.size === 0 && this.#queue.size === 0 && this.#admissions === 0;
+  }
+
+  /** Wakes those waiting for idleness once nothing is admitted, queued or running. */
+  #settle(): void {
+    if (this.#isIdle()) { for (const resolve of this.#idle.splice(0)) resolve(); }
+  }
+
+  /** Resolves when nothing is admitted, queued or running (tests, shutdown). */
   whenIdle(): Promise<void> {
-    if (this.#running.size === 0 && this.#queue.size === 0) return Promise.resolve();
+    if (this.#isIdle()) return Promise.resolve();
     return new Promise((resolve) => this.#idle.push(resolve));
   }
 
   async #run(delivery: Delivery): Promise<void> {
     const { db, store, metrics } = this.#o;
-    const log = this.#o.log ?? ((line: string) => console.log(line));
+    const log = this.#o.log;
     const startedAt = new Date().toISOString();
     const t0 = performance.now();
     const { orgId, experimentId, key } = delivery;
@@ -110,7 +161,7 @@ export class AnalysisService {
         return;
       }
       etag = object.info.etag;
-      const settings = validateSettings(getSettings(db, orgId, experimentId) ?? {});
+      const settings = validateSettings((await db.settings.get(orgId, experimentId)) ?? {});
       // A two-step delivery is validated beside the reading: a refusal is the upload check's.
       const aggregate = await aggregateDelivery(object.body, {
         validated: delivery.validated,
@@ -122,29 +173,25 @@ export class AnalysisService {
       const data = { ...aggregate, daily: [] };
       outcome = { status: "ready", error: null, rows, result: { ...report, _data: data } };
     } catch (error) {
-      if (error instanceof StorageError) {
+      if (error instanceof StorageError || error instanceof DatabaseUnavailable) {
         // Transient: the row stays `pending`, and the timer's scan runs it again.
         metrics.analysisRuns.inc({ outcome: "retry" });
-        log(JSON.stringify({
-          level: "warn",
-          time: new Date().toISOString(),
-          msg: "analysis postponed: storage failed; the next scan retries it",
+        const failed = error instanceof StorageError ? "storage" : "the database";
+        log.warn(`analysis postponed: ${failed} failed; the next scan retries it`, {
           org_id: orgId,
           experiment_id: experimentId,
           error: error.message,
-        }));
+        });
         return;
       }
       if (error instanceof ApiError) {
         outcome = { status: "failed", error: error.message, rows: null, result: null };
       } else {
-        log(JSON.stringify({
-          level: "error",
-          msg: "analysis failed",
+        log.error("analysis failed", {
           org_id: orgId,
           experiment_id: experimentId,
-          error: error instanceof Error ? `${error.message}\n${error.stack}` : String(error),
-        }));
+          error: describeError(error),
+        });
         outcome = {
           status: "failed",
           error: "The analysis failed unexpectedly; it will run again after the next delivery",
@@ -156,16 +203,24 @@ export class AnalysisService {
     const seconds = (performance.now() - t0) / 1000;
     metrics.analysisRuns.inc({ outcome: outcome.status });
     metrics.analysisSeconds.observe(seconds);
-    saveResult(db, orgId, experimentId, etag, outcome, startedAt);
-    log(JSON.stringify({
-      level: "info",
-      time: new Date().toISOString(),
-      msg: "analysis finished",
+    try {
+      await db.analyses.saveResult(orgId, experimentId, etag, outcome, startedAt);
+    } catch (error) {
+      // Not saved: the row stays `pending`, and the timer's scan runs the analysis again.
+      log.error("analysis result not saved", {
+        org_id: orgId,
+        experiment_id: experimentId,
+        error: describeError(error),
+      });
+    }
+    log.info("analysis finished", {
       org_id: orgId,
       experiment_id: experimentId,
+      etag,
+      source: delivery.source,
       status: outcome.status,
       duration_ms: Math.round(seconds * 1000),
-    }));
+    });
   }
 
   async stop(): Promise<void> {

@@ -94,7 +94,7 @@ export function parseUploadArgs(args: string[]): UploadArgs {
   };
 }
 
-/** `id_YYYYMMDD` for the UTC day of `now` (spec part 9: one dataset per day). */
+/** `id_YYYYMMDD` for the UTC day of `now` (one dataset per day, as docs/operations.md describes for nightly deliveries). */
 export function historyId(experimentId: string, now: Date): string {
   const day = now.toISOString().slice(0, 10).replaceAll("-", "");
   return `${experimentId}_${day}`;

@@ -3,9 +3,7 @@
  * server runs: WAL mode, and the server reads keys on every request).
  */
 import type { Config } from "../config.ts";
-import { openDatabase } from "../db/database.ts";
-import { createOrg, getOrg, listOrgs, setOrgActive } from "../db/orgs.ts";
-import { createKey, listKeys, revokeKey } from "../db/api_keys.ts";
+import { openControlPlane } from "../db/open_control_plane.ts";
 
 const USAGE = `usage:
   admin org create NAME [--json]
@@ -36,9 +34,7 @@ export async function runAdmin(
     return 2;
   }
   await Deno.mkdir(config.dataDir, { recursive: true });
-  const dbDir = config.dbPath.slice(0, config.dbPath.lastIndexOf("/"));
-  if (dbDir) await Deno.mkdir(dbDir, { recursive: true });
-  const db = openDatabase(config.dbPath);
+  const db = await openControlPlane(config);
   try {
     const need = (what: string) => {
       if (!arg) throw new UsageError(`missing ${what}\n${USAGE}`);
@@ -46,14 +42,14 @@ export async function runAdmin(
     };
     switch (`${group} ${action}`) {
       case "org create": {
-        const org = createOrg(db, need("NAME"));
+        const org = await db.orgs.create(need("NAME"));
         io.out(asJson ? JSON.stringify({ org_id: org.id, name: org.name }) : org.id);
         return 0;
       }
       case "org deactivate":
       case "org activate": {
         const id = need("ORG_ID");
-        if (!setOrgActive(db, id, action === "activate")) {
+        if (!(await db.orgs.setActive(id, action === "activate"))) {
           io.err(`No organization ${id}`);
           return 1;
         }
@@ -65,7 +61,7 @@ export async function runAdmin(
         return 0;
       }
       case "org list": {
-        const orgs = listOrgs(db);
+        const orgs = await db.orgs.list();
         if (asJson) {
           io.out(JSON.stringify(orgs.map((o) => ({ org_id: o.id, ...o, id: undefined }))));
         } else {
@@ -77,21 +73,21 @@ export async function runAdmin(
       }
       case "key create": {
         const orgId = need("ORG_ID");
-        if (!getOrg(db, orgId)) {
+        if (!(await db.orgs.get(orgId))) {
           io.err(`No organization ${orgId}`);
           return 1;
         }
-        const { api_key, info } = createKey(db, orgId);
+        const { api_key, info } = await db.keys.create(orgId);
         io.out(asJson ? JSON.stringify({ api_key, key_id: info.key_id, org_id: orgId }) : api_key);
         return 0;
       }
       case "key list": {
         const orgId = need("ORG_ID");
-        if (!getOrg(db, orgId)) {
+        if (!(await db.orgs.get(orgId))) {
           io.err(`No organization ${orgId}`);
           return 1;
         }
-        const keys = listKeys(db, orgId);
+        const keys = await db.keys.list(orgId);
         if (asJson) io.out(JSON.stringify(keys));
         else {
           for (const k of keys) {
@@ -106,7 +102,7 @@ export async function runAdmin(
       }
       case "key revoke": {
         const keyId = need("KEY_ID");
-        if (!revokeKey(db, keyId)) {
+        if (!(await db.keys.revoke(keyId))) {
           io.err(`No API key ${keyId}`);
           return 1;
         }
@@ -124,7 +120,7 @@ export async function runAdmin(
     }
     throw error;
   } finally {
-    db.close();
+    await db.close();
   }
 }
 

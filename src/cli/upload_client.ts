@@ -11,11 +11,11 @@ import {
   UPLOAD_USAGE,
   UsageError,
 } from "./_upload_args.ts";
-import type { UploadOptions } from "./_upload.ts";
-import { uploadDataset } from "./_upload.ts";
+import type { UploadOptions } from "./_upload_dataset.ts";
+import { uploadDataset } from "./_upload_dataset.ts";
 
-export type { UploadOptions, UploadResult } from "./_upload.ts";
-export { uploadDataset } from "./_upload.ts";
+export type { UploadOptions, UploadResult } from "./_upload_dataset.ts";
+export { uploadDataset } from "./_upload_dataset.ts";
 export { UploadFailed } from "./_answers.ts";
 export { UPLOAD_USAGE } from "./_upload_args.ts";
 

@@ -4,9 +4,8 @@
  * Only the SHA-256 of a key is stored; the key itself is shown once.
  */
 import { sha256Hex } from "../crypto/sha256.ts";
-import type { Database } from "./database.ts";
-import { nowIso, stmt } from "./database.ts";
-import { newId, randomBase62, toBase62 } from "./ids.ts";
+import type { ControlPlane } from "./control_plane.ts";
+import { randomBase62, toBase62 } from "./ids.ts";
 
 export const KEY_PREFIX = "abn_";
 const SECRET_LENGTH = 32;
@@ -61,104 +60,17 @@ export function hashKey(key: string): string {
   return sha256Hex(key);
 }
 
-export interface ApiKeyInfo {
-  key_id: string;
-  org_id: string;
-  prefix: string;
-  created_at: string;
-  last_used_at: string | null;
-  revoked_at: string | null;
-  active: boolean;
-}
-
-interface KeyRow {
-  id: string;
-  org_id: string;
-  prefix: string;
-  created_at: string;
-  last_used_at: string | null;
-  revoked_at: string | null;
-}
-
-function toInfo(row: KeyRow): ApiKeyInfo {
-  return {
-    key_id: row.id,
-    org_id: row.org_id,
-    prefix: row.prefix,
-    created_at: row.created_at,
-    last_used_at: row.last_used_at,
-    revoked_at: row.revoked_at,
-    active: row.revoked_at === null,
-  };
-}
-
-/** Creates a key for an organization; answers the full key (shown once) and its info. */
-export function createKey(db: Database, orgId: string): { api_key: string; info: ApiKeyInfo } {
-  const apiKey = generateKey();
-  const row: KeyRow = {
-    id: newId("key"),
-    org_id: orgId,
-    prefix: apiKey.slice(0, KEY_PREFIX.length + 6),
-    created_at: nowIso(),
-    last_used_at: null,
-    revoked_at: null,
-  };
-  stmt(db, "INSERT INTO api_keys (id, org_id, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?)")
-    .run(row.id, row.org_id, row.prefix, hashKey(apiKey), row.created_at);
-  return { api_key: apiKey, info: toInfo(row) };
-}
-
-export function listKeys(db: Database, orgId: string): ApiKeyInfo[] {
-  const rows = stmt(
-    db,
-    "SELECT id, org_id, prefix, created_at, last_used_at, revoked_at FROM api_keys WHERE org_id = ? ORDER BY created_at, id",
-  ).all(orgId) as unknown as KeyRow[];
-  return rows.map(toInfo);
-}
-
-/** Revokes a key; answers false when no such key exists. */
-export function revokeKey(db: Database, keyId: string): boolean {
-  const result = stmt(db, "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?")
-    .run(nowIso(), keyId);
-  return Number(result.changes) > 0;
-}
-
-export interface KeyOwner {
-  keyId: string;
-  orgId: string;
-  orgActive: boolean;
-  revoked: boolean;
-}
-
-/** Looks a key up. */
-export function findKeyOwner(db: Database, key: string): KeyOwner | null {
-  return findKeyOwnerByHash(db, hashKey(key));
-}
-
-/** Looks a key up by its SHA-256 (hex). */
-export function findKeyOwnerByHash(db: Database, hash: string): KeyOwner | null {
-  const row = stmt(
-    db,
-    `SELECT k.id AS key_id, k.org_id, k.revoked_at, o.active
-       FROM api_keys k JOIN orgs o ON o.id = k.org_id WHERE k.hash = ?`,
-  ).get(hash) as
-    | { key_id: string; org_id: string; revoked_at: string | null; active: number }
-    | undefined;
-  if (!row) return null;
-  return {
-    keyId: row.key_id,
-    orgId: row.org_id,
-    orgActive: row.active === 1,
-    revoked: row.revoked_at !== null,
-  };
-}
-
-/** Records a key's use, at most once a minute per key so the request path stays read-mostly. */
+/**
+ * Records when keys were last used, at most once a minute per key, written in one batch a second
+ * later: authentication never waits on the database for it, and a busy database only delays it.
+ */
 export class LastUsedRecorder {
-  #written = new Map<string, number>();
-  #db: Database;
+  readonly #db: ControlPlane;
+  readonly #written = new Map<string, number>();
+  #pending = new Map<string, string>();
+  #timer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(db: Database) {
+  constructor(db: ControlPlane) {
     this.#db = db;
   }
 
@@ -166,12 +78,24 @@ export class LastUsedRecorder {
     const last = this.#written.get(keyId);
     if (last !== undefined && now - last < 60_000) return;
     this.#written.set(keyId, now);
+    this.#pending.set(keyId, new Date(now).toISOString());
+    if (this.#timer === undefined) {
+      this.#timer = setTimeout(() => this.flush(), 1000);
+      Deno.unrefTimer(this.#timer as unknown as number);
+    }
+  }
+
+  /** Writes what is pending now; a failed write is retried by the key's next use after a minute. */
+  async flush(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#pending.size === 0) return;
+    const batch = this.#pending;
+    this.#pending = new Map();
     try {
-      stmt(this.#db, "UPDATE api_keys SET last_used_at = ? WHERE id = ?")
-        .run(new Date(now).toISOString(), keyId);
+      await this.#db.keys.touch(batch);
     } catch {
-      // A busy or read-only database must not fail the request, nor stall every request of the
-      // key on the busy timeout: the timestamp stays, so the next minute retries.
+      for (const keyId of batch.keys()) this.#written.delete(keyId);
     }
   }
 }

@@ -1,12 +1,11 @@
 /**
- * Bearer authentication (spec part 5): exactly `Authorization: Bearer abn_…`. Missing,
+ * Bearer authentication (docs/api.md, "Authentication"): exactly `Authorization: Bearer abn_…`. Missing,
  * malformed, unknown or revoked keys answer 401; a key of a deactivated organization 403.
  * Lookups are remembered for half a second, so admin changes apply within a second.
  */
-import type { Database } from "../db/database.ts";
+import type { ControlPlane, KeyOwner } from "../db/control_plane.ts";
 import type { LastUsedRecorder } from "../db/api_keys.ts";
-import type { KeyOwner } from "../db/api_keys.ts";
-import { findKeyOwnerByHash, hashKey, isWellFormedKey } from "../db/api_keys.ts";
+import { hashKey, isWellFormedKey } from "../db/api_keys.ts";
 import { ApiError } from "./errors.ts";
 
 export interface Principal {
@@ -38,35 +37,34 @@ export function bearerKey(header: string | null): string {
  * Key lookups answered in the last half second, by key hash: a hot key costs one hash, not a
  * query, and an admin change (revoke, deactivate) is still seen within a second.
  */
-const recent = new WeakMap<Database, Map<string, { owner: KeyOwner | null; at: number }>>();
+const recent = new WeakMap<ControlPlane, Map<string, { owner: KeyOwner | null; at: number }>>();
 const RECENT_MS = 500;
 
-function lookup(db: Database, key: string): KeyOwner | null {
+async function lookup(db: ControlPlane, key: string): Promise<KeyOwner | null> {
   let cache = recent.get(db);
   if (!cache) {
     cache = new Map();
     recent.set(db, cache);
   }
   const hash = hashKey(key);
-  const now = performance.now();
   const hit = cache.get(hash);
-  if (hit && now - hit.at < RECENT_MS) return hit.owner;
-  const owner = findKeyOwnerByHash(db, hash);
+  if (hit && performance.now() - hit.at < RECENT_MS) return hit.owner;
+  const owner = await db.keys.ownerByHash(hash);
   if (cache.size >= 10_000) cache.clear();
-  cache.set(hash, { owner, at: now });
+  cache.set(hash, { owner, at: performance.now() });
   return owner;
 }
 
-export function authenticate(
-  db: Database,
+export async function authenticate(
+  db: ControlPlane,
   header: string | null,
   recorder?: LastUsedRecorder,
-): Principal {
+): Promise<Principal> {
   const key = bearerKey(header);
   if (!isWellFormedKey(key)) {
     throw new ApiError("unauthorized", "Invalid API key");
   }
-  const owner = lookup(db, key);
+  const owner = await lookup(db, key);
   if (!owner || owner.revoked) {
     throw new ApiError("unauthorized", "Invalid API key");
   }

@@ -28,40 +28,71 @@ export interface OffThreadResult {
   sha256: string;
 }
 
-interface Session {
+export interface Session {
   onBuffer(buffer: ArrayBuffer): void;
   onError(code: string, message: string): void;
   onSummary(result: OffThreadResult): void;
 }
 
-let worker: Worker | null = null;
-let nextId = 1;
-const sessions = new Map<number, Session>();
+/**
+ * The worker thread that validates and hashes uploads, one session per upload. Started on first
+ * use; `stop()` ends it (shutdown, tests) and a later upload starts a new one.
+ */
+export class ValidatorThread {
+  #worker: Worker | null = null;
+  #nextId = 1;
+  readonly #sessions = new Map<number, Session>();
 
-function shared(): Worker {
-  if (worker) return worker;
-  worker = new Worker(new URL("./_validator_worker.ts", import.meta.url).href, { type: "module" });
-  worker.onmessage = (event: MessageEvent<ValidatorReply>) => {
-    const m = event.data;
-    const session = sessions.get(m.id);
-    if (!session) return;
-    if (m.type === "buffer") session.onBuffer(m.buffer);
-    else if (m.type === "error") session.onError(m.code, m.message);
-    else session.onSummary({ summary: m.summary, sha256: m.sha256 });
-  };
-  worker.onerror = (event) => {
-    event.preventDefault();
-    for (const session of sessions.values()) session.onError("internal_error", event.message);
-  };
-  return worker;
-}
+  /** Opens a session on the thread (starting it if needed) and answers its id. */
+  open(session: Session): number {
+    const id = this.#nextId++;
+    this.#sessions.set(id, session);
+    this.#running();
+    return id;
+  }
 
-/** Stops the shared worker (tests, shutdown). A later upload starts a new one. */
-export function stopValidatorWorker(): void {
-  worker?.terminate();
-  worker = null;
-  for (const session of sessions.values()) {
-    session.onError("internal_error", "The validator stopped");
+  /** Forgets a session; false when it was already gone. */
+  close(id: number): boolean {
+    return this.#sessions.delete(id);
+  }
+
+  has(id: number): boolean {
+    return this.#sessions.has(id);
+  }
+
+  post(message: ValidatorRequest, transfer: Transferable[] = []): void {
+    this.#running().postMessage(message, transfer);
+  }
+
+  /** Ends the thread; sessions still open fail with an internal error. */
+  stop(): void {
+    this.#worker?.terminate();
+    this.#worker = null;
+    for (const session of this.#sessions.values()) {
+      session.onError("internal_error", "The validator stopped");
+    }
+  }
+
+  #running(): Worker {
+    if (this.#worker) return this.#worker;
+    const worker = new Worker(new URL("./_validator_worker.ts", import.meta.url).href, {
+      type: "module",
+    });
+    worker.onmessage = (event: MessageEvent<ValidatorReply>) => {
+      const m = event.data;
+      const session = this.#sessions.get(m.id);
+      if (!session) return;
+      if (m.type === "buffer") session.onBuffer(m.buffer);
+      else if (m.type === "error") session.onError(m.code, m.message);
+      else session.onSummary({ summary: m.summary, sha256: m.sha256 });
+    };
+    worker.onerror = (event) => {
+      event.preventDefault();
+      for (const session of this.#sessions.values()) {
+        session.onError("internal_error", event.message);
+      }
+    };
+    return this.#worker = worker;
   }
 }
 
@@ -73,8 +104,8 @@ function toError(code: string, message: string): Error {
 }
 
 export class OffThreadValidator {
-  readonly #id = nextId++;
-  readonly #worker = shared();
+  readonly #thread: ValidatorThread;
+  readonly #id: number;
   #error: Error | null = null;
   #summary: Promise<OffThreadResult>;
   #resolve!: (s: OffThreadResult) => void;
@@ -90,10 +121,12 @@ export class OffThreadValidator {
    * `follow`, the worker reads the file at that path as it grows instead of taking batches.
    */
   constructor(
+    thread: ValidatorThread,
     onBuffer: (buffer: ArrayBuffer) => void,
     onError?: (error: Error) => void,
     follow?: string,
   ) {
+    this.#thread = thread;
     this.#onBuffer = onBuffer;
     this.#onError = onError;
     this.#summary = new Promise((resolve, reject) => {
@@ -101,7 +134,7 @@ export class OffThreadValidator {
       this.#reject = reject;
     });
     this.#summary.catch(() => {});
-    sessions.set(this.#id, {
+    this.#id = thread.open({
       onBuffer: (buffer) => {
         this.#inFlight--;
         this.#onBuffer(buffer);
@@ -114,10 +147,10 @@ export class OffThreadValidator {
       },
       onSummary: (result) => {
         this.#resolve(result);
-        sessions.delete(this.#id);
+        thread.close(this.#id);
       },
     });
-    this.#worker.postMessage(
+    thread.post(
       (follow === undefined
         ? { id: this.#id, type: "start" }
         : { id: this.#id, type: "follow", path: follow }) satisfies ValidatorRequest,
@@ -125,8 +158,12 @@ export class OffThreadValidator {
   }
 
   /** A validator that reads the file at `path` while it is written; see `finish(size)`. */
-  static follow(path: string, onError: (error: Error) => void): OffThreadValidator {
-    return new OffThreadValidator(() => {}, onError, path);
+  static follow(
+    thread: ValidatorThread,
+    path: string,
+    onError: (error: Error) => void,
+  ): OffThreadValidator {
+    return new OffThreadValidator(thread, () => {}, onError, path);
   }
 
   /** Throws the first error the worker found so far. */
@@ -139,7 +176,7 @@ export class OffThreadValidator {
     this.check();
     this.#inFlight++;
     const buffer = batch.buffer as ArrayBuffer;
-    this.#worker.postMessage(
+    this.#thread.post(
       { id: this.#id, type: "chunk", buffer, length: batch.length } satisfies ValidatorRequest,
       [buffer],
     );
@@ -150,13 +187,12 @@ export class OffThreadValidator {
    * is told the file's final size, and answers once it has read that far.
    */
   finish(size?: number): Promise<OffThreadResult> {
-    this.#worker.postMessage({ id: this.#id, type: "finish", size } satisfies ValidatorRequest);
+    this.#thread.post({ id: this.#id, type: "finish", size } satisfies ValidatorRequest);
     return this.#summary;
   }
 
   abort(): void {
-    if (!sessions.has(this.#id)) return;
-    sessions.delete(this.#id);
-    this.#worker.postMessage({ id: this.#id, type: "abort" } satisfies ValidatorRequest);
+    if (!this.#thread.close(this.#id)) return;
+    this.#thread.post({ id: this.#id, type: "abort" } satisfies ValidatorRequest);
   }
 }

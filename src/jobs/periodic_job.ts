@@ -3,13 +3,14 @@
  * one finished. A failing run is logged and counted; the next one runs as usual.
  */
 import type { Metrics } from "../metrics.ts";
+import type { Logger } from "../log.ts";
 
 export interface PeriodicJobOptions {
   name: string;
   intervalMs: number;
   run: () => Promise<Record<string, unknown> | void>;
   metrics: Metrics;
-  log?: (line: string) => void;
+  log: Logger;
   /** Delay before the first run; default intervalMs. */
   firstDelayMs?: number;
 }
@@ -41,28 +42,22 @@ export class PeriodicJob {
   /** One run now (used by the timer, tests and the event endpoint). Never throws. */
   async runOnce(): Promise<void> {
     const { name, metrics } = this.#options;
-    const log = this.#options.log ?? ((line: string) => console.log(line));
+    const log = this.#options.log;
     const started = performance.now();
     try {
       const result = await this.#options.run();
       metrics.timerRuns.inc({ job: name, outcome: "ok" });
       if (result && Object.keys(result).length > 0) {
-        log(JSON.stringify({
-          level: "info",
-          time: new Date().toISOString(),
-          msg: `timer ${name}`,
+        log.info(`timer ${name}`, {
           duration_ms: Math.round(performance.now() - started),
           ...result,
-        }));
+        });
       }
     } catch (error) {
       metrics.timerRuns.inc({ job: name, outcome: "failed" });
-      log(JSON.stringify({
-        level: "error",
-        time: new Date().toISOString(),
-        msg: `timer ${name} failed`,
+      log.error(`timer ${name} failed`, {
         error: error instanceof Error ? error.message : String(error),
-      }));
+      });
     }
   }
 

@@ -7,8 +7,7 @@
 import type { ObjectInfo, ObjectStore } from "../storage/object_store.ts";
 import type { DeliveryHub } from "../deliveries.ts";
 import { parseDatasetKey } from "../deliveries.ts";
-import type { Database } from "../db/database.ts";
-import { deleteAnalysis, listAnalysisEtags } from "../db/analyses.ts";
+import type { ControlPlane } from "../db/control_plane.ts";
 import type { Metrics } from "../metrics.ts";
 
 /** Every stored dataset object, page by page. */
@@ -23,7 +22,7 @@ export async function* allDatasets(store: ObjectStore): AsyncGenerator<ObjectInf
 
 export interface ScanDeps {
   store: ObjectStore;
-  db: Database;
+  db: ControlPlane;
   deliveries: DeliveryHub;
   maxUploadBytes: number;
   /** Answers true when a delivery with this ETag is already queued or running here. */
@@ -32,12 +31,8 @@ export interface ScanDeps {
 
 /** Publishes every dataset whose ETag has no analysis yet (or only a pending one not running). */
 export async function scanDeliveries(deps: ScanDeps): Promise<{ noticed: number }> {
-  const known = listAnalysisEtags(deps.db);
-  const pending = new Set(
-    (deps.db.prepare("SELECT org_id, experiment_id FROM analyses WHERE status = 'pending'")
-      .all() as unknown as { org_id: string; experiment_id: string }[])
-      .map((r) => `${r.org_id}/${r.experiment_id}`),
-  );
+  const known = await deps.db.analyses.etags();
+  const pending = await deps.db.analyses.pending();
   let noticed = 0;
   for await (const info of allDatasets(deps.store)) {
     if (info.size > deps.maxUploadBytes) continue;
@@ -62,7 +57,7 @@ export async function scanDeliveries(deps: ScanDeps): Promise<{ noticed: number 
 
 export interface CleanupDeps {
   store: ObjectStore;
-  db: Database;
+  db: ControlPlane;
   metrics: Metrics;
   maxUploadBytes: number;
 }
@@ -77,7 +72,7 @@ export async function cleanup(deps: CleanupDeps): Promise<{ deleted: number; swe
     if (!now || now.etag !== info.etag || now.size <= deps.maxUploadBytes) continue;
     await deps.store.delete(info.key);
     const { orgId, experimentId } = parseDatasetKey(info.key)!;
-    deleteAnalysis(deps.db, orgId, experimentId);
+    await deps.db.analyses.delete(orgId, experimentId);
     deleted++;
     deps.metrics.cleanupDeletions.inc();
   }

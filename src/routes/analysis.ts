@@ -1,11 +1,9 @@
 /**
  * `GET /datasets/{id}/analysis/` and `GET|PUT /datasets/{id}/settings/`.
  */
-import type { Ctx, RouteTable } from "../app.ts";
-import { json } from "../app.ts";
+import type { AppCtx, AppRoutes } from "./deps.ts";
+import { json } from "../http/context.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
-import { getAnalysis } from "../db/analyses.ts";
-import { getSettings, saveSettings } from "../db/settings.ts";
 import { checkSettingsAgainstData, validateSettings } from "../analysis/settings.ts";
 import type { Aggregate } from "../analysis/aggregate/aggregate_types.ts";
 import { datasetKey } from "../storage/object_store.ts";
@@ -24,10 +22,10 @@ const EMPTY = {
   warnings: [],
 };
 
-async function analysis(ctx: Ctx): Promise<Response> {
-  const principal = ctx.auth();
+async function analysis(ctx: AppCtx): Promise<Response> {
+  const principal = await ctx.auth();
   const { experimentId, key, info } = await requireDataset(ctx, principal.orgId);
-  const row = getAnalysis(ctx.deps.db, principal.orgId, experimentId);
+  const row = await ctx.deps.db.analyses.get(principal.orgId, experimentId);
   const current = row !== null && row.etag === info.etag;
   if (!current || row.status === "pending") {
     // Self-healing: make sure this delivery is on its way (two-step deliveries not yet scanned).
@@ -61,25 +59,29 @@ async function analysis(ctx: Ctx): Promise<Response> {
   });
 }
 
-function readSettings(ctx: Ctx): Response {
-  const principal = ctx.auth();
+async function readSettings(ctx: AppCtx): Promise<Response> {
+  const principal = await ctx.auth();
   const experimentId = parseExperimentId(ctx.params.experiment_id);
-  return json(ctx, getSettings(ctx.deps.db, principal.orgId, experimentId) ?? {});
+  return json(ctx, (await ctx.deps.db.settings.get(principal.orgId, experimentId)) ?? {});
 }
 
-async function writeSettings(ctx: Ctx): Promise<Response> {
-  const principal = ctx.auth();
+async function writeSettings(ctx: AppCtx): Promise<Response> {
+  const principal = await ctx.auth();
   const experimentId = parseExperimentId(ctx.params.experiment_id);
   const body = await readJsonObject(ctx.req);
   const settings = validateSettings(body);
   const key = datasetKey(principal.orgId, experimentId);
   const info = await ctx.deps.store.head(key);
   if (info) {
-    const row = getAnalysis(ctx.deps.db, principal.orgId, experimentId);
+    const row = await ctx.deps.db.analyses.get(principal.orgId, experimentId);
     const data = row?.status === "ready" && row.result ? JSON.parse(row.result)._data : null;
     if (data) checkSettingsAgainstData(settings, data as Aggregate);
   }
-  saveSettings(ctx.deps.db, principal.orgId, experimentId, settings as Record<string, unknown>);
+  await ctx.deps.db.settings.save(
+    principal.orgId,
+    experimentId,
+    settings as Record<string, unknown>,
+  );
   if (info && info.size <= ctx.deps.config.maxUploadBytes) {
     ctx.deps.deliveries.publish({
       orgId: principal.orgId,
@@ -93,7 +95,7 @@ async function writeSettings(ctx: Ctx): Promise<Response> {
   return json(ctx, settings);
 }
 
-export const analysisRoutes: RouteTable = [
+export const analysisRoutes: AppRoutes = [
   ["GET", "/api/v1/datasets/:experiment_id/analysis/", analysis],
   ["GET", "/api/v1/datasets/:experiment_id/settings/", readSettings],
   ["PUT", "/api/v1/datasets/:experiment_id/settings/", writeSettings],

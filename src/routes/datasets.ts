@@ -2,8 +2,8 @@
  * The organization's datasets, read live from storage (so a two-step delivery shows at once):
  * `GET /datasets/`, `GET|DELETE /datasets/{id}/`, `GET /datasets/{id}/file/`.
  */
-import type { Ctx, RouteTable } from "../app.ts";
-import { json } from "../app.ts";
+import type { AppCtx, AppRoutes } from "./deps.ts";
+import { json } from "../http/context.ts";
 import { ApiError } from "../http/errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
 import type { ObjectInfo } from "../storage/object_store.ts";
@@ -11,8 +11,7 @@ import { Buffer } from "node:buffer";
 import { datasetKey, orgPrefix } from "../storage/object_store.ts";
 import type { UrlSigner } from "../crypto/url_signer.ts";
 import { parseDatasetKey } from "../deliveries.ts";
-import type { Database } from "../db/database.ts";
-import { analysisStatus, deleteAnalysis } from "../db/analyses.ts";
+import type { ControlPlane } from "../db/control_plane.ts";
 
 export function notFound(experimentId: string): ApiError {
   return new ApiError(
@@ -30,8 +29,8 @@ export function tooLarge(experimentId: string, size: number, limit: number): Api
   );
 }
 
-export function describe(
-  db: Database,
+export async function describe(
+  db: ControlPlane,
   orgId: string,
   experimentId: string,
   info: ObjectInfo,
@@ -45,13 +44,13 @@ export function describe(
     etag: info.etag,
     analysis_status: info.size > limit
       ? "too_large"
-      : analysisStatus(db, orgId, experimentId, info.etag),
+      : await db.analyses.status(orgId, experimentId, info.etag),
   };
 }
 
 /** The stored dataset of the path's experiment: 404 when none, 400 when over the limit. */
 export async function requireDataset(
-  ctx: Ctx,
+  ctx: AppCtx,
   orgId: string,
   options: { allowTooLarge?: boolean } = {},
 ): Promise<{ experimentId: string; key: string; info: ObjectInfo }> {
@@ -92,14 +91,14 @@ function openCursor(signer: UrlSigner, orgId: string, sealed: string): string {
   );
 }
 
-async function list(ctx: Ctx): Promise<Response> {
-  const principal = ctx.auth();
+async function list(ctx: AppCtx): Promise<Response> {
+  const principal = await ctx.auth();
   const limitText = ctx.url.searchParams.get("limit");
   const limit = limitText === null ? 1000 : Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
     throw new ApiError("invalid_json", "limit must be a whole number from 1 to 1000");
   }
-  const signer = ctx.deps.services.signer as UrlSigner;
+  const signer = ctx.deps.signer;
   const given = ctx.url.searchParams.get("cursor") || null;
   const cursor = given === null ? null : openCursor(signer, principal.orgId, given);
   const page = await ctx.deps.store.list(orgPrefix(principal.orgId), { limit, cursor });
@@ -108,7 +107,7 @@ async function list(ctx: Ctx): Promise<Response> {
     const parsed = parseDatasetKey(info.key);
     if (!parsed || parsed.orgId !== principal.orgId) continue;
     datasets.push(
-      describe(
+      await describe(
         ctx.deps.db,
         principal.orgId,
         parsed.experimentId,
@@ -125,17 +124,23 @@ async function list(ctx: Ctx): Promise<Response> {
   });
 }
 
-async function show(ctx: Ctx): Promise<Response> {
-  const principal = ctx.auth();
+async function show(ctx: AppCtx): Promise<Response> {
+  const principal = await ctx.auth();
   const { experimentId, key, info } = await requireDataset(ctx, principal.orgId);
   return json(ctx, {
-    ...describe(ctx.deps.db, principal.orgId, experimentId, info, ctx.deps.config.maxUploadBytes),
+    ...await describe(
+      ctx.deps.db,
+      principal.orgId,
+      experimentId,
+      info,
+      ctx.deps.config.maxUploadBytes,
+    ),
     key,
   });
 }
 
-async function download(ctx: Ctx): Promise<Response> {
-  const principal = ctx.auth();
+async function download(ctx: AppCtx): Promise<Response> {
+  const principal = await ctx.auth();
   const experimentId = parseExperimentId(ctx.params.experiment_id);
   const object = await ctx.deps.store.get(datasetKey(principal.orgId, experimentId));
   if (!object) throw notFound(experimentId);
@@ -153,17 +158,17 @@ async function download(ctx: Ctx): Promise<Response> {
   });
 }
 
-async function remove(ctx: Ctx): Promise<Response> {
-  const principal = ctx.auth();
+async function remove(ctx: AppCtx): Promise<Response> {
+  const principal = await ctx.auth();
   const { experimentId, key } = await requireDataset(ctx, principal.orgId, { allowTooLarge: true });
   // The analysis first: when the database cannot be written, nothing is deleted (503, retry);
   // when storage then fails, the file stays and the timer analyses it again.
-  deleteAnalysis(ctx.deps.db, principal.orgId, experimentId);
+  await ctx.deps.db.analyses.delete(principal.orgId, experimentId);
   await ctx.deps.store.delete(key);
   return json(ctx, { deleted: true, experiment_id: experimentId });
 }
 
-export const datasetRoutes: RouteTable = [
+export const datasetRoutes: AppRoutes = [
   ["GET", "/api/v1/datasets/", list],
   ["GET", "/api/v1/datasets/:experiment_id/", show],
   ["DELETE", "/api/v1/datasets/:experiment_id/", remove],

@@ -1,11 +1,10 @@
-import type { RouteTable } from "../app.ts";
-import { json } from "../app.ts";
-import { databaseReachable } from "../db/database.ts";
+import type { AppRoutes } from "./deps.ts";
+import { json } from "../http/context.ts";
 import { ApiError } from "../http/errors.ts";
 
-export const healthRoutes: RouteTable = [
-  ["GET", "/healthz", (ctx) => {
-    if (!databaseReachable(ctx.deps.db)) {
+export const healthRoutes: AppRoutes = [
+  ["GET", "/healthz", async (ctx) => {
+    if (!(await ctx.deps.db.reachable())) {
       throw new ApiError("service_unavailable", "The database is not reachable");
     }
     return json(ctx, { status: "ok" });

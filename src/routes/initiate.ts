@@ -1,9 +1,9 @@
 /**
- * `POST /api/v1/datasets/initiate/` (spec 4.1): a time-limited URL for one `PUT` of the dataset
+ * `POST /api/v1/datasets/initiate/` (docs/api.md): a time-limited URL for one `PUT` of the dataset
  * straight to storage. Optional `size_bytes` binds the URL to that exact length.
  */
-import type { Ctx, RouteTable } from "../app.ts";
-import { json } from "../app.ts";
+import type { AppCtx, AppRoutes } from "./deps.ts";
+import { json } from "../http/context.ts";
 import { ApiError } from "../http/errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
 import { datasetKey } from "../storage/object_store.ts";
@@ -53,9 +53,9 @@ function parseJsonObject(text: string): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-async function initiate(ctx: Ctx): Promise<Response> {
+async function initiate(ctx: AppCtx): Promise<Response> {
   const { config, store } = ctx.deps;
-  const principal = ctx.auth();
+  const principal = await ctx.auth();
   const body = await readJsonObject(ctx.req);
   const experimentId = parseExperimentId(body.experiment_id);
   ctx.logFields.experiment_id = experimentId;
@@ -93,6 +93,6 @@ async function initiate(ctx: Ctx): Promise<Response> {
   });
 }
 
-export const initiateRoutes: RouteTable = [
+export const initiateRoutes: AppRoutes = [
   ["POST", "/api/v1/datasets/initiate/", initiate],
 ];

@@ -1,18 +1,16 @@
-import type { RouteTable } from "../app.ts";
-import { json } from "../app.ts";
-import { listKeys } from "../db/api_keys.ts";
-import { getOrg } from "../db/orgs.ts";
+import type { AppRoutes } from "./deps.ts";
+import { json } from "../http/context.ts";
 
 /** `GET /api/v1/keys/`: the caller's organization and the status of its keys (no secrets). */
-export const keyRoutes: RouteTable = [
-  ["GET", "/api/v1/keys/", (ctx) => {
-    const principal = ctx.auth();
-    const org = getOrg(ctx.deps.db, principal.orgId);
+export const keyRoutes: AppRoutes = [
+  ["GET", "/api/v1/keys/", async (ctx) => {
+    const principal = await ctx.auth();
+    const org = await ctx.deps.db.orgs.get(principal.orgId);
     return json(ctx, {
       organization: org &&
         { org_id: org.id, name: org.name, active: org.active, created_at: org.created_at },
       current_key_id: principal.keyId,
-      keys: listKeys(ctx.deps.db, principal.orgId).map((k) => ({
+      keys: (await ctx.deps.db.keys.list(principal.orgId)).map((k) => ({
         key_id: k.key_id,
         prefix: k.prefix,
         created_at: k.created_at,

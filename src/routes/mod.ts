@@ -1,4 +1,4 @@
-import type { RouteTable } from "../app.ts";
+import type { AppRoutes } from "./deps.ts";
 import { uploadRoutes } from "./upload.ts";
 import { initiateRoutes } from "./initiate.ts";
 import { datasetRoutes } from "./datasets.ts";
@@ -7,9 +7,11 @@ import { analysisRoutes } from "./analysis.ts";
 import { storageEventRoutes } from "./storage_events.ts";
 import { storagePutRoutes } from "./storage_put.ts";
 import { uiRoutes } from "./ui.ts";
+import { healthRoutes } from "./health.ts";
 
-/** Every API route table, in the order they are matched. */
-export const apiRoutes: RouteTable[] = [
+/** Every route table, in the order they are matched. */
+export const apiRoutes: AppRoutes[] = [
+  healthRoutes,
   uploadRoutes,
   initiateRoutes,
   datasetRoutes,

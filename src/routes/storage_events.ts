@@ -5,13 +5,13 @@
  * header value, or as `?token=`.
  */
 import { timingSafeEqualText } from "../db/api_keys.ts";
-import type { Ctx, RouteTable } from "../app.ts";
-import { json } from "../app.ts";
+import type { AppCtx, AppRoutes } from "./deps.ts";
+import { json } from "../http/context.ts";
 import { ApiError } from "../http/errors.ts";
 import { parseDatasetKey } from "../deliveries.ts";
 import { readJsonObject } from "./initiate.ts";
 
-async function storageEvents(ctx: Ctx): Promise<Response> {
+async function storageEvents(ctx: AppCtx): Promise<Response> {
   const expected = ctx.deps.config.storageEventsToken;
   if (!expected) {
     throw new ApiError("not_found", "Storage events are not enabled (ABN_STORAGE_EVENTS_TOKEN)");
@@ -45,6 +45,6 @@ async function storageEvents(ctx: Ctx): Promise<Response> {
   return json(ctx, { accepted });
 }
 
-export const storageEventRoutes: RouteTable = [
+export const storageEventRoutes: AppRoutes = [
   ["POST", "/api/v1/storage-events/", storageEvents],
 ];

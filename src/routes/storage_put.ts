@@ -2,20 +2,15 @@
  * `PUT {ABN_PUBLIC_URL}/storage/{key}?expires=…&signature=…`: the local driver's upload URL,
  * served by this process. No Authorization header: the HMAC signature is the permission.
  */
-import type { Ctx, RouteTable } from "../app.ts";
+import type { AppCtx, AppRoutes } from "./deps.ts";
 import { ApiError } from "../http/errors.ts";
 import { parseDatasetKey } from "../deliveries.ts";
-import { getOrg } from "../db/orgs.ts";
-import type { UrlSigner } from "../crypto/url_signer.ts";
-import { receiveBody } from "../ingest/receive.ts";
-import { checkDeclaredLength, rejectionReason } from "./upload.ts";
 
-async function storagePut(ctx: Ctx): Promise<Response> {
-  const { config, store, metrics, deliveries, db } = ctx.deps;
+async function storagePut(ctx: AppCtx): Promise<Response> {
+  const { store, db, signer, ingest } = ctx.deps;
   if (store.driver !== "local") {
     throw new ApiError("not_found", "Uploads go straight to the S3 storage on this service");
   }
-  const signer = ctx.deps.services.signer as UrlSigner;
   const key = ctx.params.key;
   const target = parseDatasetKey(key);
   const check = target
@@ -36,68 +31,23 @@ async function storagePut(ctx: Ctx): Promise<Response> {
         "The upload URL has expired: obtain a new one from POST /api/v1/datasets/initiate/ and repeat the PUT",
       );
     }
-    const org = getOrg(db, target.orgId);
+    const org = await db.orgs.get(target.orgId);
     if (!org) throw new ApiError("invalid_signature", "The upload URL is not valid");
     if (!org.active) {
       throw new ApiError("org_deactivated", "The organization of this upload URL is deactivated");
     }
-    checkDeclaredLength(ctx.req, config.maxUploadBytes);
-    const declared = ctx.req.headers.get("content-length");
-    if (check.size !== undefined && declared !== null && Number(declared) !== check.size) {
-      throw new ApiError(
-        "invalid_signature",
-        `This upload URL only accepts a body of ${check.size} bytes; Content-Length is ${declared}`,
-      );
-    }
-    const release = ctx.deps.uploadSlots?.take(ctx.req);
-    try {
-      const writer = await store.createWriter(key);
-      let bytes = 0;
-      try {
-        bytes = await receiveBody(ctx.req.body, writer, {
-          maxBytes: check.size !== undefined
-            ? Math.min(check.size, config.maxUploadBytes)
-            : config.maxUploadBytes,
-          idleTimeoutMs: config.bodyIdleTimeoutSeconds * 1000,
-          minBytesPerSecond: config.bodyMinBytesPerSecond,
-          onChunk: (chunk) => metrics.bytesReceived.inc({ route: "presigned_put" }, chunk.length),
-        });
-        if (check.size !== undefined && bytes !== check.size) {
-          throw new ApiError(
-            "invalid_signature",
-            `This upload URL only accepts a body of ${check.size} bytes; received ${bytes}`,
-          );
-        }
-        const info = await writer.commit();
-        ctx.logFields.bytes_in = bytes;
-        metrics.uploadsStored.inc({ route: "presigned_put" });
-        deliveries.publish({
-          orgId: target.orgId,
-          experimentId: target.experimentId,
-          key,
-          info,
-          validated: false,
-          source: "presigned_put",
-        });
-        return new Response(null, {
-          status: 200,
-          headers: { etag: `"${info.etag}"`, "x-request-id": ctx.requestId },
-        });
-      } catch (error) {
-        ctx.logFields.bytes_in = bytes;
-        await writer.abort();
-        throw error;
-      }
-    } finally {
-      release?.();
-    }
   } catch (error) {
     ctx.req.body?.cancel().catch(() => {});
-    metrics.uploadsRejected.inc({ reason: rejectionReason(error) });
+    ingest.reject(error);
     throw error;
   }
+  const info = await ingest.put(ctx.req, key, target, check.size, ctx.logFields);
+  return new Response(null, {
+    status: 200,
+    headers: { etag: `"${info.etag}"`, "x-request-id": ctx.requestId },
+  });
 }
 
-export const storagePutRoutes: RouteTable = [
+export const storagePutRoutes: AppRoutes = [
   ["PUT", "/storage/*key", storagePut],
 ];

@@ -5,7 +5,7 @@
  * Content-Security-Policy (same origin only), an ETag, and `Cache-Control: no-cache` so browsers
  * revalidate (a 304 when nothing changed) and a new release is picked up at once.
  */
-import type { Ctx, RouteTable } from "../app.ts";
+import type { AppCtx, AppRoutes } from "./deps.ts";
 import { ApiError } from "../http/errors.ts";
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -72,7 +72,7 @@ function etagMatches(header: string | null, etag: string): boolean {
   });
 }
 
-async function serve(ctx: Ctx, name: string): Promise<Response> {
+async function serve(ctx: AppCtx, name: string): Promise<Response> {
   const found = ASSET_NAME.test(name) ? await asset(name) : null;
   if (!found) throw new ApiError("not_found", `Not found: ${ctx.url.pathname}`);
   const headers = new Headers({
@@ -92,7 +92,7 @@ async function serve(ctx: Ctx, name: string): Promise<Response> {
   return new Response(ctx.req.method === "HEAD" ? null : found.body, { headers });
 }
 
-export const uiRoutes: RouteTable = [
+export const uiRoutes: AppRoutes = [
   ["GET", "/", (ctx) => serve(ctx, "index.html")],
   ["GET", "/ui/:file", (ctx) => serve(ctx, ctx.params.file)],
 ];

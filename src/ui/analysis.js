@@ -2,7 +2,7 @@
  * The analysis of one experiment as the page shows it: dataset facts, the SRM verdict, the
  * accumulated sample against its target, the win probability on the key metric, charts over
  * time, the per-metric table, and the states before and around it (loading, pending, failed,
- * the errors of spec 7.4).
+ * the errors of the analysis page: 404 no dataset, 400 over the limit).
  */
 import { ApiError } from "./api.js";
 import { colorOf } from "./charts.js";
@@ -57,7 +57,7 @@ export function renderLoading(root, id) {
 }
 
 /**
- * The errors of spec 7.4 and the rest, in words.
+ * The analysis errors (404 no dataset, 400 over the limit) and the rest, in words.
  * @param {HTMLElement} root
  * @param {string} id
  * @param {unknown} error

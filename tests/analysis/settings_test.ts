@@ -13,8 +13,8 @@ function assertInvalid(run: () => unknown, message: RegExp): void {
   });
 }
 
-Deno.test("validateSettings accepts the example of the design document", () => {
-  // Verbatim from DESIGN.md, "Analysis" → Settings.
+Deno.test("validateSettings accepts the example of the settings reference", () => {
+  // Verbatim from docs/api.md, "Settings".
   const example = JSON.parse(`{"key_metric": "revenue", "control": "A", "expected_split": {"A": 0.5,
     "B": 0.5}, "mde": 0.05, "alpha": 0.05, "power": 0.8, "target_users_per_variant": 50000,
     "metric_kinds": {"visits": "numeric"}}`);

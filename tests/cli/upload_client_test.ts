@@ -11,7 +11,6 @@ import {
   uploadDataset,
   UploadFailed,
 } from "../../src/cli/upload_client.ts";
-import { setOrgActive } from "../../src/db/orgs.ts";
 
 const SMALL = await Deno.readFile(new URL("../testdata/small.csv", import.meta.url));
 const INVALID = new TextEncoder().encode("user_id,variant,date,converted\nu1,A,2026-01-01\n");
@@ -419,7 +418,7 @@ Deno.test("uploadDataset reports a 413 and an org_deactivated 403 at once, witho
     assertEquals(error.status, 413);
     assertEquals(notices, []);
     // A deactivated organization: initiate answers 403 once, no URL refresh loop.
-    setOrgActive(server.service.db, server.orgId, false);
+    await server.service.db.orgs.setActive(server.orgId, false);
     // Admin changes reach the running server within one second.
     await new Promise((r) => setTimeout(r, 600));
     const refused = await assertRejects(

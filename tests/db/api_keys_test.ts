@@ -1,14 +1,6 @@
 import { assert, assertEquals } from "../_assert.ts";
-import { openDatabase } from "../../src/db/database.ts";
-import { createOrg } from "../../src/db/orgs.ts";
-import {
-  createKey,
-  findKeyOwner,
-  generateKey,
-  isWellFormedKey,
-  listKeys,
-  revokeKey,
-} from "../../src/db/api_keys.ts";
+import { SqliteControlPlane } from "../../src/db/sqlite/sqlite_control_plane.ts";
+import { generateKey, hashKey, isWellFormedKey } from "../../src/db/api_keys.ts";
 
 Deno.test("generateKey makes abn_ keys with 32 random base62 characters and a valid checksum", () => {
   const seen = new Set<string>();
@@ -34,13 +26,13 @@ Deno.test("isWellFormedKey refuses a key with one character changed", () => {
   assertEquals(isWellFormedKey(key + "x"), false);
 });
 
-Deno.test("createKey stores only the hash: the database file never contains the key", async () => {
+Deno.test("keys.create stores only the hash: the database file never contains the key", async () => {
   const dir = await Deno.makeTempDir();
-  const db = openDatabase(`${dir}/abn.sqlite`);
-  const org = createOrg(db, "acme");
-  const keys = [createKey(db, org.id).api_key, createKey(db, org.id).api_key];
-  db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
-  db.close();
+  const db = new SqliteControlPlane(`${dir}/abn.sqlite`);
+  const org = await db.orgs.create("acme");
+  const keys = [(await db.keys.create(org.id)).api_key, (await db.keys.create(org.id)).api_key];
+  db.sqlite.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  await db.close();
   const bytes = new TextDecoder("latin1").decode(await Deno.readFile(`${dir}/abn.sqlite`));
   for (const key of keys) {
     assertEquals(bytes.includes(key), false);
@@ -50,22 +42,22 @@ Deno.test("createKey stores only the hash: the database file never contains the 
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("findKeyOwner finds a key, sees its revocation and the organization's state", async () => {
+Deno.test("keys.ownerByHash finds a key, sees its revocation and the organization's state", async () => {
   const dir = await Deno.makeTempDir();
-  const db = openDatabase(`${dir}/abn.sqlite`);
-  const org = createOrg(db, "acme");
-  const { api_key, info } = createKey(db, org.id);
-  assertEquals(findKeyOwner(db, api_key), {
+  const db = new SqliteControlPlane(`${dir}/abn.sqlite`);
+  const org = await db.orgs.create("acme");
+  const { api_key, info } = await db.keys.create(org.id);
+  assertEquals(await db.keys.ownerByHash(hashKey(api_key)), {
     keyId: info.key_id,
     orgId: org.id,
     orgActive: true,
     revoked: false,
   });
-  assertEquals(findKeyOwner(db, generateKey()), null);
-  assert(revokeKey(db, info.key_id));
-  assertEquals(findKeyOwner(db, api_key)?.revoked, true);
-  assertEquals(listKeys(db, org.id)[0].active, false);
-  assertEquals(revokeKey(db, "key_missing"), false);
-  db.close();
+  assertEquals(await db.keys.ownerByHash(hashKey(generateKey())), null);
+  assert(await db.keys.revoke(info.key_id));
+  assertEquals((await db.keys.ownerByHash(hashKey(api_key)))?.revoked, true);
+  assertEquals((await db.keys.list(org.id))[0].active, false);
+  assertEquals(await db.keys.revoke("key_missing"), false);
+  await db.close();
   await Deno.remove(dir, { recursive: true });
 });

@@ -237,7 +237,7 @@ driverTest(
     assertEquals(a.status, "failed");
     assertEquals(a.error, message);
     await assertApiError(await analysisOf(server, "missing"), 404, "not_found");
-    const other = server.newOrg("other");
+    const other = await server.newOrg("other");
     await assertApiError(await analysisOf(server, "twostep", other.apiKey), 404, "not_found");
   },
   { ABN_SCAN_INTERVAL_SECONDS: "1" },

@@ -1,8 +1,6 @@
 import { assert, assertApiError, assertEquals, eventually } from "../_assert.ts";
 import { startTestServer } from "../_server.ts";
-import { generateKey, revokeKey } from "../../src/db/api_keys.ts";
-import { setOrgActive } from "../../src/db/orgs.ts";
-import { listKeys } from "../../src/db/api_keys.ts";
+import { generateKey } from "../../src/db/api_keys.ts";
 
 Deno.test("auth answers 401 JSON for missing, malformed, unknown and revoked keys", async () => {
   const server = await startTestServer();
@@ -25,8 +23,8 @@ Deno.test("auth answers 401 JSON for missing, malformed, unknown and revoked key
     assertEquals(body.keys.length, 1);
     assertEquals(body.keys[0].status, "active");
     assertEquals(JSON.stringify(body).includes(server.apiKey), false);
-    const keyId = listKeys(server.service.db, server.orgId)[0].key_id;
-    revokeKey(server.service.db, keyId);
+    const keyId = (await server.service.db.keys.list(server.orgId))[0].key_id;
+    await server.service.db.keys.revoke(keyId);
     const status = async () => {
       const res = await get(`Bearer ${server.apiKey}`);
       await res.body?.cancel();
@@ -51,10 +49,10 @@ Deno.test("auth answers 403 for a key of a deactivated organization, and 200 aga
       return res.status;
     };
     assertEquals(await status(), 200);
-    setOrgActive(server.service.db, server.orgId, false);
+    await server.service.db.orgs.setActive(server.orgId, false);
     await eventually(status, 403, 1000);
     await assertApiError(await get(), 403, "org_deactivated");
-    setOrgActive(server.service.db, server.orgId, true);
+    await server.service.db.orgs.setActive(server.orgId, true);
     await eventually(status, 200, 1000);
   } finally {
     await server.close();
@@ -82,7 +80,7 @@ Deno.test("every response carries X-Request-Id and unknown paths answer 404 JSON
 Deno.test("healthz answers 503 when the database is closed", async () => {
   const server = await startTestServer();
   try {
-    server.service.db.close();
+    await server.service.db.close();
     await assertApiError(await fetch(`${server.url}/healthz`), 503, "service_unavailable");
   } finally {
     server.service.close = () => Promise.resolve();

@@ -59,7 +59,7 @@ driverTest(
     })).json();
     assertEquals(list.datasets.map((d: { experiment_id: string }) => d.experiment_id), ["exp-2s"]);
     assertEquals(list.datasets[0].size_bytes, VALID.length);
-    const other = server.newOrg("other");
+    const other = await server.newOrg("other");
     const theirs = await (await fetch(`${server.api}/datasets/`, {
       headers: { authorization: `Bearer ${other.apiKey}` },
     })).json();
@@ -177,7 +177,7 @@ Deno.test("a local upload URL altered to another key, expiry or method answers 4
   const { startDriverServer } = await import("../_drivers.ts");
   const server = await startDriverServer("local");
   try {
-    const other = server.newOrg("other");
+    const other = await server.newOrg("other");
     const g = await grant(server, "mine");
     const url = new URL(g.upload_url);
     const repointed = new URL(url);
@@ -205,8 +205,7 @@ Deno.test("a local upload URL altered to another key, expiry or method answers 4
     assertEquals((await put(sized.upload_url, VALID)).status, 200);
     // An organization deactivated since the grant cannot use it.
     const later = await grant(server, "later");
-    const { setOrgActive } = await import("../../src/db/orgs.ts");
-    setOrgActive(server.service.db, server.orgId, false);
+    await server.service.db.orgs.setActive(server.orgId, false);
     await assertApiError(await put(later.upload_url, VALID), 403, "org_deactivated");
   } finally {
     await server.close();

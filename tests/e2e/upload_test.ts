@@ -210,7 +210,7 @@ driverTest("direct upload checks auth, then the experiment_id", async (server) =
 });
 
 driverTest("direct upload keeps organizations apart", async (server) => {
-  const other = server.newOrg("other");
+  const other = await server.newOrg("other");
   assertEquals((await upload(server, "same", VALID)).status, 201);
   const theirs = encoder.encode("user_id,variant,date,m\nz,A,2026-01-01,1\n");
   assertEquals((await upload(server, "same", theirs, {}, other.apiKey)).status, 201);

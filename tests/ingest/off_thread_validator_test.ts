@@ -3,7 +3,7 @@
  */
 import { assert, assertEquals, assertRejects } from "../_assert.ts";
 import { createHash } from "node:crypto";
-import { OffThreadValidator, stopValidatorWorker } from "../../src/ingest/off_thread_validator.ts";
+import { OffThreadValidator, ValidatorThread } from "../../src/ingest/off_thread_validator.ts";
 import { ValidationError } from "../../src/pipeline/mod.ts";
 
 function csv(rows: number, badLine?: number): Uint8Array<ArrayBuffer> {
@@ -32,13 +32,16 @@ async function writeSlowly(path: string, data: Uint8Array, pieces: number): Prom
 
 Deno.test("a follow validates and hashes a file while it grows, then answers at its final size", async () => {
   const dir = await Deno.makeTempDir({ prefix: "abn-follow-" });
+  const thread = new ValidatorThread();
   try {
     const data = csv(200_000);
     const paths = [`${dir}/a.part`, `${dir}/b.part`];
     for (const path of paths) await Deno.writeFile(path, new Uint8Array(0));
     const errors: Error[] = [];
     // Two at once: the worker takes turns between them.
-    const follows = paths.map((path) => OffThreadValidator.follow(path, (e) => errors.push(e)));
+    const follows = paths.map((path) =>
+      OffThreadValidator.follow(thread, path, (e) => errors.push(e))
+    );
     await Promise.all(paths.map((path, i) => writeSlowly(path, data, 20 + i * 7)));
     const results = await Promise.all(follows.map((f) => f.finish(data.length)));
     for (const result of results) {
@@ -47,19 +50,20 @@ Deno.test("a follow validates and hashes a file while it grows, then answers at 
     }
     assertEquals(errors, []);
   } finally {
-    stopValidatorWorker();
+    thread.stop();
     await Deno.remove(dir, { recursive: true });
   }
 });
 
 Deno.test("a follow reports the first bad line while the file is still being written", async () => {
   const dir = await Deno.makeTempDir({ prefix: "abn-follow-" });
+  const thread = new ValidatorThread();
   try {
     const data = csv(100_000, 777);
     const path = `${dir}/bad.part`;
     await Deno.writeFile(path, data.subarray(0, 100_000)); // line 777 is in there
     let heard = null as Error | null;
-    const follow = OffThreadValidator.follow(path, (e) => heard = e);
+    const follow = OffThreadValidator.follow(thread, path, (e) => heard = e);
     for (let i = 0; i < 200 && heard === null; i++) await new Promise((r) => setTimeout(r, 10));
     assert(heard !== null, "the error was heard before the end of the body");
     assert(heard instanceof ValidationError);
@@ -69,10 +73,10 @@ Deno.test("a follow reports the first bad line while the file is still being wri
     // A file shorter than its announced size is an error, not a summary.
     const short = `${dir}/short.part`;
     await Deno.writeFile(short, csv(10));
-    const cut = OffThreadValidator.follow(short, () => {});
+    const cut = OffThreadValidator.follow(thread, short, () => {});
     await assertRejects(() => cut.finish(csv(10).length + 5), Error, "ended at");
   } finally {
-    stopValidatorWorker();
+    thread.stop();
     await Deno.remove(dir, { recursive: true });
   }
 });

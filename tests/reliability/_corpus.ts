@@ -6,7 +6,7 @@
  */
 import { Rng } from "../_faults.ts";
 
-/** The 4xx codes a body can be refused with (DESIGN.md, "What a direct upload checks"). */
+/** The 4xx codes a body can be refused with (docs/api.md, "The CSV"). */
 export const BODY_CODES = [
   "archive_detected",
   "binary_content",

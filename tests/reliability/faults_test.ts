@@ -7,7 +7,7 @@
 import { DatabaseSync } from "node:sqlite";
 import { assert, assertApiError, assertEquals, assertMatch } from "../_assert.ts";
 import { DRIVERS, startDriverServer } from "../_drivers.ts";
-import { spawnServer } from "../_server.ts";
+import { spawnServer, sqliteOf } from "../_server.ts";
 import { rawExchange, startFaultProxy, tmpFiles, waitFor, writeAll } from "../_faults.ts";
 import { startS3rver } from "../_s3rver.ts";
 import type { FaultyServer } from "./_helpers.ts";
@@ -390,7 +390,7 @@ Deno.test("the database held busy by another connection: 503 JSON for writes, re
   const other = new DatabaseSync(dbPath);
   try {
     // The test shortens the busy wait so that it takes milliseconds, not the default seconds.
-    server.service.db.exec("PRAGMA busy_timeout = 300");
+    sqliteOf(server).exec("PRAGMA busy_timeout = 300");
     assertEquals((await upload(server, "exp", VALID)).status, 201);
     await waitFor(async () => (await analysisStatus(server, "exp")) === "ready", "analysis");
     other.exec("BEGIN EXCLUSIVE");
@@ -439,7 +439,7 @@ Deno.test("a read-only database: 503 JSON for writes, nothing deleted, recovery 
     assertEquals((await upload(server, "exp", VALID)).status, 201);
     await waitFor(async () => (await analysisStatus(server, "exp")) === "ready", "analysis");
     // What a read-only file or file system does to the live connection.
-    server.service.db.exec("PRAGMA query_only = 1");
+    sqliteOf(server).exec("PRAGMA query_only = 1");
     await assertApiError(
       await authed(server, server.apiKey, "/datasets/exp/settings/", {
         method: "PUT",
@@ -460,7 +460,7 @@ Deno.test("a read-only database: 503 JSON for writes, nothing deleted, recovery 
     assertEquals(show.status, 200);
     await show.body?.cancel();
     await healthy(server.url);
-    server.service.db.exec("PRAGMA query_only = 0");
+    sqliteOf(server).exec("PRAGMA query_only = 0");
     await waitFor(
       async () => (await analysisStatus(server, "exp")) === "ready",
       "the analysis of the delivery made while the database was read-only",
@@ -477,7 +477,7 @@ Deno.test("an analysis whose result cannot be saved (database locked) does not t
   const server = await startFaultyServer("local", { ABN_SCAN_INTERVAL_SECONDS: "1" });
   const other = new DatabaseSync(`${server.dataDir}/abn.sqlite`);
   try {
-    server.service.db.exec("PRAGMA busy_timeout = 200");
+    sqliteOf(server).exec("PRAGMA busy_timeout = 200");
     // Big enough that the analysis is still running when the lock is taken.
     const res = await upload(server, "big", validCsv(12_000_000, "L"));
     assertEquals(res.status, 201, await res.text());

@@ -5,7 +5,7 @@
  */
 import { assert, assertApiError, assertEquals, assertMatch } from "../_assert.ts";
 import { DRIVERS, driverTest, startDriverServer } from "../_drivers.ts";
-import { startTestServer } from "../_server.ts";
+import { sqliteOf, startTestServer } from "../_server.ts";
 import { containsBytes, listFiles, rawExchange, tmpFiles, waitFor } from "../_faults.ts";
 import { apiRoutes } from "../../src/routes/mod.ts";
 import { assertSameBytes, authed, readJson, stallingBody, upload, VALID } from "./_helpers.ts";
@@ -31,6 +31,9 @@ const COVERED = new Set([
   "PUT /storage/*key",
   // Token-authenticated (not by API key) and without organization data of its own:
   "POST /api/v1/storage-events/",
+  // Health and metrics at the root: no organization data.
+  "GET /healthz",
+  "GET /metrics",
   // The UI's static files: no organization data.
   "GET /",
   "GET /ui/:file",
@@ -46,7 +49,7 @@ driverTest(
   "another organization's key never reads, lists, writes, deletes or initiates into an organization's data",
   async (server) => {
     const a = { orgId: server.orgId, apiKey: server.apiKey };
-    const b = server.newOrg("intruder");
+    const b = await server.newOrg("intruder");
     const settingsA = { mde: 0.1, target_users_per_variant: 1234 };
     // Organization A: a direct upload, settings, and a two-step delivery.
     assertEquals((await upload(server, "secret", VALID)).status, 201);
@@ -169,7 +172,7 @@ Deno.test("API keys are stored hashed: not in the database file, its WAL, nor th
       body: "x",
     })).body?.cancel();
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
-    server.service.db.exec("PRAGMA wal_checkpoint(PASSIVE)");
+    sqliteOf(server).exec("PRAGMA wal_checkpoint(PASSIVE)");
     const files = (await listFiles(server.dataDir)).filter((f) => f.startsWith("abn.sqlite"));
     assert(files.includes("abn.sqlite"), files.join());
     for (const file of files) {
@@ -194,7 +197,7 @@ Deno.test("API keys are stored hashed: not in the database file, its WAL, nor th
 Deno.test("a local upload URL cannot be re-pointed: other org, id, expiry, method or size", async () => {
   const server = await startDriverServer("local");
   try {
-    const other = server.newOrg("other");
+    const other = await server.newOrg("other");
     const grant = async (extra: Record<string, unknown> = {}) => {
       const res = await authed(server, server.apiKey, "/datasets/initiate/", {
         method: "POST",
@@ -449,7 +452,7 @@ driverTest(
 Deno.test("per-key rate limit: the 6th call in a minute gets 429 rate_limited with Retry-After", async () => {
   const server = await startTestServer({ ABN_RATE_LIMIT_PER_MINUTE: "5" });
   try {
-    const second = server.newOrg("second");
+    const second = await server.newOrg("second");
     const call = (key: string) => authed(server, key, "/keys/");
     // Calls to different routes count together, per key.
     assertEquals((await upload(server, "r", VALID)).status, 201);

@@ -8,8 +8,6 @@ import type { TestServer } from "../_server.ts";
 import { launchBrowser, screenshot } from "../_browser.ts";
 import type { Page } from "../_browser.ts";
 import { generateCsv } from "../../bench/generate_csv.ts";
-import { createKey, revokeKey } from "../../src/db/api_keys.ts";
-import { createOrg, setOrgActive } from "../../src/db/orgs.ts";
 import { datasetKey } from "../../src/storage/object_store.ts";
 
 // The page's globals as the callbacks below use them: those callbacks run in the browser.
@@ -138,7 +136,7 @@ Deno.test({
     try {
       const db = server.service.db;
       // A second key, revoked, so the keys page has both states to show.
-      revokeKey(db, createKey(db, server.orgId).info.key_id);
+      await db.keys.revoke((await db.keys.create(server.orgId)).info.key_id);
       await upload(
         server,
         "checkout_test",
@@ -168,9 +166,9 @@ Deno.test({
       });
 
       await t.step("a key of a deactivated organization is refused as such", async () => {
-        const org = createOrg(db, "gone");
-        const { api_key } = createKey(db, org.id);
-        setOrgActive(db, org.id, false);
+        const org = await db.orgs.create("gone");
+        const { api_key } = await db.keys.create(org.id);
+        await db.orgs.setActive(org.id, false);
         await page.$eval("#signin-key", (el) => (el as unknown as PageElement).value = "");
         await page.type("#signin-key", api_key);
         await page.click("#signin-submit");

@@ -1,0 +1,69 @@
+/**
+ * The SQLite schema, as numbered migrations applied in order at open, each in its own
+ * transaction, keyed by `PRAGMA user_version` (so the admin CLI and the server may open the file
+ * at the same time).
+ */
+import type { DatabaseSync } from "node:sqlite";
+
+const MIGRATIONS: string[] = [
+  `CREATE TABLE orgs (
+     id TEXT PRIMARY KEY,
+     name TEXT NOT NULL,
+     active INTEGER NOT NULL DEFAULT 1,
+     created_at TEXT NOT NULL
+   );
+   CREATE TABLE api_keys (
+     id TEXT PRIMARY KEY,
+     org_id TEXT NOT NULL REFERENCES orgs(id),
+     prefix TEXT NOT NULL,
+     hash TEXT NOT NULL UNIQUE,
+     created_at TEXT NOT NULL,
+     last_used_at TEXT,
+     revoked_at TEXT
+   );
+   CREATE INDEX api_keys_org ON api_keys(org_id);
+   CREATE TABLE settings (
+     org_id TEXT NOT NULL,
+     experiment_id TEXT NOT NULL,
+     json TEXT NOT NULL,
+     updated_at TEXT NOT NULL,
+     PRIMARY KEY (org_id, experiment_id)
+   );
+   CREATE TABLE analyses (
+     org_id TEXT NOT NULL,
+     experiment_id TEXT NOT NULL,
+     etag TEXT NOT NULL,
+     size_bytes INTEGER NOT NULL,
+     status TEXT NOT NULL,
+     error TEXT,
+     rows INTEGER,
+     result TEXT,
+     delivered_at TEXT NOT NULL,
+     started_at TEXT,
+     finished_at TEXT,
+     PRIMARY KEY (org_id, experiment_id)
+   );`,
+];
+
+function version(db: DatabaseSync): number {
+  return (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version;
+}
+
+/** Brings the schema up to date. */
+export function migrate(db: DatabaseSync): void {
+  let current = version(db);
+  while (current < MIGRATIONS.length) {
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      if (version(db) === current) {
+        db.exec(MIGRATIONS[current]);
+        db.exec(`PRAGMA user_version = ${current + 1}`);
+      }
+      db.exec("COMMIT");
+    } catch (error) {
+      db.exec("ROLLBACK");
+      throw error;
+    }
+    current = version(db);
+  }
+}

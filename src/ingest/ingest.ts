@@ -1,0 +1,288 @@
+/**
+ * Receiving a dataset through this process, in one place: the direct upload (validated while it
+ * streams) and the local driver's upload URL (stored as sent, checked by the analysis). Both take
+ * an upload slot, stream the body into an object writer, commit only after the last byte passed,
+ * publish the delivery and count it. A rejected or failed body never changes the stored object.
+ *
+ * A direct upload's body is received one of three ways, chosen by its declared length:
+ * - `inline`: under 8 MiB, validated and hashed on the request's thread, chunk by chunk;
+ * - `batched`: larger (or chunked), read into 1 MiB batches whose writes overlap reading, each
+ *   written batch handed (transferred) to the validator thread;
+ * - `spool`: 32 MiB or more, declared, bound for a local file: piped into the file by the runtime
+ *   (no JavaScript per chunk) while the validator thread reads the file back as it grows. At most
+ *   `MAX_SPOOLING` at a time: the runtime's pipe holds about 20–25 MB of chunks per body whatever
+ *   its size, so further large uploads take the batched path.
+ */
+import { createHash } from "node:crypto";
+import { ApiError } from "../http/errors.ts";
+import type { DeliveryHub } from "../deliveries.ts";
+import type { Metrics } from "../metrics.ts";
+import { DatasetValidator, type ValidationSummary } from "../pipeline/mod.ts";
+import type { ObjectInfo, ObjectStore } from "../storage/object_store.ts";
+import { datasetKey, StorageError } from "../storage/object_store.ts";
+import type { OffThreadResult } from "./off_thread_validator.ts";
+import { OffThreadValidator, ValidatorThread } from "./off_thread_validator.ts";
+import type { BatchPool } from "./receive.ts";
+import { receiveBody, receiveIntoFile, tooLargeError } from "./receive.ts";
+import { UploadSlots } from "./upload_slots.ts";
+
+/** Bodies declared at least this long are validated on the validator thread. */
+const OFF_THREAD_MIN_BYTES = 8 * 1024 * 1024;
+/** Bodies declared at least this long, bound for a local file, are piped into it. */
+const SPOOL_MIN_BYTES = 32 * 1024 * 1024;
+const MAX_SPOOLING = 2;
+
+export interface IngestOptions {
+  store: ObjectStore;
+  metrics: Metrics;
+  deliveries: DeliveryHub;
+  /** Largest body accepted, in bytes. */
+  maxUploadBytes: number;
+  /** A body that sends nothing this long is abandoned with 408. */
+  bodyIdleTimeoutSeconds: number;
+  /** After its first minute, a body slower than this on average is abandoned with 408; 0 off. */
+  bodyMinBytesPerSecond: number;
+  /** Bodies streaming at once; one more gets 503. 0: no cap. */
+  maxConcurrentUploads: number;
+}
+
+/** A stored direct upload. */
+export interface StoredUpload {
+  bytes: number;
+  summary: ValidationSummary;
+  /** SHA-256 of the stored bytes, hex. */
+  sha256: string;
+  info: ObjectInfo;
+}
+
+/** Where a dataset goes: the organization and experiment it belongs to. */
+export interface DatasetTarget {
+  orgId: string;
+  experimentId: string;
+}
+
+/** Fields the caller's request log line gains (receive mode, bytes in). */
+export type IngestLogFields = Record<string, unknown>;
+
+/** The error code a refused or failed delivery is counted under. */
+export function rejectionReason(error: unknown): string {
+  if (error instanceof ApiError) return error.code;
+  return error instanceof StorageError ? "storage_error" : "internal_error";
+}
+
+/** 413 before reading a body whose declared length is over the limit. */
+export function checkDeclaredLength(req: Request, maxBytes: number): void {
+  const declared = req.headers.get("content-length");
+  if (declared !== null && /^\d+$/.test(declared) && Number(declared) > maxBytes) {
+    req.body?.cancel().catch(() => {});
+    throw tooLargeError(maxBytes);
+  }
+}
+
+export class Ingest {
+  readonly #o: IngestOptions;
+  readonly #slots: UploadSlots;
+  readonly #validator = new ValidatorThread();
+  #spooling = 0;
+
+  constructor(options: IngestOptions) {
+    this.#o = options;
+    this.#slots = new UploadSlots(options.maxConcurrentUploads);
+  }
+
+  /** Upload bodies streaming now. */
+  get inProgress(): number {
+    return this.#slots.inUse;
+  }
+
+  /**
+   * A direct upload: refuses a declared length over the limit (413) and multipart bodies (400)
+   * before reading, then validates the body while it streams to storage and commits it.
+   */
+  async upload(
+    req: Request,
+    target: DatasetTarget,
+    logFields: IngestLogFields,
+  ): Promise<StoredUpload> {
+    try {
+      checkDeclaredLength(req, this.#o.maxUploadBytes);
+      const contentType = req.headers.get("content-type")?.toLowerCase() ?? "";
+      if (contentType.startsWith("multipart/")) {
+        req.body?.cancel().catch(() => {});
+        throw new ApiError(
+          "multipart_not_supported",
+          "multipart/form-data is not accepted: send the raw CSV bytes as the request body (curl --data-binary @file.csv)",
+        );
+      }
+      const release = this.#slots.take(req);
+      try {
+        return await this.#receiveUpload(req, target, logFields);
+      } finally {
+        release();
+      }
+    } catch (error) {
+      this.reject(error);
+      throw error;
+    }
+  }
+
+  /**
+   * A PUT to a local upload URL whose signature the caller verified: stores the body as sent
+   * (its checks run with the analysis). `exactBytes`: the length the URL was signed for.
+   */
+  async put(
+    req: Request,
+    key: string,
+    target: DatasetTarget,
+    exactBytes: number | undefined,
+    logFields: IngestLogFields,
+  ): Promise<ObjectInfo> {
+    const { store, metrics, deliveries, maxUploadBytes } = this.#o;
+    try {
+      checkDeclaredLength(req, maxUploadBytes);
+      const declared = req.headers.get("content-length");
+      if (exactBytes !== undefined && declared !== null && Number(declared) !== exactBytes) {
+        throw new ApiError(
+          "invalid_signature",
+          `This upload URL only accepts a body of ${exactBytes} bytes; Content-Length is ${declared}`,
+        );
+      }
+      const release = this.#slots.take(req);
+      try {
+        const writer = await store.createWriter(key);
+        let bytes = 0;
+        try {
+          bytes = await receiveBody(req.body, writer, {
+            ...this.#bodyLimits(),
+            maxBytes: exactBytes !== undefined
+              ? Math.min(exactBytes, maxUploadBytes)
+              : maxUploadBytes,
+            onChunk: (chunk) => metrics.bytesReceived.inc({ route: "presigned_put" }, chunk.length),
+          });
+          if (exactBytes !== undefined && bytes !== exactBytes) {
+            throw new ApiError(
+              "invalid_signature",
+              `This upload URL only accepts a body of ${exactBytes} bytes; received ${bytes}`,
+            );
+          }
+          const info = await writer.commit();
+          logFields.bytes_in = bytes;
+          metrics.uploadsStored.inc({ route: "presigned_put" });
+          deliveries.publish({ ...target, key, info, validated: false, source: "presigned_put" });
+          return info;
+        } catch (error) {
+          logFields.bytes_in = bytes;
+          await writer.abort();
+          throw error;
+        }
+      } finally {
+        release();
+      }
+    } catch (error) {
+      req.body?.cancel().catch(() => {});
+      this.reject(error);
+      throw error;
+    }
+  }
+
+  /** Counts a refused or failed delivery (also for refusals made before the body, by routes). */
+  reject(error: unknown): void {
+    this.#o.metrics.uploadsRejected.inc({ reason: rejectionReason(error) });
+  }
+
+  /** Ends the validator thread (shutdown). A later upload would start a new one. */
+  close(): void {
+    this.#validator.stop();
+  }
+
+  #bodyLimits() {
+    return {
+      maxBytes: this.#o.maxUploadBytes,
+      idleTimeoutMs: this.#o.bodyIdleTimeoutSeconds * 1000,
+      minBytesPerSecond: this.#o.bodyMinBytesPerSecond,
+    };
+  }
+
+  /** Streams, checks and stores the body of an upload that holds a slot. */
+  async #receiveUpload(
+    req: Request,
+    target: DatasetTarget,
+    logFields: IngestLogFields,
+  ): Promise<StoredUpload> {
+    const { store, metrics, deliveries } = this.#o;
+    const key = datasetKey(target.orgId, target.experimentId);
+    const declared = Number(req.headers.get("content-length") ?? 0);
+    const offThread = declared >= OFF_THREAD_MIN_BYTES;
+    const writer = await store.createWriter(key);
+    const spool = declared >= SPOOL_MIN_BYTES && this.#spooling < MAX_SPOOLING && writer.spool &&
+        req.body !== null
+      ? writer.spool
+      : null;
+    if (spool) this.#spooling++;
+    logFields.receive = spool ? "spool" : offThread ? "batched" : "inline";
+    let remote: OffThreadValidator | null = null;
+    let counted = 0;
+    try {
+      let bytes: number;
+      let result: OffThreadResult;
+      if (spool) {
+        const stop = new AbortController();
+        remote = OffThreadValidator.follow(this.#validator, spool.path, (e) => stop.abort(e));
+        try {
+          bytes = await receiveIntoFile(req.body, spool, {
+            ...this.#bodyLimits(),
+            signal: stop.signal,
+            expectedBytes: declared,
+          });
+        } finally {
+          counted = await spool.size().catch(() => 0);
+        }
+        result = await remote.finish(bytes);
+      } else {
+        const hash = createHash("sha256");
+        let pool: BatchPool | null = null;
+        const batched = offThread
+          ? new OffThreadValidator(
+            this.#validator,
+            (buffer) => pool?.give(buffer),
+            (error) => pool?.fail(error),
+          )
+          : null;
+        remote = batched;
+        const inline = batched ? null : new DatasetValidator();
+        bytes = await receiveBody(req.body, writer, {
+          ...this.#bodyLimits(),
+          onChunk(chunk) {
+            counted += chunk.length;
+            if (inline) {
+              inline.push(chunk);
+              hash.update(chunk);
+            } else batched!.check();
+          },
+          onBatch: batched
+            ? (batch, batches) => {
+              pool = batches;
+              batched.push(batch);
+            }
+            : undefined,
+        });
+        result = inline
+          ? { summary: inline.finish(), sha256: hash.digest("hex") }
+          : await batched!.finish();
+      }
+      logFields.bytes_in = bytes;
+      const info = await writer.commit();
+      metrics.uploadsStored.inc({ route: "upload" });
+      deliveries.publish({ ...target, key, info, validated: true, source: "upload" });
+      return { bytes, summary: result.summary, sha256: result.sha256, info };
+    } catch (error) {
+      logFields.bytes_in = counted;
+      remote?.abort();
+      await writer.abort();
+      throw error;
+    } finally {
+      if (spool) this.#spooling--;
+      metrics.bytesReceived.inc({ route: "upload" }, counted);
+    }
+  }
+}

@@ -1,0 +1,37 @@
+/**
+ * What the wiring hands the application and every route: typed fields, one per dependency, so a
+ * route that needs something the wiring does not provide is a compile error.
+ */
+import type { Config } from "../config.ts";
+import type { ControlPlane } from "../db/control_plane.ts";
+import type { LastUsedRecorder } from "../db/api_keys.ts";
+import type { DeliveryHub } from "../deliveries.ts";
+import type { UrlSigner } from "../crypto/url_signer.ts";
+import type { Ctx, Handler, RouteTable } from "../http/context.ts";
+import type { RateLimiter } from "../http/rate_limiter.ts";
+import type { Ingest } from "../ingest/ingest.ts";
+import type { Logger } from "../log.ts";
+import type { Metrics } from "../metrics.ts";
+import type { ObjectStore } from "../storage/object_store.ts";
+
+export interface AppDeps {
+  config: Readonly<Config>;
+  db: ControlPlane;
+  store: ObjectStore;
+  metrics: Metrics;
+  /** Records when keys were last used, in batches. */
+  recorder: LastUsedRecorder;
+  /** Announces stored datasets (the analysis listens). */
+  deliveries: DeliveryHub;
+  /** Signs local upload URLs and list cursors. */
+  signer: UrlSigner;
+  /** Receives datasets: direct uploads and local upload URLs. */
+  ingest: Ingest;
+  /** Per-key request limit; absent: none. */
+  rateLimiter?: RateLimiter;
+  log: Logger;
+}
+
+export type AppCtx = Ctx<AppDeps>;
+export type AppHandlerFn = Handler<AppDeps>;
+export type AppRoutes = RouteTable<AppDeps>;
