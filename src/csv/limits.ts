@@ -1,4 +1,4 @@
-/** The size limits of a CSV dataset (DESIGN.md, "What a direct upload checks"). */
+/** The size limits of a CSV dataset (docs/api.md, "The CSV"). */
 
 /** Longest line in bytes, its line end excluded; a row's quoted line ends count (1 MiB). */
 export const MAX_LINE_BYTES = 1_048_576;

@@ -2,8 +2,8 @@
  * The CSV rules, defined once for both readers of a dataset: the upload validator
  * (`src/pipeline/`, which checks bytes as they stream) and the analysis reader
  * (`src/analysis/aggregate/`, which reads stored files). Each keeps its own fast loop; both take
- * these rules from here. The rules follow DESIGN.md ("What a direct upload checks"); where that
- * page leaves a choice, these hold:
+ * these rules from here. docs/api.md ("The CSV") describes them for users; in the terms of this
+ * folder:
  *
  * - UTF-8, a leading byte order mark allowed on the first line only (`startsWithBom`).
  * - Lines count physically (line feeds), the header being line 1 unless blank lines precede it.

@@ -35,11 +35,12 @@ export interface ValidationSummary {
 
 /**
  * Validates an upload as its bytes arrive: archive and encoding signatures, NUL bytes, UTF-8,
- * CSV structure, the header, the cells, and the limits (see DESIGN.md, "What a direct upload
+ * CSV structure, the header, the cells, and the limits (see docs/api.md, "What a direct upload
  * checks"; the CSV rules are those of `src/csv/`, whose `CsvError`s are answered as
  * `ValidationError`s of the same code, message and line). `push` is synchronous and throws a
- * `ValidationError` at the first problem; after an error every call throws it again. Chunks are neither kept nor copied, apart from the first
- * bytes while the signature is undecided, the header line, and the carry-over of a cut cell.
+ * `ValidationError` at the first problem; after an error every call throws it again. Chunks are
+ * neither kept nor copied, apart from the first bytes while the signature is undecided, the
+ * header line, and the carry-over of a cut cell.
  */
 export class DatasetValidator {
   readonly #maxLineBytes: number;

@@ -1,9 +1,9 @@
 /**
  * The upload validation pipeline: `DatasetValidator` checks an upload chunk by chunk as it
- * streams, `validationStream` wraps it as a pass-through `TransformStream`. The checks follow
- * DESIGN.md ("What a direct upload checks"); the CSV rules (delimiter, header, quoting, blank
- * lines, cells, limits) are those of `src/csv/`, shared with the analysis reader. What is the
- * pipeline's own:
+ * streams, `validationStream` wraps it as a pass-through `TransformStream`. The checks are those
+ * of docs/api.md ("What a direct upload checks"); the CSV rules (delimiter, header, quoting,
+ * blank lines, cells, limits) are those of `src/csv/`, shared with the analysis reader. What is
+ * the pipeline's own:
  *
  * - Signatures are looked for in the first 262 bytes (tar's `ustar` sits at offset 257). Archives
  *   and compressed streams answer `archive_detected` naming the format; UTF-16/32 byte order
