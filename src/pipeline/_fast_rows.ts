@@ -11,7 +11,7 @@
  * state machine in `csv_scanner.ts` handles that row and reports any error. Whatever the fast
  * path accepts, the state machine accepts too; the tests compare the two.
  */
-import { isDate, readDay } from "../csv/calendar_date.ts";
+import { daysInMonth, DIGIT_VALUES, isDate } from "../csv/calendar_date.ts";
 import { hasText } from "../csv/has_text.ts";
 import { MAX_CHECKED_CELL } from "../csv/limits.ts";
 import { numberKind } from "../csv/number_kind.ts";
@@ -142,12 +142,22 @@ function required(field: string): string {
       }`;
 }
 
-/** A date cell: ten bytes that `readDay` reads as a date, or a quoted cell. */
+/**
+ * A date cell: `readDay`'s rule inlined on exactly ten bytes (a call per row costs about 7% of
+ * the validator's speed), with the rule's own digit table and month lengths; anything else, a
+ * quoted cell aside, goes to the state machine, which calls `isDate`. A test holds the two
+ * together on every year, month and day form.
+ */
 function date(field: string): string {
-  return `if (i + 10 < n && readDay(buf, i, i + 10) >= 0) {
-        i += 10;
-      } else {
+  return `if (i + 10 >= n || buf[i + 4] !== 45 || buf[i + 7] !== 45) {
         ${quoted(field, DATE)}
+      } else {
+        y = D[buf[i]] * 1000 + D[buf[i + 1]] * 100 + D[buf[i + 2]] * 10 + D[buf[i + 3]];
+        m = D[buf[i + 5]] * 10 + D[buf[i + 6]];
+        d = D[buf[i + 8]] * 10 + D[buf[i + 9]];
+        if (y > 9999 || y === 0 || (m - 1) >>> 0 > 11) break row;
+        if ((d - 1) >>> 0 > 27 && (d === 0 || d > daysInMonth(y, m))) break row;
+        i += 10;
       }`;
 }
 
@@ -233,7 +243,7 @@ export function compileFastRows(
   return function fastRows(buf, i, n, cx) {
     const cells = cx.cells, kinds = cells.kinds, found = cells.found, cl = cx.classes, u8 = cx.utf8;
     const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-    let rowStart = i, rows = 0, b = 0, s = 0, e = 0, d = 0, y = 0, z = 0, w = 0;
+    let rowStart = i, rows = 0, b = 0, s = 0, e = 0, d = 0, m = 0, y = 0, z = 0, w = 0;
     row: while (i < n) {
       ${delimiter === 0x2c ? body : body.replaceAll(WORDS, "")}
       if (i - rowStart > ${maxLineBytes}) break;
@@ -243,6 +253,13 @@ export function compileFastRows(
     cx.rows = rows;
     return rowStart;
   };`;
-  const factory = new Function("hasText", "numberKind", "readDay", "quotedCell", source);
-  return factory(hasText, numberKind, readDay, quotedCell) as FastRows;
+  const factory = new Function(
+    "hasText",
+    "numberKind",
+    "daysInMonth",
+    "quotedCell",
+    "D",
+    source,
+  );
+  return factory(hasText, numberKind, daysInMonth, quotedCell, DIGIT_VALUES) as FastRows;
 }
