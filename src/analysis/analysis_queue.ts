@@ -13,8 +13,7 @@ import type { Metrics } from "../metrics.ts";
 import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 import { ApiError } from "../http/errors.ts";
-import { DatasetValidator } from "../pipeline/mod.ts";
-import { aggregateCsv } from "./aggregate/aggregate.ts";
+import { aggregateDelivery } from "./aggregate_delivery.ts";
 import { buildReport } from "./report.ts";
 import { validateSettings } from "./settings.ts";
 
@@ -163,22 +162,13 @@ export class AnalysisQueue {
       }
       etag = object.info.etag;
       const settings = validateSettings((await db.settings.get(orgId, experimentId)) ?? {});
-      const validator = delivery.validated ? null : new DatasetValidator();
-      // Two threads where a worker can start; the validator sees every chunk first.
-      let aggregate;
-      try {
-        aggregate = await aggregateCsv(object.body, {
-          metricKinds: settings.metric_kinds,
-          covariates: settings.covariates,
-          winsorize: settings.winsorize,
-          onChunk: validator ? (chunk) => validator.push(chunk) : undefined,
-        });
-      } catch (error) {
-        // A file the reader cannot make sense of gets the upload check's own message.
-        if (validator && !(error instanceof ApiError)) validator.finish();
-        throw error;
-      }
-      validator?.finish();
+      // A two-step delivery is validated beside the reading: a refusal is the upload check's.
+      const aggregate = await aggregateDelivery(object.body, {
+        validated: delivery.validated,
+        metricKinds: settings.metric_kinds,
+        covariates: settings.covariates,
+        winsorize: settings.winsorize,
+      });
       const rows = aggregate.rows;
       const report = buildReport(aggregate, settings);
       // `_data` keeps what settings are checked against (variants, metrics), not served as such.

@@ -11,8 +11,7 @@
  * input ends first, lane 1 is added here too. The answer is the same either way, and the same as
  * `CsvAggregator`'s (which keeps the two lanes in two tallies on one thread).
  */
-import type { Aggregate } from "./aggregate_types.ts";
-import type { AggregateOptions } from "./aggregate.ts";
+import type { Aggregate, AggregateOptions } from "./aggregate_types.ts";
 import { CsvRowSplitter } from "./_csv_rows.ts";
 import { batchBuffers, newBatch, type RowBatch } from "./_row_batch.ts";
 import { type BatchSink, type MetricKind, RowReader } from "./_row_reader.ts";
@@ -33,8 +32,9 @@ const START_TIMEOUT_MS = 5000;
 const WORKER_URL = new URL("./_user_worker.ts", import.meta.url);
 
 /**
- * Aggregates `chunks` as `aggregateCsv` does. For tests: `workerUrl` replaces the worker module,
- * and `onMode` hears when the run turns "threaded" (the worker is up) or "local".
+ * Aggregates `chunks` as `aggregateCsv` does; without a worker when `options.worker` is false.
+ * For tests: `workerUrl` replaces the worker module, and `onMode` hears when the run turns
+ * "threaded" (the worker is up) or "local".
  */
 export async function aggregateThreaded(
   chunks: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,
@@ -43,9 +43,9 @@ export async function aggregateThreaded(
   onMode: (mode: "threaded" | "local") => void = () => {},
 ): Promise<Aggregate> {
   const run = new ThreadedRun(
-    options.metricKinds ?? {},
+    options,
     summaryOptions(options),
-    workerUrl,
+    options.worker === false ? null : workerUrl,
     onMode,
   );
   try {
@@ -63,6 +63,7 @@ export async function aggregateThreaded(
 class ThreadedRun {
   readonly #kinds: Readonly<Record<string, MetricKind>>;
   readonly #options: SummaryOptions;
+  readonly #onHeader: AggregateOptions["onHeader"];
   readonly #reader: RowReader;
   readonly #splitter: CsvRowSplitter;
   readonly #onMode: (mode: "threaded" | "local") => void;
@@ -82,17 +83,25 @@ class ThreadedRun {
   #wake: (() => void) | null = null;
 
   constructor(
-    kinds: Readonly<Record<string, MetricKind>>,
-    options: SummaryOptions,
-    workerUrl: URL,
+    options: AggregateOptions,
+    summary: SummaryOptions,
+    workerUrl: URL | null,
     onMode: (mode: "threaded" | "local") => void,
   ) {
-    this.#kinds = kinds;
-    this.#options = options;
+    this.#kinds = options.metricKinds ?? {};
+    this.#options = summary;
+    this.#onHeader = options.onHeader;
     this.#onMode = onMode;
     const rows = [LOCAL_BATCH_ROWS, WORKER_BATCH_ROWS] as const;
-    this.#reader = new RowReader(kinds, rows, (forced) => this.#open(forced));
+    this.#reader = new RowReader(this.#kinds, rows, (forced, header) => {
+      this.#onHeader?.(header);
+      return this.#open(forced);
+    });
     this.#splitter = new CsvRowSplitter(this.#reader);
+    if (workerUrl === null) {
+      this.#goLocal();
+      return;
+    }
     try {
       const worker = new Worker(workerUrl.href, { type: "module" });
       worker.onmessage = (event: MessageEvent<WorkerReply>) => this.#receive(event.data);

@@ -2,14 +2,21 @@
  * The first half of the aggregation: receives CSV rows as byte ranges and reads the cells the
  * user pass needs into `RowBatch`es (the id, copied and hashed; the variant as an index; the date
  * as a day number; each metric candidate's value), and learns along the way which columns are
- * numbers (metric candidates), which hold only 0/1, which variants and days occur.
+ * numbers (metric candidates), which hold only 0/1, which variants and days occur. Cells are read
+ * by the rules of `src/csv/` (`hasText`'s blanks, `readDay`, `numberKind`), so a column is a
+ * metric of a kind exactly when the upload checks say so; a cell that breaks a rule throws its
+ * `CsvError`, naming the row's first line.
  *
  * Rows go to one of two lanes by the hash of their user id, so each user's rows stay in one lane,
  * in order: lane 0 takes `LANE_0_SHARE` of the users, lane 1 the rest. Full batches of a lane go
  * to its `BatchSink` (a `UserTally`; with a worker, lane 1's is in the worker, and lane 0's share
  * balances the two threads).
  */
-import { DAY_LIMIT, hasText, isBinaryCell, readDay, readNumber } from "./_csv_cells.ts";
+import { DAY_LIMIT, invalidDateError, readDay } from "../../csv/calendar_date.ts";
+import { decimalComma, type Delimiter } from "../../csv/delimiter.ts";
+import { emptyCellError, isBlank } from "../../csv/has_text.ts";
+import type { Header } from "../../csv/header.ts";
+import { EMPTY, NUMBER, numberKind, TEXT } from "../../csv/number_kind.ts";
 import type { CsvRowSink } from "./_csv_rows.ts";
 import { newBatch, type RowBatch } from "./_row_batch.ts";
 import { copyId } from "./_user_table.ts";
@@ -39,8 +46,6 @@ export interface ReaderFindings {
   binary: Uint8Array;
 }
 
-const SPACE = 0x20;
-const TAB = 0x09;
 /** Variants compared byte by byte before falling back to a `Map` of decoded names. */
 const LINEAR_VARIANTS = 64;
 
@@ -55,7 +60,7 @@ export class RowReader implements CsvRowSink, ReaderFindings {
 
   readonly #kinds: Readonly<Record<string, MetricKind>>;
   readonly #batchRows: readonly number[];
-  readonly #open: (forcedConversion: Uint8Array) => BatchSink[];
+  readonly #open: (forcedConversion: Uint8Array, header: Header) => BatchSink[];
   /** Per lane: where full batches go, the batch being filled, and where its next id goes. */
   #sinks: BatchSink[] = [];
   readonly #batches: RowBatch[] = [];
@@ -65,6 +70,8 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   #dayField = 0;
   #metricField = new Int32Array(0);
   #decimalComma = false;
+  /** Where `numberKind` writes a number's value. */
+  readonly #value = new Float64Array(1);
   #daySeen = new Uint8Array(0);
   readonly #variantBytes: Uint8Array[] = [];
   readonly #variantIndex = new Map<string, number>();
@@ -74,35 +81,24 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   /**
    * `kinds` are the caller's metric kinds by column name; batches of lane i hold `batchRows[i]`
    * rows; `open` is called once the header is read, with 1 per metric column read as conversion
-   * by `kinds`, and answers where full batches of each lane go.
+   * by `kinds` and the header, and answers where full batches of each lane go.
    */
   constructor(
     kinds: Readonly<Record<string, MetricKind>>,
     batchRows: readonly [number, number],
-    open: (forcedConversion: Uint8Array) => [BatchSink, BatchSink],
+    open: (forcedConversion: Uint8Array, header: Header) => [BatchSink, BatchSink],
   ) {
     this.#kinds = kinds;
     this.#batchRows = batchRows;
     this.#open = open;
   }
 
-  header(names: string[], delimiter: "," | ";"): void {
-    const field = (name: string): number => {
-      const found = names.indexOf(name);
-      if (found < 0) throw new Error(`Cannot read CSV: the header has no ${name} column`);
-      return found;
-    };
-    const seen = new Set<string>();
-    for (const name of names) {
-      if (seen.has(name)) {
-        throw new Error(`Cannot read CSV: the column name "${name}" appears twice`);
-      }
-      seen.add(name);
-    }
-    this.#userField = field("user_id");
-    this.#variantField = field("variant");
-    this.#dayField = field("date");
-    this.#decimalComma = delimiter === ";";
+  /** The header, checked by `parseHeader`: the names are unique and include the required ones. */
+  header(names: string[], delimiter: Delimiter): void {
+    this.#userField = names.indexOf("user_id");
+    this.#variantField = names.indexOf("variant");
+    this.#dayField = names.indexOf("date");
+    this.#decimalComma = decimalComma(delimiter);
     const metricFields = names.flatMap((name, i) =>
       name === "user_id" || name === "variant" || name === "date" ? [] : [i]
     );
@@ -117,7 +113,7 @@ export class RowReader implements CsvRowSink, ReaderFindings {
       this.metricNames,
       (name) => Object.hasOwn(this.#kinds, name) && this.#kinds[name] === "conversion" ? 1 : 0,
     );
-    this.#sinks = this.#open(forced);
+    this.#sinks = this.#open(forced, { delimiter, names });
     for (let lane = 0; lane < 2; lane++) this.#take(lane, newBatch(this.#batchRows[lane], count));
   }
 
@@ -129,9 +125,10 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     this.rows++;
     let s = start[this.#userField];
     let e = end[this.#userField];
-    if (s < e && (isBlank(buf[s]) || isBlank(buf[e - 1]))) {
+    if (s === e || isBlank(buf[s]) || isBlank(buf[e - 1])) {
       while (s < e && isBlank(buf[s])) s++;
       while (e > s && isBlank(buf[e - 1])) e--;
+      if (s === e) throw emptyCellError("user_id", line);
     }
     // The id is read into lane 1's batch (most rows go there), then moved if the hash says lane 0.
     const length = e - s;
@@ -154,11 +151,10 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     batch.hash[r] = hash;
     batch.idStart[r] = at;
     batch.idLength[r] = length;
-    batch.variant[r] = this.#variant(buf, start[this.#variantField], end[this.#variantField]);
+    batch.variant[r] = this.#variant(buf, start[this.#variantField], end[this.#variantField], line);
     const day = readDay(buf, start[this.#dayField], end[this.#dayField]);
     if (day < 0) {
-      const text = this.#decoder.decode(buf.subarray(start[this.#dayField], end[this.#dayField]));
-      throw new Error(`Cannot parse line ${line}: the date "${text}" is not written YYYY-MM-DD`);
+      throw invalidDateError(buf.subarray(start[this.#dayField], end[this.#dayField]), line);
     }
     if (this.#daySeen[day] === 0) {
       this.#daySeen[day] = 1;
@@ -169,20 +165,19 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     const metricField = this.#metricField;
     const count = metricField.length;
     const values = batch.values;
+    const value = this.#value;
     for (let k = 0; k < count; k++) {
       let x = NaN;
       s = start[metricField[k]];
       e = end[metricField[k]];
       if (candidate[k] === 1 && s !== e) {
-        x = readNumber(buf, s, e, this.#decimalComma);
-        if (x !== x) {
-          if (hasText(buf, s, e)) candidate[k] = 0; // a dimension: no longer read
-        } else {
+        const kind = numberKind(buf, s, e, this.#decimalComma, value);
+        if (kind === TEXT) {
+          candidate[k] = 0; // a dimension: no longer read
+        } else if (kind !== EMPTY) {
+          x = value[0];
           this.hasValue[k] = 1;
-          if (
-            this.binary[k] === 1 &&
-            ((x !== 0 && x !== 1) || (e - s > 1 && !isBinaryCell(buf, s, e, this.#decimalComma)))
-          ) this.binary[k] = 0;
+          if (kind === NUMBER) this.binary[k] = 0;
         }
       }
       values[r * count + k] = x;
@@ -217,10 +212,11 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     batch.ids = ids;
   }
 
-  /** The index of the variant named `buf[start..end)`, registering a new one. */
-  #variant(buf: Uint8Array, start: number, end: number): number {
+  /** The index of the variant named `buf[start..end)` (on the row of `line`), registering a new one. */
+  #variant(buf: Uint8Array, start: number, end: number, line: number): number {
     while (start < end && isBlank(buf[start])) start++;
     while (end > start && isBlank(buf[end - 1])) end--;
+    if (start === end) throw emptyCellError("variant", line);
     const known = this.#variantBytes;
     const last = this.#lastVariant;
     if (last >= 0 && sameBytes(known[last], buf, start, end)) return last;
@@ -238,10 +234,6 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     }
     return this.#lastVariant = v;
   }
-}
-
-function isBlank(b: number): boolean {
-  return b === SPACE || b === TAB;
 }
 
 function sameBytes(a: Uint8Array, buf: Uint8Array, start: number, end: number): boolean {

@@ -22,7 +22,7 @@ import {
   newMomentTotals,
   valueSource,
 } from "./_adjustments.ts";
-import { DAY_LIMIT, formatDay } from "./_csv_cells.ts";
+import { DAY_LIMIT, formatDay } from "../../csv/calendar_date.ts";
 import type { MetricKind, ReaderFindings } from "./_row_reader.ts";
 import { EXCLUDED, type RecordLayout, type TallyState, VARIANT_WORD } from "./_user_tally.ts";
 import { nextRecord } from "./_user_table.ts";

@@ -4,7 +4,7 @@
  * days with a value and with a 1; non-zero values are also logged with their day (a `ValueLog`),
  * because the daily sums can only leave out a user seen in two variants at the end.
  */
-import { DAY_LIMIT } from "./_csv_cells.ts";
+import { DAY_LIMIT } from "../../csv/calendar_date.ts";
 import type { RowBatch } from "./_row_batch.ts";
 import { UserTable } from "./_user_table.ts";
 import { type LogEntries, ValueLog } from "./_value_log.ts";

@@ -5,11 +5,12 @@
  *
  * Metric columns are those whose non-empty cells are all numbers (others are dimensions and
  * dropped); per user, conversion = max and numeric = sum over the user's rows; users seen in two
- * variants are left out of everything and counted. The input is expected to have passed the
- * upload checks (or to be checked in the same pass by the caller); input they would refuse makes
- * the aggregation throw an `Error`.
+ * variants are left out of everything and counted. Rows and cells are read by the CSV rules of
+ * `src/csv/`, the upload checks' own. The input is expected to have passed the upload checks (or
+ * to be checked in the same pass by the caller, see `analysis/aggregate_delivery.ts`); input that
+ * breaks a rule the reading meets throws that rule's `CsvError`.
  */
-import type { Aggregate } from "./aggregate_types.ts";
+import type { Aggregate, AggregateOptions } from "./aggregate_types.ts";
 import { aggregateThreaded } from "./_aggregate_threaded.ts";
 import { CsvRowSplitter } from "./_csv_rows.ts";
 import type { RowBatch } from "./_row_batch.ts";
@@ -17,22 +18,7 @@ import { type MetricKind, RowReader } from "./_row_reader.ts";
 import { summarize, type SummaryOptions, summaryOptions } from "./_summary.ts";
 import { UserTally } from "./_user_tally.ts";
 
-export interface AggregateOptions {
-  /** Metric kinds that replace the detected ones, by column name; default none. */
-  metricKinds?: Readonly<Record<string, MetricKind>>;
-  /**
-   * CUPED covariate columns by metric, over the `<metric>_pre` columns (see `covariates.ts`);
-   * default none. Pairs naming columns the data lacks are left out.
-   */
-  covariates?: Readonly<Record<string, string>>;
-  /** Numeric metric → percentile in (0, 1) to cap its per-user values at; default none. */
-  winsorize?: Readonly<Record<string, number>>;
-  /**
-   * Called with each chunk before it is read, e.g. the caller's validator; when it throws,
-   * `aggregateCsv` stops with that error. Default none.
-   */
-  onChunk?: (chunk: Uint8Array) => void;
-}
+export type { AggregateOptions };
 
 /** Rows read before their users are looked up (together, see `UserTable.warm`). */
 const BATCH_ROWS = 256;
@@ -49,17 +35,23 @@ export class CsvAggregator {
   /** One per lane of the reader (the same split as on two threads, so the same sums). */
   #tallies: UserTally[] = [];
 
-  constructor(options: Omit<AggregateOptions, "onChunk"> = {}) {
+  constructor(options: Omit<AggregateOptions, "onChunk" | "worker"> = {}) {
     this.#kinds = options.metricKinds ?? {};
     this.#options = summaryOptions(options);
-    this.#reader = new RowReader(this.#kinds, [BATCH_ROWS, BATCH_ROWS], (forcedConversion) => {
-      const tallies = this.#tallies = [0, 1].map(() => new UserTally(forcedConversion));
-      const sink = (tally: UserTally) => (batch: RowBatch) => {
-        tally.add(batch);
-        return batch;
-      };
-      return [sink(tallies[0]), sink(tallies[1])];
-    });
+    const onHeader = options.onHeader;
+    this.#reader = new RowReader(
+      this.#kinds,
+      [BATCH_ROWS, BATCH_ROWS],
+      (forcedConversion, header) => {
+        onHeader?.(header);
+        const tallies = this.#tallies = [0, 1].map(() => new UserTally(forcedConversion));
+        const sink = (tally: UserTally) => (batch: RowBatch) => {
+          tally.add(batch);
+          return batch;
+        };
+        return [sink(tallies[0]), sink(tallies[1])];
+      },
+    );
     this.#splitter = new CsvRowSplitter(this.#reader);
   }
 
@@ -84,9 +76,10 @@ export class CsvAggregator {
 }
 
 /**
- * Aggregates a whole CSV stream, on two threads when a worker can start: this one reads the cells
- * and keeps an eighth of the users, the worker the rest. Otherwise (and for an input that ends
- * before the worker is up) all on the calling thread; the answer is the same either way.
+ * Aggregates a whole CSV stream, on two threads when a worker can start (and `worker` is not
+ * false): this one reads the cells and keeps an eighth of the users, the worker the rest.
+ * Otherwise (and for an input that ends before the worker is up) all on the calling thread; the
+ * answer is the same either way.
  */
 export function aggregateCsv(
   chunks: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,

@@ -1,7 +1,34 @@
 /**
  * The per-variant numbers the analysis works from, produced from the stored CSV by the aggregation
- * step and turned into the analysis JSON by `report.ts`.
+ * step and turned into the analysis JSON by `report.ts`, and the options of that step.
  */
+import type { Header } from "../../csv/header.ts";
+import type { MetricKind } from "./_row_reader.ts";
+
+/** Options of `aggregateCsv` (and, in part, `CsvAggregator`). */
+export interface AggregateOptions {
+  /** Metric kinds that replace the detected ones, by column name; default none. */
+  metricKinds?: Readonly<Record<string, MetricKind>>;
+  /**
+   * CUPED covariate columns by metric, over the `<metric>_pre` columns (see `covariates.ts`);
+   * default none. Pairs naming columns the data lacks are left out.
+   */
+  covariates?: Readonly<Record<string, string>>;
+  /** Numeric metric → percentile in (0, 1) to cap its per-user values at; default none. */
+  winsorize?: Readonly<Record<string, number>>;
+  /**
+   * Called with each chunk before it is read, e.g. the caller's validator; when it throws,
+   * `aggregateCsv` stops with that error. Default none.
+   */
+  onChunk?: (chunk: Uint8Array) => void;
+  /** Called once with the header as read (delimiter and trimmed names). Default none. */
+  onHeader?: (header: Header) => void;
+  /**
+   * Whether `aggregateCsv` may start a worker for the second thread; default true. Without one
+   * it reads on the calling thread alone (the same answer; it saves a worker's start-up).
+   */
+  worker?: boolean;
+}
 
 /** Per-user statistics of one metric in one variant, over the users with a value. */
 export interface MetricVariantStats {

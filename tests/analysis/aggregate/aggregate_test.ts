@@ -2,8 +2,9 @@ import assert from "node:assert/strict";
 import { aggregateCsv, CsvAggregator } from "../../../src/analysis/aggregate/aggregate.ts";
 import type { Aggregate } from "../../../src/analysis/aggregate/aggregate_types.ts";
 import { aggregateThreaded } from "../../../src/analysis/aggregate/_aggregate_threaded.ts";
-import { readNumber } from "../../../src/analysis/aggregate/_csv_cells.ts";
-import { generateCsv, mulberry32 } from "../../../bench/generate_csv.ts";
+import { generateCsv } from "../../../bench/generate_csv.ts";
+import { CsvError } from "../../../src/csv/csv_error.ts";
+import { MAX_CHECKED_CELL } from "../../../src/csv/limits.ts";
 
 const encoder = new TextEncoder();
 
@@ -356,109 +357,76 @@ Deno.test("aggregateCsv calls onChunk before each chunk and stops with its error
   );
 });
 
-Deno.test("aggregateCsv throws an Error on input it cannot read", async () => {
+Deno.test("aggregateCsv throws the CSV rules' CsvError on input it cannot read", async () => {
   const header = "user_id,variant,date,converted\n";
-  const cases: [string, RegExp][] = [
-    [header + "u1,A,2026-01-01\n", /line 2: expected 4 fields, got 3/],
-    [header + 'u1,A,2026-01-01,"1\n', /line 2: a quoted field is not closed/],
-    [header + 'u1,A"x",2026-01-01,1\n', /line 2: unexpected quote/],
-    [header + "u1,A,2026-01-01,1\nu2,A,01/02/2026,1\n", /line 3: the date "01\/02\/2026"/],
-    ["user_id,variant,converted\nu1,A,1\n", /no date column/],
-    ["user_id\tvariant\tdate\n", /delimiter/],
-    ["", /no header/],
+  const cases: [string, string, RegExp][] = [
+    [
+      header + "u1,A,2026-01-01\n",
+      "invalid_csv",
+      /^Cannot parse line 2: expected 4 fields, got 3$/,
+    ],
+    [header + 'u1,A,2026-01-01,"1\n', "invalid_csv", /line 2: a quoted field is not closed/],
+    [header + 'u1,A"x",2026-01-01,1\n', "invalid_csv", /line 2: unexpected quote/],
+    [
+      header + "u1,A,2026-01-01,1\nu2,A,01/02/2026,1\n",
+      "invalid_date",
+      /^Invalid date on line 3: "01\/02\/2026" is not a calendar date written YYYY-MM-DD$/,
+    ],
+    [header + " ,A,2026-01-01,1\n", "invalid_csv", /^Cannot parse line 2: user_id is empty$/],
+    [header + 'u1,"",2026-01-01,1\n', "invalid_csv", /^Cannot parse line 2: variant is empty$/],
+    ["user_id,variant,converted\nu1,A,1\n", "missing_columns", /^Missing required column: date/],
+    ["user_id,variant,date,x,x\n", "invalid_csv", /line 1: the column name "x" appears twice/],
+    ["user_id\tvariant\tdate\n", "invalid_csv", /delimiter must be a comma or a semicolon/],
+    ["", "no_data_rows", /^No data rows: the file is empty$/],
+    ["\n\r\n", "no_data_rows", /^No data rows: the file has no header$/],
   ];
-  for (const [text, message] of cases) {
-    await assert.rejects(aggregateText(text), (error: Error) => {
-      assert.equal(error.constructor, Error);
+  for (const [text, code, message] of cases) {
+    await assert.rejects(aggregateText(text), (error: CsvError) => {
+      assert.ok(error instanceof CsvError, String(error));
+      assert.equal(error.code, code, text);
       assert.match(error.message, message);
       return true;
     });
   }
 });
 
-Deno.test("readNumber equals parseFloat on tricky numbers and rejects what is not a number", () => {
-  const tricky = [
-    "0.1",
-    "0.2",
-    "0.3",
-    "123456.789",
-    "1e-5",
-    "-0.0",
-    "-0",
-    "+5",
-    ".5",
-    "5.",
-    "0000.5000",
-    "0.30000000000000004",
-    "9007199254740991",
-    "9007199254740992",
-    "9007199254740993",
-    "123456789012345",
-    "1234567890123456",
-    "12345678901234567890",
-    "99999999999999.99",
-    "0.1234567890123456789",
-    "3.14159265358979323846",
-    "1.00000000000000011102230246251565404236316680908203125",
-    "0.000000000000000000001",
-    "0.0000000000000000000000001",
-    "1.7976931348623157e308",
-    "4.9e-324",
-    "2.2250738585072014e-308",
-    "1E5",
-    "1e+5",
-    "-1.5E-3",
-    "2.5e0",
-    "1e400",
-    "-1e400",
-    "  42 ",
-    "\t-7.25",
-    "1.0",
-    "0.00",
-    "999999999999999999999.5",
-  ];
-  const random = mulberry32(7);
-  for (let i = 0; i < 5000; i++) {
-    const value = (random() - 0.5) * 10 ** Math.floor(random() * 30 - 10);
-    tricky.push(String(value), value.toFixed(Math.floor(random() * 20)));
-    let digits = "";
-    for (let d = 0; d < 1 + random() * 24; d++) digits += Math.floor(random() * 10);
-    const point = Math.floor(random() * digits.length);
-    tricky.push(`${digits.slice(0, point)}.${digits.slice(point)}`);
-  }
-  for (const text of tricky) {
-    const bytes = encoder.encode(text);
-    const expected = parseFloat(text);
-    assert.ok(Object.is(readNumber(bytes, 0, bytes.length, false), expected), text);
-    const comma = encoder.encode(text.replace(".", ","));
-    assert.ok(
-      Object.is(readNumber(comma, 0, comma.length, true), expected),
-      `${text} with a comma`,
+Deno.test("aggregateCsv reads dates by the upload checks' rule: no year 0000, no day past the month", async () => {
+  for (const date of ["0000-01-01", "2026-02-29", "2026-02-30", "2026-04-31", "1900-02-29"]) {
+    await assert.rejects(
+      aggregateText(`user_id,variant,date,converted\nu1,A,2026-01-01,1\nu2,B,${date},0\n`),
+      (error: CsvError) => {
+        assert.equal(error.code, "invalid_date");
+        assert.equal(error.line, 3);
+        return true;
+      },
+      date,
     );
   }
-  for (
-    const text of [
-      "",
-      " ",
-      ".",
-      "-",
-      "+",
-      "1e",
-      "e5",
-      "1.2.3",
-      "0x10",
-      "Infinity",
-      "NaN",
-      "1 2",
-      "1,5",
-      "--1",
-      "1e5.5",
-      "1-",
-    ]
-  ) {
-    const bytes = encoder.encode(text);
-    assert.ok(Number.isNaN(readNumber(bytes, 0, bytes.length, false)), text);
-  }
+  const leap = await aggregateText("user_id,variant,date,converted\nu1,A,2024-02-29,1\n");
+  assert.deepEqual(leap.daily.map((day) => day.date), ["2024-02-29"]);
+});
+
+Deno.test("aggregateCsv calls a metric cell longer than the checked limit text, blank or not", async () => {
+  const long = " ".repeat(MAX_CHECKED_CELL + 1);
+  const result = await aggregateText(
+    `user_id,variant,date,converted,padded\nu1,A,2026-01-01,1,2\nu2,B,2026-01-01,0,${long}\n`,
+  );
+  assert.deepEqual(result.metrics.map((metric) => metric.name), ["converted"]);
+});
+
+Deno.test("aggregateCsv calls onHeader once with the delimiter and the trimmed names", async () => {
+  const headers: unknown[] = [];
+  await aggregateCsv(
+    ReadableStream.from([
+      encoder.encode('\ufeffuser_id; variant ;"date";m\nu1;A;2026-01-01;1,5\n'),
+    ]),
+    { onHeader: (header) => headers.push(header) },
+  );
+  assert.deepEqual(headers, [{ delimiter: ";", names: ["user_id", "variant", "date", "m"] }]);
+  const aggregator = new CsvAggregator({ onHeader: (header) => headers.push(header) });
+  aggregator.push(encoder.encode("user_id,variant,date,m\n"));
+  aggregator.finish();
+  assert.deepEqual(headers[1], { delimiter: ",", names: ["user_id", "variant", "date", "m"] });
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -784,6 +752,21 @@ Deno.test("aggregateCsv reads on one thread when its worker cannot start", async
     }
   }
   const result = await aggregateThreaded(slowly(), {}, missing, (mode) => modes.push(mode));
+  assert.deepEqual(modes, ["local"]);
+  assert.deepEqual(result, alone.finish());
+});
+
+Deno.test("aggregateCsv reads on the calling thread alone with worker: false", async () => {
+  const bytes = encoder.encode(await generatedDataset(20_000));
+  const alone = new CsvAggregator();
+  alone.push(bytes);
+  const modes: string[] = [];
+  const result = await aggregateThreaded(
+    ReadableStream.from(chunksOf(bytes, 65536)),
+    { worker: false },
+    undefined,
+    (mode) => modes.push(mode),
+  );
   assert.deepEqual(modes, ["local"]);
   assert.deepEqual(result, alone.finish());
 });
