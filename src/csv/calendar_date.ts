@@ -18,7 +18,10 @@ export function daysInMonth(year: number, month: number): number {
   return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
 }
 
-/** Digit values by byte, and 10 000 for any other byte: one bad digit puts a date part out of range. */
+/**
+ * Digit values by byte, and 10 000 for any other byte: one bad digit puts a date part out of range
+ * (the upload validator's compiled fast path reads plain dates with it).
+ */
 export const DIGIT_VALUES: Int32Array = new Int32Array(256).fill(10_000);
 for (let d = 0; d < 10; d++) DIGIT_VALUES[ZERO + d] = d;
 
