@@ -18,7 +18,10 @@ export function daysInMonth(year: number, month: number): number {
   return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
 }
 
-/** Digit values by byte, and 10 000 for any other byte: one bad digit puts a date part out of range. */
+/**
+ * Digit values by byte, and 10 000 for any other byte: one bad digit puts a date part out of range
+ * (the upload validator's compiled fast path reads plain dates with it).
+ */
 export const DIGIT_VALUES: Int32Array = new Int32Array(256).fill(10_000);
 for (let d = 0; d < 10; d++) DIGIT_VALUES[ZERO + d] = d;
 
@@ -35,12 +38,24 @@ export function readDay(buf: Uint8Array, start: number, end: number): number {
     if (end - start !== 10) return -1;
   }
   if (buf[start + 4] !== MINUS || buf[start + 7] !== MINUS) return -1;
-  const D = DIGIT_VALUES;
-  const year = D[buf[start]] * 1000 + D[buf[start + 1]] * 100 + D[buf[start + 2]] * 10 +
-    D[buf[start + 3]];
-  const month = D[buf[start + 5]] * 10 + D[buf[start + 6]];
-  const day = D[buf[start + 8]] * 10 + D[buf[start + 9]];
-  if (year < 1 || year > 9999 || month < 1 || month > 12 || day < 1) return -1;
+  const y0 = buf[start] - ZERO;
+  const y1 = buf[start + 1] - ZERO;
+  const y2 = buf[start + 2] - ZERO;
+  const y3 = buf[start + 3] - ZERO;
+  const m0 = buf[start + 5] - ZERO;
+  const m1 = buf[start + 6] - ZERO;
+  const d0 = buf[start + 8] - ZERO;
+  const d1 = buf[start + 9] - ZERO;
+  // A byte below "0" makes the OR negative; one above "9" in a first digit of the month or day
+  // puts it out of range below.
+  if (
+    (y0 | y1 | y2 | y3 | m0 | m1 | d0 | d1) < 0 ||
+    y0 > 9 || y1 > 9 || y2 > 9 || y3 > 9 || m1 > 9 || d1 > 9
+  ) return -1;
+  const year = y0 * 1000 + y1 * 100 + y2 * 10 + y3;
+  const month = m0 * 10 + m1;
+  const day = d0 * 10 + d1;
+  if (year === 0 || month < 1 || month > 12 || day < 1) return -1;
   if (day > 28 && day > daysInMonth(year, month)) return -1;
   return year * 372 + (month - 1) * 31 + day - 1;
 }

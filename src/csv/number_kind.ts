@@ -56,11 +56,12 @@ export function numberKind(
   }
   const intDigits = i - intStart;
   let decimals = 0;
-  let zeroFraction = true;
+  /** The fraction's digits ORed: 0 when they are all zeros. */
+  let fraction = 0;
   if (i < end && (b === DOT || (decimalComma && b === COMMA))) {
     i++;
     while (i < end && (b = buf[i]) >= ZERO && b <= NINE) {
-      if (b !== ZERO) zeroFraction = false;
+      fraction |= b - ZERO;
       mantissa = mantissa * 10 + (b - ZERO);
       decimals++;
       i++;
@@ -76,13 +77,22 @@ export function numberKind(
         value[0] = negative ? -x : x;
       }
     }
-    const lead = buf[intStart];
-    return !signed && intDigits === 1 && (lead === ZERO || lead === ONE) && zeroFraction
-      ? BINARY
-      : NUMBER;
+    return signed || intDigits !== 1 || buf[intStart] > ONE || fraction !== 0 ? NUMBER : BINARY;
   }
-  if ((b | 0x20) !== 0x65) return TEXT; // e or E
-  i++;
+  return exponentKind(buf, start, i, end, value);
+}
+
+/** The kind of a cell whose mantissa `buf[start..e)` is followed by `buf[e]`: an exponent or text. */
+function exponentKind(
+  buf: Uint8Array,
+  start: number,
+  e: number,
+  end: number,
+  value?: Float64Array,
+): number {
+  if ((buf[e] | 0x20) !== 0x65) return TEXT; // e or E
+  let i = e + 1;
+  let b = 0;
   if (i < end && ((b = buf[i]) === PLUS || b === MINUS)) i++;
   const expStart = i;
   while (i < end && (b = buf[i]) >= ZERO && b <= NINE) i++;

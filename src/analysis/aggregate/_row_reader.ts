@@ -16,7 +16,7 @@ import { DAY_LIMIT, invalidDateError, readDay } from "../../csv/calendar_date.ts
 import { decimalComma, type Delimiter } from "../../csv/delimiter.ts";
 import { emptyCellError, isBlank } from "../../csv/has_text.ts";
 import type { Header } from "../../csv/header.ts";
-import { EMPTY, NUMBER, numberKind, TEXT } from "../../csv/number_kind.ts";
+import { BINARY, NUMBER, numberKind, TEXT } from "../../csv/number_kind.ts";
 import type { CsvRowSink } from "./_csv_rows.ts";
 import { newBatch, type RowBatch } from "./_row_batch.ts";
 import { copyId } from "./_user_table.ts";
@@ -165,19 +165,22 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     const metricField = this.#metricField;
     const count = metricField.length;
     const values = batch.values;
+    const hasValue = this.hasValue;
+    const binary = this.binary;
+    const decimalComma = this.#decimalComma;
     const value = this.#value;
     for (let k = 0; k < count; k++) {
       let x = NaN;
       s = start[metricField[k]];
       e = end[metricField[k]];
       if (candidate[k] === 1 && s !== e) {
-        const kind = numberKind(buf, s, e, this.#decimalComma, value);
-        if (kind === TEXT) {
-          candidate[k] = 0; // a dimension: no longer read
-        } else if (kind !== EMPTY) {
+        const kind = numberKind(buf, s, e, decimalComma, value);
+        if (kind === NUMBER || kind === BINARY) {
           x = value[0];
-          this.hasValue[k] = 1;
-          if (kind === NUMBER) this.binary[k] = 0;
+          hasValue[k] = 1;
+          if (kind === NUMBER && binary[k] === 1) binary[k] = 0;
+        } else if (kind === TEXT) {
+          candidate[k] = 0; // a dimension: no longer read
         }
       }
       values[r * count + k] = x;
