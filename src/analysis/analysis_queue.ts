@@ -3,6 +3,11 @@
  * time, newest delivery wins, results saved in SQLite keyed by the object's ETag. One run per
  * delivery: a request, a scan or an event for the ETag being analysed (or already queued) joins
  * that run; a settings change for it queues one re-run, afterwards.
+ *
+ * Datasets up to `SMALL_INPUT_BYTES` are read on this thread in about a millisecond; up to
+ * `SMALL_AT_ONCE` of them run beside the `concurrency` larger ones, so that a burst of small
+ * deliveries (a nightly `upload --history`) is analysed as fast as it arrives while a large file
+ * still gets its memory to itself.
  */
 import type { ControlPlane } from "../db/control_plane.ts";
 import { DatabaseUnavailable } from "../db/control_plane.ts";
@@ -14,9 +19,12 @@ import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 import { ApiError } from "../http/errors.ts";
 import { DatasetValidator } from "../pipeline/mod.ts";
-import { aggregateCsv } from "./aggregate/aggregate.ts";
+import { aggregateCsv, SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
 import { buildReport } from "./report.ts";
 import { validateSettings } from "./settings.ts";
+
+/** Small datasets analysed at the same time (beside the larger ones). */
+const SMALL_AT_ONCE = 8;
 
 export interface AnalysisQueueOptions {
   db: ControlPlane;
@@ -24,15 +32,18 @@ export interface AnalysisQueueOptions {
   deliveries: DeliveryHub;
   metrics: Metrics;
   maxUploadBytes: number;
-  /** Datasets analysed at the same time; default 1. */
+  /** Datasets over `SMALL_INPUT_BYTES` analysed at the same time; default 1. */
   concurrency?: number;
   log: Logger;
 }
 
 export class AnalysisQueue {
   #o: AnalysisQueueOptions;
-  #queue = new Map<string, Delivery>();
+  /** Deliveries waiting to run, by dataset, in order of arrival: small ones and the others. */
+  #small = new Map<string, Delivery>();
+  #large = new Map<string, Delivery>();
   #running = new Map<string, { etag: string; done: Promise<void> }>();
+  #runningSmall = 0;
   #unsubscribe: () => void;
   #stopped = false;
   #idle: (() => void)[] = [];
@@ -48,7 +59,7 @@ export class AnalysisQueue {
   /** True when a delivery with this ETag is queued or running. */
   inFlight(orgId: string, experimentId: string, etag: string): boolean {
     const id = `${orgId}/${experimentId}`;
-    return this.#queue.get(id)?.info.etag === etag || this.#running.get(id)?.etag === etag;
+    return this.#queued(id)?.info.etag === etag || this.#running.get(id)?.etag === etag;
   }
 
   enqueue(delivery: Delivery): void {
@@ -79,7 +90,11 @@ export class AnalysisQueue {
   }
 
   #joins(id: string, etag: string): boolean {
-    return this.#running.get(id)?.etag === etag || this.#queue.get(id)?.info.etag === etag;
+    return this.#running.get(id)?.etag === etag || this.#queued(id)?.info.etag === etag;
+  }
+
+  #queued(id: string): Delivery | undefined {
+    return this.#small.get(id) ?? this.#large.get(id);
   }
 
   /** Records the delivery as pending (unless its result is saved already) and queues it. */
@@ -101,31 +116,40 @@ export class AnalysisQueue {
       );
     }
     if (this.#stopped || (!rerun && this.#joins(id, info.etag))) return;
-    const queued = this.#queue.get(id);
+    const queued = this.#queued(id);
     if (queued?.info.etag === info.etag && queued.validated) {
       delivery = { ...delivery, validated: true };
     }
-    this.#queue.set(id, delivery);
+    this.#small.delete(id);
+    this.#large.delete(id);
+    (delivery.info.size <= SMALL_INPUT_BYTES ? this.#small : this.#large).set(id, delivery);
     this.#pump();
   }
 
   #pump(): void {
     const limit = this.#o.concurrency ?? 1;
-    for (const [id, delivery] of this.#queue) {
-      if (this.#running.size >= limit) break;
-      if (this.#running.has(id)) continue;
-      this.#queue.delete(id);
-      const done = this.#run(delivery).finally(() => {
-        this.#running.delete(id);
-        this.#pump();
-        this.#settle();
-      });
-      this.#running.set(id, { etag: delivery.info.etag, done });
+    for (const small of [true, false]) {
+      const queue = small ? this.#small : this.#large;
+      for (const [id, delivery] of queue) {
+        const running = small ? this.#runningSmall : this.#running.size - this.#runningSmall;
+        if (running >= (small ? SMALL_AT_ONCE : limit)) break;
+        if (this.#running.has(id)) continue; // its dataset's previous run first
+        queue.delete(id);
+        if (small) this.#runningSmall++;
+        const done = this.#run(delivery).finally(() => {
+          this.#running.delete(id);
+          if (small) this.#runningSmall--;
+          this.#pump();
+          this.#settle();
+        });
+        this.#running.set(id, { etag: delivery.info.etag, done });
+      }
     }
   }
 
   #isIdle(): boolean {
-    return this.#running.size === 0 && this.#queue.size === 0 && this.#admissions === 0;
+    return this.#running.size === 0 && this.#small.size === 0 && this.#large.size === 0 &&
+      this.#admissions === 0;
   }
 
   /** Wakes those waiting for idleness once nothing is admitted, queued or running. */
@@ -169,6 +193,7 @@ export class AnalysisQueue {
       try {
         aggregate = await aggregateCsv(object.body, {
           metricKinds: settings.metric_kinds,
+          sizeBytes: object.info.size,
           onChunk: validator ? (chunk) => validator.push(chunk) : undefined,
         });
       } catch (error) {
@@ -236,7 +261,8 @@ export class AnalysisQueue {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#unsubscribe();
-    this.#queue.clear();
+    this.#small.clear();
+    this.#large.clear();
     await Promise.all([...this.#running.values()].map((r) => r.done.catch(() => {})));
   }
 }

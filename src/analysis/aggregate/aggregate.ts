@@ -25,7 +25,16 @@ export interface AggregateOptions {
    * `aggregateCsv` stops with that error. Default none.
    */
   onChunk?: (chunk: Uint8Array) => void;
+  /**
+   * The input's length in bytes, when known: up to `SMALL_INPUT_BYTES` it is read on the calling
+   * thread, as starting a worker costs more (tens of milliseconds) than reading such a file.
+   * Default unknown (a worker is started).
+   */
+  sizeBytes?: number;
 }
+
+/** Inputs up to this length are aggregated on the calling thread (see `sizeBytes`). */
+export const SMALL_INPUT_BYTES = 1024 * 1024;
 
 /** Rows read before their users are looked up (together, see `UserTable.warm`). */
 const BATCH_ROWS = 256;
@@ -70,12 +79,21 @@ export class CsvAggregator {
 
 /**
  * Aggregates a whole CSV stream, on two threads when a worker can start: this one reads the cells
- * and keeps an eighth of the users, the worker the rest. Otherwise (and for an input that ends
- * before the worker is up) all on the calling thread; the answer is the same either way.
+ * and keeps an eighth of the users, the worker the rest. Otherwise (a small input, a worker that
+ * cannot start, an input that ends before the worker is up) all on the calling thread; the answer
+ * is the same either way.
  */
-export function aggregateCsv(
+export async function aggregateCsv(
   chunks: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,
   options: AggregateOptions = {},
 ): Promise<Aggregate> {
-  return aggregateThreaded(chunks, options);
+  if (options.sizeBytes === undefined || options.sizeBytes > SMALL_INPUT_BYTES) {
+    return await aggregateThreaded(chunks, options);
+  }
+  const aggregator = new CsvAggregator(options);
+  for await (const chunk of chunks) {
+    options.onChunk?.(chunk);
+    aggregator.push(chunk);
+  }
+  return aggregator.finish();
 }
