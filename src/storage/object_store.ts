@@ -54,6 +54,8 @@ export interface ListOptions {
   limit?: number;
   /** Opaque cursor from a previous page's `nextCursor`. */
   cursor?: string | null;
+  /** Without a cursor: start after this key (exclusive). */
+  startAfter?: string | null;
 }
 
 export interface ListPage {
