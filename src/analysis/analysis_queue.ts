@@ -180,9 +180,9 @@ export class AnalysisQueue {
       const object = await store.get(key);
       if (!object) return; // deleted meanwhile
       if (object.info.etag !== etag) {
-        // Replaced since it was announced: analyse what is there now.
+        // Replaced since it was announced: what is there now is a delivery (recorded, analysed).
         await object.body.cancel();
-        this.enqueue({ ...delivery, info: object.info, source: "scan" });
+        void this.#o.deliveries.deliver({ ...delivery, info: object.info, source: "scan" });
         return;
       }
       etag = object.info.etag;

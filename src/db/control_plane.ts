@@ -203,10 +203,6 @@ export interface AnalysisRepo {
     startedAt: string,
   ): Promise<boolean>;
   delete(orgId: string, experimentId: string): Promise<void>;
-  /** `org/experiment` → ETag of every analysis row. */
-  etags(): Promise<Map<string, string>>;
-  /** `org/experiment` of every row still pending. */
-  pending(): Promise<Set<string>>;
 }
 
 export interface ControlPlane {

@@ -168,7 +168,13 @@ export class Ingest {
           const info = await writer.commit();
           logFields.bytes_in = bytes;
           metrics.uploadsStored.inc({ route: "presigned_put" });
-          deliveries.publish({ ...target, key, info, validated: false, source: "presigned_put" });
+          await deliveries.deliver({
+            ...target,
+            key,
+            info,
+            validated: false,
+            source: "presigned_put",
+          });
           return info;
         } catch (error) {
           logFields.bytes_in = bytes;
@@ -273,7 +279,8 @@ export class Ingest {
       logFields.bytes_in = bytes;
       const info = await writer.commit();
       metrics.uploadsStored.inc({ route: "upload" });
-      deliveries.publish({ ...target, key, info, validated: true, source: "upload" });
+      // Stored: the catalog row is written (and awaited) before the 201; its failure is logged.
+      await deliveries.deliver({ ...target, key, info, validated: true, source: "upload" });
       return { bytes, summary: result.summary, sha256: result.sha256, info };
     } catch (error) {
       logFields.bytes_in = counted;

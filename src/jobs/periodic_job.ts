@@ -47,6 +47,7 @@ export class PeriodicJob {
     try {
       const result = await this.#options.run();
       metrics.timerRuns.inc({ job: name, outcome: "ok" });
+      metrics.timerSeconds.observe((performance.now() - started) / 1000, { job: name });
       if (result && Object.keys(result).length > 0) {
         log.info(`timer ${name}`, {
           duration_ms: Math.round(performance.now() - started),

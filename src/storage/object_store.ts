@@ -105,3 +105,9 @@ export function datasetKey(orgId: string, experimentId: string): string {
 export function orgPrefix(orgId: string): string {
   return `org/${orgId}/experiments/`;
 }
+
+/** Parses `org/{org}/experiments/{id}/latest.csv`; null for any other key. */
+export function parseDatasetKey(key: string): { orgId: string; experimentId: string } | null {
+  const m = /^org\/([^/]+)\/experiments\/([A-Za-z0-9._-]{1,128})\/latest\.csv$/.exec(key);
+  return m ? { orgId: m[1], experimentId: m[2] } : null;
+}

@@ -413,19 +413,6 @@ export class SqliteControlPlane implements ControlPlane {
             "UPDATE datasets SET analysis_status = 'pending' WHERE org_id = ? AND experiment_id = ?",
           ).run(orgId, experimentId);
         }),
-      etags: () =>
-        this.#run(() => {
-          const rows = this.#stmt("SELECT org_id, experiment_id, etag FROM analyses")
-            .all() as unknown as { org_id: string; experiment_id: string; etag: string }[];
-          return new Map(rows.map((r) => [`${r.org_id}/${r.experiment_id}`, r.etag]));
-        }),
-      pending: () =>
-        this.#run(() => {
-          const rows = this.#stmt(
-            "SELECT org_id, experiment_id FROM analyses WHERE status = 'pending'",
-          ).all() as unknown as { org_id: string; experiment_id: string }[];
-          return new Set(rows.map((r) => `${r.org_id}/${r.experiment_id}`));
-        }),
     };
   }
 
