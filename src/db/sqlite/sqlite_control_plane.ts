@@ -4,9 +4,9 @@
  * prepared once per handle; migrations keyed by `PRAGMA user_version` (`migrations.ts`).
  *
  * Writes are group-committed: those issued within one turn of the event loop (up to
- * `MAX_BATCH`) run in one transaction, each inside a savepoint so that one failing write fails
- * alone, and every caller's promise settles once that transaction committed. An autocommit write
- * costs 60–90 µs here (its own WAL frames and commit), a write in a shared transaction 6–8 µs:
+ * `MAX_BATCH`) run in one transaction (a failing one alone again, see `#commit`), and every
+ * caller's promise settles once that transaction committed. An autocommit write costs 60–90 µs
+ * here (its own WAL frames and commit), a write in a shared transaction 6–8 µs:
  * at a few thousand small deliveries a second (a catalog row, the analysis' pending mark and
  * result each) that is most of a core saved. A write waits for the end of the current turn
  * (`setImmediate`, tens of microseconds), not for a timer.
@@ -194,54 +194,58 @@ export class SqliteControlPlane implements ControlPlane {
     });
   }
 
-  /** Commits the writes queued so far in one transaction. */
+  /**
+   * Commits the writes queued so far in one transaction. When one of them throws, none is kept:
+   * each runs again in a transaction of its own, so that it fails alone (rare: a refused value,
+   * an unavailable database), and the common case pays for no savepoints.
+   */
   #commit(): void {
     if (this.#flush !== undefined) clearImmediate(this.#flush);
     this.#flush = undefined;
     const batch = this.#batch;
     this.#batch = [];
     if (batch.length === 0) return;
-    const db = this.sqlite;
     if (batch.length === 1) {
-      // Alone: its own (autocommit) transaction, as without batching.
-      const [{ work, resolve, reject }] = batch;
-      try {
-        resolve(work());
-      } catch (error) {
-        reject(mapError(error));
-      }
+      this.#commitAlone(batch[0]);
       return;
     }
-    const outcomes: { ok: boolean; value: unknown }[] = [];
+    const values: unknown[] = [];
     try {
-      db.exec("BEGIN IMMEDIATE");
-      for (const { work } of batch) {
-        db.exec("SAVEPOINT w");
-        try {
-          outcomes.push({ ok: true, value: work() });
-          db.exec("RELEASE w");
-        } catch (error) {
-          db.exec("ROLLBACK TO w");
-          db.exec("RELEASE w");
-          outcomes.push({ ok: false, value: mapError(error) });
-        }
-      }
-      db.exec("COMMIT");
+      this.#stmt("BEGIN IMMEDIATE").run();
     } catch (error) {
-      if (db.isTransaction) {
-        try {
-          db.exec("ROLLBACK");
-        } catch { /* the transaction is gone already */ }
-      }
       const failure = mapError(error);
       for (const { reject } of batch) reject(failure);
       return;
     }
-    batch.forEach(({ resolve, reject }, i) => {
-      const { ok, value } = outcomes[i];
-      if (ok) resolve(value);
-      else reject(value);
-    });
+    try {
+      for (const { work } of batch) values.push(work());
+      this.#stmt("COMMIT").run();
+    } catch {
+      this.#rollback();
+      for (const write of batch) this.#commitAlone(write);
+      return;
+    }
+    batch.forEach(({ resolve }, i) => resolve(values[i]));
+  }
+
+  /** One write in a transaction of its own (its statements commit together or not at all). */
+  #commitAlone({ work, resolve, reject }: QueuedWrite): void {
+    try {
+      this.#stmt("BEGIN IMMEDIATE").run();
+      const value = work();
+      this.#stmt("COMMIT").run();
+      resolve(value);
+    } catch (error) {
+      this.#rollback();
+      reject(mapError(error));
+    }
+  }
+
+  #rollback(): void {
+    if (!this.sqlite.isTransaction) return;
+    try {
+      this.sqlite.exec("ROLLBACK");
+    } catch { /* the transaction is gone already */ }
   }
 
   #orgRepo(): OrgRepo {
