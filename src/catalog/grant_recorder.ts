@@ -20,7 +20,8 @@ export class GrantRecorder {
   readonly #db: ControlPlane;
   readonly #log: Logger;
   readonly #delayMs: number;
-  #pending = new Map<string, Grant>();
+  /** Grants to write, by key, with their expiry in milliseconds (made ISO when written). */
+  #pending = new Map<string, { orgId: string; experimentId: string; expiresMs: number }>();
   #timer: ReturnType<typeof setTimeout> | undefined;
   #writing: Promise<void> = Promise.resolve();
 
@@ -30,10 +31,11 @@ export class GrantRecorder {
     this.#delayMs = options.delayMs ?? 50;
   }
 
-  record(grant: Grant): void {
-    const known = this.#pending.get(grant.key);
-    if (known === undefined || known.expires_at < grant.expires_at) {
-      this.#pending.set(grant.key, grant);
+  /** Records the grant of `key` until `expiresMs` (a time in milliseconds since the epoch). */
+  record(key: string, orgId: string, experimentId: string, expiresMs: number): void {
+    const known = this.#pending.get(key);
+    if (known === undefined || known.expiresMs < expiresMs) {
+      this.#pending.set(key, { orgId, experimentId, expiresMs });
     }
     this.#timer ??= setTimeout(() => this.flush(), this.#delayMs);
   }
@@ -43,7 +45,12 @@ export class GrantRecorder {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     if (this.#pending.size > 0) {
-      const grants = [...this.#pending.values()];
+      const grants: Grant[] = [...this.#pending].map(([key, g]) => ({
+        key,
+        org_id: g.orgId,
+        experiment_id: g.experimentId,
+        expires_at: new Date(g.expiresMs).toISOString(),
+      }));
       this.#pending = new Map();
       this.#writing = this.#writing.then(() =>
         this.#db.grants.put(grants).catch((error) => {

@@ -83,12 +83,12 @@ async function initiate(ctx: AppCtx): Promise<Response> {
     contentLength: sizeBytes,
   });
   // The timer heads this key while the grant is open (written within 50 ms, not awaited).
-  ctx.deps.grants?.record({
+  ctx.deps.grants?.record(
     key,
-    org_id: principal.orgId,
-    experiment_id: experimentId,
-    expires_at: new Date(Date.now() + config.presignTtlSeconds * 1000).toISOString(),
-  });
+    principal.orgId,
+    experimentId,
+    Date.now() + config.presignTtlSeconds * 1000,
+  );
   return json(ctx, {
     upload_url: uploadUrl,
     bucket: store.bucket,
