@@ -57,7 +57,6 @@ const MIGRATIONS: string[] = [
      PRIMARY KEY (org_id, experiment_id)
    );
    CREATE UNIQUE INDEX datasets_key ON datasets(key);
-   CREATE INDEX datasets_size ON datasets(size_bytes);
    CREATE INDEX datasets_pending ON datasets(observed_at) WHERE analysis_status = 'pending';
    CREATE TABLE grants (
      key TEXT PRIMARY KEY,

@@ -508,6 +508,8 @@ export class SqliteControlPlane implements ControlPlane {
               limit,
             )
         ),
+      // A scan of the table (no index to keep up at every delivery): the clean-up asks every
+      // ABN_CLEANUP_INTERVAL_SECONDS, about a millisecond per 10,000 rows.
       larger: (sizeBytes, limit) =>
         this.#run(() =>
           rows(
