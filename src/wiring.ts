@@ -129,6 +129,7 @@ export async function createService(
     deliveries,
     metrics,
     maxUploadBytes: config.maxUploadBytes,
+    busy: () => ingest.busy,
     log,
   });
   const scan = new PeriodicJob({

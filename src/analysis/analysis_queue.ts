@@ -7,7 +7,9 @@
  * Datasets up to `SMALL_INPUT_BYTES` are read on this thread in about a millisecond; up to
  * `SMALL_AT_ONCE` of them run beside the `concurrency` larger ones, so that a burst of small
  * deliveries (a nightly `upload --history`) is analysed as fast as it arrives while a large file
- * still gets its memory to itself.
+ * still gets its memory to itself. While uploads stream (`busy`), small analyses wait (up to
+ * `BUSY_WAIT_MS`, then one at a time): on two cores a burst of tiny uploads keeps the request
+ * thread busy, the requests come first, and the analyses catch up once the burst ends.
  */
 import type { ControlPlane } from "../db/control_plane.ts";
 import { DatabaseUnavailable } from "../db/control_plane.ts";
@@ -25,6 +27,10 @@ import { validateSettings } from "./settings.ts";
 
 /** Small datasets analysed at the same time (beside the larger ones). */
 const SMALL_AT_ONCE = 8;
+/** Longest a small analysis waits for uploads to stop streaming before it runs anyway. */
+const BUSY_WAIT_MS = 5_000;
+/** How often a waiting queue looks again whether uploads stopped. */
+const BUSY_POLL_MS = 20;
 
 export interface AnalysisQueueOptions {
   db: ControlPlane;
@@ -34,6 +40,10 @@ export interface AnalysisQueueOptions {
   maxUploadBytes: number;
   /** Datasets over `SMALL_INPUT_BYTES` analysed at the same time; default 1. */
   concurrency?: number;
+  /** True while uploads are being received (small analyses then wait, see `busyWaitMs`). */
+  busy?: () => boolean;
+  /** Longest a small analysis waits while `busy` before running anyway; default 5 s. */
+  busyWaitMs?: number;
   log: Logger;
 }
 
@@ -42,6 +52,9 @@ export class AnalysisQueue {
   /** Deliveries waiting to run, by dataset, in order of arrival: small ones and the others. */
   #small = new Map<string, Delivery>();
   #large = new Map<string, Delivery>();
+  /** When each small delivery waiting now was queued (`performance.now()`). */
+  #smallSince = new Map<string, number>();
+  #busyTimer: ReturnType<typeof setTimeout> | undefined;
   #running = new Map<string, { etag: string; done: Promise<void> }>();
   #runningSmall = 0;
   #unsubscribe: () => void;
@@ -122,20 +135,46 @@ export class AnalysisQueue {
     }
     this.#small.delete(id);
     this.#large.delete(id);
-    (delivery.info.size <= SMALL_INPUT_BYTES ? this.#small : this.#large).set(id, delivery);
+    if (delivery.info.size <= SMALL_INPUT_BYTES) {
+      this.#small.set(id, delivery);
+      if (!this.#smallSince.has(id)) this.#smallSince.set(id, performance.now());
+    } else {
+      this.#large.set(id, delivery);
+      this.#smallSince.delete(id);
+    }
     this.#pump();
+  }
+
+  /** How many small analyses may run now: none while uploads stream, unless one waited long. */
+  #smallLimit(): number {
+    if (!this.#o.busy?.()) return SMALL_AT_ONCE;
+    const oldest = this.#smallSince.values().next().value;
+    const wait = this.#o.busyWaitMs ?? BUSY_WAIT_MS;
+    if (oldest !== undefined && performance.now() - oldest > wait) return 1;
+    // Look again soon: nothing else may wake the queue when uploads stop.
+    if (this.#small.size > 0 && this.#busyTimer === undefined && !this.#stopped) {
+      this.#busyTimer = setTimeout(() => {
+        this.#busyTimer = undefined;
+        this.#pump();
+      }, BUSY_POLL_MS);
+    }
+    return 0;
   }
 
   #pump(): void {
     const limit = this.#o.concurrency ?? 1;
+    const smallLimit = this.#small.size > 0 ? this.#smallLimit() : 0;
     for (const small of [true, false]) {
       const queue = small ? this.#small : this.#large;
       for (const [id, delivery] of queue) {
         const running = small ? this.#runningSmall : this.#running.size - this.#runningSmall;
-        if (running >= (small ? SMALL_AT_ONCE : limit)) break;
+        if (running >= (small ? smallLimit : limit)) break;
         if (this.#running.has(id)) continue; // its dataset's previous run first
         queue.delete(id);
-        if (small) this.#runningSmall++;
+        if (small) {
+          this.#smallSince.delete(id);
+          this.#runningSmall++;
+        }
         const done = this.#run(delivery).finally(() => {
           this.#running.delete(id);
           if (small) this.#runningSmall--;
@@ -263,6 +302,8 @@ export class AnalysisQueue {
     this.#unsubscribe();
     this.#small.clear();
     this.#large.clear();
+    this.#smallSince.clear();
+    clearTimeout(this.#busyTimer);
     await Promise.all([...this.#running.values()].map((r) => r.done.catch(() => {})));
   }
 }

@@ -39,6 +39,9 @@ export function batchBytesFor(declared: number): number {
   return declared > 0 && declared < BATCH_BYTES ? Math.max(4096, declared + 1) : BATCH_BYTES;
 }
 
+/** How long after an upload ended the service still counts as `busy`. */
+const BUSY_AFTER_MS = 50;
+
 /** Bodies declared at least this long are validated on the validator thread. */
 const OFF_THREAD_MIN_BYTES = 8 * 1024 * 1024;
 /** Bodies declared at least this long, bound for a local file, are piped into it. */
@@ -131,6 +134,7 @@ export class Ingest {
   readonly #slots: UploadSlots;
   readonly #validator = new ValidatorThread();
   #spooling = 0;
+  #lastDone = -Infinity;
 
   constructor(options: IngestOptions) {
     this.#o = options;
@@ -140,6 +144,14 @@ export class Ingest {
   /** Upload bodies streaming now. */
   get inProgress(): number {
     return this.#slots.inUse;
+  }
+
+  /**
+   * True while bodies stream or one ended in the last `BUSY_AFTER_MS`: a burst of uploads,
+   * whose requests should not wait behind background work.
+   */
+  get busy(): boolean {
+    return this.#slots.inUse > 0 || performance.now() - this.#lastDone < BUSY_AFTER_MS;
   }
 
   /**
@@ -166,6 +178,7 @@ export class Ingest {
         return await this.#receiveUpload(req, target, logFields);
       } finally {
         release();
+        this.#lastDone = performance.now();
       }
     } catch (error) {
       this.reject(error);
