@@ -203,12 +203,13 @@ export class LocalStore implements ObjectStore {
         try {
           await writeback.close();
           await file.syncData();
+          // The renamed file keeps its size, mtime and inode: the ETag is known now.
+          const stat = file.statSync();
           file.close();
           const dir = target.slice(0, target.lastIndexOf("/"));
           const made = this.#makeDirectory(dir);
           Deno.renameSync(tmp, target);
           await Promise.all([dir, ...made].map((d) => this.#dirSyncs.sync(d)));
-          const stat = Deno.statSync(target);
           return {
             key,
             size: stat.size,
