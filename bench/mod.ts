@@ -69,8 +69,12 @@ try {
     ) {
       rows.push({
         benchmark: `initiate, ${name} driver, 50 connections`,
-        ours: `${r.rps.toFixed(0)} req/s, p99 ${r.p99ms.toFixed(1)} ms`,
-        baseline: `hello-world ${i.hello.rps.toFixed(0)} req/s`,
+        ours: `${r.rps.toFixed(0)} req/s, p99 ${r.p99ms.toFixed(1)} ms, ${
+          r.cpuUs.toFixed(0)
+        } µs CPU/req`,
+        baseline: `hello-world ${i.hello.rps.toFixed(0)} req/s, ${
+          i.hello.cpuUs.toFixed(0)
+        } µs CPU/req`,
         ratio: (r.rps / i.hello.rps).toFixed(2),
         target: `${target}, p99 < 20 ms`,
       });
