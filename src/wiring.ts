@@ -154,6 +154,8 @@ export async function createService(
     name: "reconcile",
     intervalMs: config.reconcileIntervalSeconds * 1000,
     firstDelayMs: 0,
+    // A failed listing (storage down at start-up) is tried again at the scan's pace, not in an hour.
+    retryMs: Math.min(config.reconcileIntervalSeconds, config.scanIntervalSeconds) * 1000,
     metrics,
     log,
     run: async () => {

@@ -10,6 +10,7 @@ import { startTestServer } from "../_server.ts";
 import { waitFor } from "../_faults.ts";
 import { LocalStore } from "../../src/storage/local_store.ts";
 import type { ListOptions, ListPage } from "../../src/storage/object_store.ts";
+import { StorageError } from "../../src/storage/object_store.ts";
 import { UrlSigner } from "../../src/crypto/url_signer.ts";
 import { loadOrCreateSecret } from "../../src/crypto/url_signer.ts";
 
@@ -241,6 +242,40 @@ Deno.test("until the first reconciliation has finished, the list reads storage",
     assertEquals(rows.map((r) => r.experiment_id), ["early"]);
   } finally {
     store.release();
+    await server.close();
+  }
+});
+
+/** A local store whose first listing fails (storage unreachable at start-up). */
+class FailingOnceStore extends LocalStore {
+  #failed = false;
+
+  override async list(prefix: string, options?: ListOptions): Promise<ListPage> {
+    if (!this.#failed) {
+      this.#failed = true;
+      throw new StorageError("injected: storage unreachable");
+    }
+    return await super.list(prefix, options);
+  }
+}
+
+Deno.test("a start-up reconciliation that fails is tried again at the scan's pace, not an hour later", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "abn-catalog-retry-" });
+  const { freePort } = await import("../_server.ts");
+  const port = freePort();
+  const signer = new UrlSigner(await loadOrCreateSecret(`${dataDir}/secrets/url-signing.key`));
+  const store = new FailingOnceStore({ dataDir, signer, publicUrl: `http://127.0.0.1:${port}` });
+  const server = await startTestServer({ ABN_SCAN_INTERVAL_SECONDS: "1" }, {
+    port,
+    dataDir,
+    store,
+  });
+  try {
+    await waitFor(() => server.service.catalog.ready, "a second reconciliation", 5_000);
+    const runs = server.service.metrics.timerRuns;
+    assertEquals(runs.get({ job: "reconcile", outcome: "failed" }), 1);
+    assertEquals(runs.get({ job: "reconcile", outcome: "ok" }), 1);
+  } finally {
     await server.close();
   }
 });
