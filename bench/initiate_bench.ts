@@ -3,6 +3,12 @@
  * (b) `POST /api/v1/datasets/initiate/` on the local driver and on the S3 driver (s3rver), in
  * the same run, taking turns three times (medians). Needs `wrk` (Debian package).
  *
+ * Each run also reads the server's CPU time (user + system, `/proc`) per request. On two cores
+ * the hello-world rate is bound by wrk itself (the server spends ~11 µs a request and idles),
+ * while initiate is bound by the server: the ratio of rates moves with whatever changes wrk's
+ * cost against the server's (the CPU, the kernel, other load), and the CPU per request is the
+ * steadier measure of the service's own work.
+ *
  *   deno run -A bench/initiate_bench.ts [SECONDS]
  */
 import { freePort, printTable, startChild } from "./_util.ts";
@@ -14,9 +20,28 @@ interface WrkResult {
   rps: number;
   p99ms: number;
   errors: number;
+  /** Server CPU time per request, microseconds. */
+  cpuUs: number;
 }
 
-async function wrk(url: string, seconds: number, script?: string): Promise<WrkResult> {
+/** CPU seconds (user + system) the process used so far; NaN without /proc. */
+async function cpuSeconds(pid: number): Promise<number> {
+  try {
+    const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+async function wrk(
+  pid: number,
+  url: string,
+  seconds: number,
+  script?: string,
+): Promise<WrkResult> {
+  const cpu0 = await cpuSeconds(pid);
   const args = [
     "-t2",
     "-c50",
@@ -36,7 +61,9 @@ async function wrk(url: string, seconds: number, script?: string): Promise<WrkRe
   );
   const errors = non2xx +
     (socketErrors ? socketErrors.slice(1).reduce((a, b) => a + Number(b), 0) : 0);
-  return { rps, p99ms, errors };
+  const requests = Number(/(\d+) requests in/.exec(text)?.[1] ?? NaN);
+  const cpuUs = (await cpuSeconds(pid) - cpu0) * 1e6 / requests;
+  return { rps, p99ms, errors, cpuUs };
 }
 
 async function service(env: Record<string, string>) {
@@ -71,6 +98,7 @@ wrk.headers["Authorization"] = "Bearer ${api_key}"
 `,
   );
   return {
+    pid: child.pid,
     url: `${child.url}/api/v1/datasets/initiate/`,
     script,
     async stop() {
@@ -92,6 +120,7 @@ function combine(results: WrkResult[]): WrkResult {
     rps: medianOf(results.map((r) => r.rps)),
     p99ms: medianOf(results.map((r) => r.p99ms)),
     errors: results.reduce((sum, r) => sum + r.errors, 0),
+    cpuUs: medianOf(results.map((r) => r.cpuUs)),
   };
 }
 
@@ -120,9 +149,9 @@ export async function benchInitiate(seconds = 10, rounds = 3) {
   const runs = { hello: [] as WrkResult[], local: [] as WrkResult[], s3: [] as WrkResult[] };
   try {
     for (let round = 0; round < rounds; round++) {
-      runs.hello.push(await wrk(`${hello.url}/`, seconds));
-      runs.local.push(await wrk(local.url, seconds, local.script));
-      runs.s3.push(await wrk(s3svc.url, seconds, s3svc.script));
+      runs.hello.push(await wrk(hello.pid, `${hello.url}/`, seconds));
+      runs.local.push(await wrk(local.pid, local.url, seconds, local.script));
+      runs.s3.push(await wrk(s3svc.pid, s3svc.url, seconds, s3svc.script));
     }
   } finally {
     await hello.stop();
@@ -139,6 +168,7 @@ if (import.meta.main) {
     what,
     "req/s": x.rps.toFixed(0),
     "p99 ms": x.p99ms.toFixed(2),
+    "server CPU µs/req": x.cpuUs.toFixed(1),
     errors: x.errors,
     "ratio to hello": (x.rps / r.hello.rps).toFixed(2),
     target,

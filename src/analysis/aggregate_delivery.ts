@@ -9,9 +9,11 @@ import { aggregateCsv, type AggregateOptions } from "./aggregate/aggregate.ts";
 import type { Aggregate } from "./aggregate/aggregate_types.ts";
 
 /** Options of `aggregateDelivery`. */
-export interface AggregateDeliveryOptions
-  extends
-    Pick<AggregateOptions, "metricKinds" | "covariates" | "winsorize" | "onHeader" | "worker"> {
+export interface AggregateDeliveryOptions extends
+  Pick<
+    AggregateOptions,
+    "metricKinds" | "covariates" | "winsorize" | "onHeader" | "worker" | "sizeBytes"
+  > {
   /** The bytes passed the upload checks as they arrived (a direct upload); default false. */
   validated?: boolean;
 }

@@ -3,6 +3,13 @@
  * time, newest delivery wins, results saved in SQLite keyed by the object's ETag. One run per
  * delivery: a request, a scan or an event for the ETag being analysed (or already queued) joins
  * that run; a settings change for it queues one re-run, afterwards.
+ *
+ * Datasets up to `SMALL_INPUT_BYTES` are read on this thread in about a millisecond; up to
+ * `SMALL_AT_ONCE` of them run beside the `concurrency` larger ones, so that a burst of small
+ * deliveries (a nightly `upload --history`) is analysed as fast as it arrives while a large file
+ * still gets its memory to itself. While uploads stream (`busy`), small analyses wait (up to
+ * `BUSY_WAIT_MS`, then one at a time): on two cores a burst of tiny uploads keeps the request
+ * thread busy, the requests come first, and the analyses catch up once the burst ends.
  */
 import type { ControlPlane } from "../db/control_plane.ts";
 import { DatabaseUnavailable } from "../db/control_plane.ts";
@@ -13,9 +20,17 @@ import type { Metrics } from "../metrics.ts";
 import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 import { ApiError } from "../http/errors.ts";
+import { SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
 import { aggregateDelivery } from "./aggregate_delivery.ts";
 import { buildReport } from "./report.ts";
 import { validateSettings } from "./settings.ts";
+
+/** Small datasets analysed at the same time (beside the larger ones). */
+const SMALL_AT_ONCE = 8;
+/** Longest a small analysis waits for uploads to stop streaming before it runs anyway. */
+const BUSY_WAIT_MS = 5_000;
+/** How often a waiting queue looks again whether uploads stopped. */
+const BUSY_POLL_MS = 20;
 
 export interface AnalysisQueueOptions {
   db: ControlPlane;
@@ -23,15 +38,25 @@ export interface AnalysisQueueOptions {
   deliveries: DeliveryHub;
   metrics: Metrics;
   maxUploadBytes: number;
-  /** Datasets analysed at the same time; default 1. */
+  /** Datasets over `SMALL_INPUT_BYTES` analysed at the same time; default 1. */
   concurrency?: number;
+  /** True while uploads are being received (small analyses then wait, see `busyWaitMs`). */
+  busy?: () => boolean;
+  /** Longest a small analysis waits while `busy` before running anyway; default 5 s. */
+  busyWaitMs?: number;
   log: Logger;
 }
 
 export class AnalysisQueue {
   #o: AnalysisQueueOptions;
-  #queue = new Map<string, Delivery>();
+  /** Deliveries waiting to run, by dataset, in order of arrival: small ones and the others. */
+  #small = new Map<string, Delivery>();
+  #large = new Map<string, Delivery>();
+  /** When each small delivery waiting now was queued (`performance.now()`). */
+  #smallSince = new Map<string, number>();
+  #busyTimer: ReturnType<typeof setTimeout> | undefined;
   #running = new Map<string, { etag: string; done: Promise<void> }>();
+  #runningSmall = 0;
   #unsubscribe: () => void;
   #stopped = false;
   #idle: (() => void)[] = [];
@@ -47,7 +72,7 @@ export class AnalysisQueue {
   /** True when a delivery with this ETag is queued or running. */
   inFlight(orgId: string, experimentId: string, etag: string): boolean {
     const id = `${orgId}/${experimentId}`;
-    return this.#queue.get(id)?.info.etag === etag || this.#running.get(id)?.etag === etag;
+    return this.#queued(id)?.info.etag === etag || this.#running.get(id)?.etag === etag;
   }
 
   enqueue(delivery: Delivery): void {
@@ -78,7 +103,11 @@ export class AnalysisQueue {
   }
 
   #joins(id: string, etag: string): boolean {
-    return this.#running.get(id)?.etag === etag || this.#queue.get(id)?.info.etag === etag;
+    return this.#running.get(id)?.etag === etag || this.#queued(id)?.info.etag === etag;
+  }
+
+  #queued(id: string): Delivery | undefined {
+    return this.#small.get(id) ?? this.#large.get(id);
   }
 
   /** Records the delivery as pending (unless its result is saved already) and queues it. */
@@ -100,31 +129,66 @@ export class AnalysisQueue {
       );
     }
     if (this.#stopped || (!rerun && this.#joins(id, info.etag))) return;
-    const queued = this.#queue.get(id);
+    const queued = this.#queued(id);
     if (queued?.info.etag === info.etag && queued.validated) {
       delivery = { ...delivery, validated: true };
     }
-    this.#queue.set(id, delivery);
+    this.#small.delete(id);
+    this.#large.delete(id);
+    if (delivery.info.size <= SMALL_INPUT_BYTES) {
+      this.#small.set(id, delivery);
+      if (!this.#smallSince.has(id)) this.#smallSince.set(id, performance.now());
+    } else {
+      this.#large.set(id, delivery);
+      this.#smallSince.delete(id);
+    }
     this.#pump();
+  }
+
+  /** How many small analyses may run now: none while uploads stream, unless one waited long. */
+  #smallLimit(): number {
+    if (!this.#o.busy?.()) return SMALL_AT_ONCE;
+    const oldest = this.#smallSince.values().next().value;
+    const wait = this.#o.busyWaitMs ?? BUSY_WAIT_MS;
+    if (oldest !== undefined && performance.now() - oldest > wait) return 1;
+    // Look again soon: nothing else may wake the queue when uploads stop.
+    if (this.#small.size > 0 && this.#busyTimer === undefined && !this.#stopped) {
+      this.#busyTimer = setTimeout(() => {
+        this.#busyTimer = undefined;
+        this.#pump();
+      }, BUSY_POLL_MS);
+    }
+    return 0;
   }
 
   #pump(): void {
     const limit = this.#o.concurrency ?? 1;
-    for (const [id, delivery] of this.#queue) {
-      if (this.#running.size >= limit) break;
-      if (this.#running.has(id)) continue;
-      this.#queue.delete(id);
-      const done = this.#run(delivery).finally(() => {
-        this.#running.delete(id);
-        this.#pump();
-        this.#settle();
-      });
-      this.#running.set(id, { etag: delivery.info.etag, done });
+    const smallLimit = this.#small.size > 0 ? this.#smallLimit() : 0;
+    for (const small of [true, false]) {
+      const queue = small ? this.#small : this.#large;
+      for (const [id, delivery] of queue) {
+        const running = small ? this.#runningSmall : this.#running.size - this.#runningSmall;
+        if (running >= (small ? smallLimit : limit)) break;
+        if (this.#running.has(id)) continue; // its dataset's previous run first
+        queue.delete(id);
+        if (small) {
+          this.#smallSince.delete(id);
+          this.#runningSmall++;
+        }
+        const done = this.#run(delivery).finally(() => {
+          this.#running.delete(id);
+          if (small) this.#runningSmall--;
+          this.#pump();
+          this.#settle();
+        });
+        this.#running.set(id, { etag: delivery.info.etag, done });
+      }
     }
   }
 
   #isIdle(): boolean {
-    return this.#running.size === 0 && this.#queue.size === 0 && this.#admissions === 0;
+    return this.#running.size === 0 && this.#small.size === 0 && this.#large.size === 0 &&
+      this.#admissions === 0;
   }
 
   /** Wakes those waiting for idleness once nothing is admitted, queued or running. */
@@ -155,9 +219,9 @@ export class AnalysisQueue {
       const object = await store.get(key);
       if (!object) return; // deleted meanwhile
       if (object.info.etag !== etag) {
-        // Replaced since it was announced: analyse what is there now.
+        // Replaced since it was announced: what is there now is a delivery (recorded, analysed).
         await object.body.cancel();
-        this.enqueue({ ...delivery, info: object.info, source: "scan" });
+        void this.#o.deliveries.deliver({ ...delivery, info: object.info, source: "scan" });
         return;
       }
       etag = object.info.etag;
@@ -168,6 +232,7 @@ export class AnalysisQueue {
         metricKinds: settings.metric_kinds,
         covariates: settings.covariates,
         winsorize: settings.winsorize,
+        sizeBytes: object.info.size,
       });
       const rows = aggregate.rows;
       const report = buildReport(aggregate, settings);
@@ -228,7 +293,10 @@ export class AnalysisQueue {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#unsubscribe();
-    this.#queue.clear();
+    this.#small.clear();
+    this.#large.clear();
+    this.#smallSince.clear();
+    clearTimeout(this.#busyTimer);
     await Promise.all([...this.#running.values()].map((r) => r.done.catch(() => {})));
   }
 }

@@ -1,6 +1,7 @@
 /**
  * The control plane: what the service keeps besides the datasets themselves (organizations, API
- * keys, settings, analysis results). One interface, two drivers: SQLite (`sqlite/`, the embedded
+ * keys, settings, analysis results, the dataset catalog and upload grants). One interface, two
+ * drivers: SQLite (`sqlite/`, the embedded
  * default for one host) and PostgreSQL (several instances sharing one bucket). Every method is
  * asynchronous so both drivers fit; the SQLite driver answers at once.
  *
@@ -89,6 +90,95 @@ export interface SettingsRepo {
   save(orgId: string, experimentId: string, settings: Record<string, unknown>): Promise<void>;
 }
 
+/**
+ * One stored dataset as the catalog knows it. The catalog is an index of storage, which stays
+ * the source of truth: rows are written at every commit the service makes and by what notices
+ * objects in storage (the scan of open grants, bucket events, reconciliation), and repaired by
+ * reconciliation.
+ */
+export interface DatasetEntry {
+  org_id: string;
+  experiment_id: string;
+  /** The storage key (`org/{org}/experiments/{experiment}/latest.csv`). */
+  key: string;
+  size_bytes: number;
+  etag: string;
+  /** When storage wrote the object (its last-modified time), ISO-8601. */
+  delivered_at: string;
+  /**
+   * When the service saw the object in storage (after a commit, a head or a listing), ISO-8601.
+   * An observation replaces a row only if it is not older than the row's own, so a slow listing
+   * cannot undo a commit made while it ran.
+   */
+  observed_at: string;
+}
+
+/** A catalog row with the status of the analysis of its object. */
+export interface DatasetRow extends DatasetEntry {
+  /**
+   * The status of the analysis of this ETag: that of the saved analysis when it is of this ETag,
+   * else `pending`. Kept by the driver whenever either side changes.
+   */
+  analysis_status: AnalysisStatus;
+}
+
+export interface DatasetPageOptions {
+  /** Rows whose experiment_id comes after this one (byte order); default from the first. */
+  after?: string | null;
+  /** Most rows to answer. */
+  limit: number;
+}
+
+export interface DatasetRepo {
+  /**
+   * Records objects seen in storage, in one transaction: a new row, or a replacement of the row
+   * of the same experiment unless that row was observed later. A row whose ETag changes takes
+   * the analysis status of that ETag (`pending` unless an analysis of it is saved).
+   */
+  put(entries: readonly DatasetEntry[]): Promise<void>;
+  /**
+   * Removes the row of an experiment unless it was observed after `observedBefore` (a commit
+   * made after the object was deleted keeps its row); answers whether a row was removed.
+   */
+  remove(orgId: string, experimentId: string, observedBefore: string): Promise<boolean>;
+  get(orgId: string, experimentId: string): Promise<DatasetRow | null>;
+  /** One organization's rows in experiment_id byte order (`COLLATE "C"` on PostgreSQL). */
+  page(orgId: string, options: DatasetPageOptions): Promise<DatasetRow[]>;
+  /**
+   * Rows in storage-key order whose key is after `afterKey` (exclusive) and up to `throughKey`
+   * (inclusive; `null`: to the end), at most `limit`: reconciliation compares them with one page
+   * of a storage listing.
+   */
+  keyRange(afterKey: string, throughKey: string | null, limit: number): Promise<DatasetRow[]>;
+  /** Rows over `sizeBytes` (the clean-up deletes those datasets), at most `limit`. */
+  larger(sizeBytes: number, limit: number): Promise<DatasetRow[]>;
+  /**
+   * Rows whose analysis is `pending`, of objects up to `maxBytes`, observed before
+   * `observedBefore`, at most `limit` (the timer offers them to the analysis again).
+   */
+  pending(maxBytes: number, observedBefore: string, limit: number): Promise<DatasetRow[]>;
+}
+
+/** An upload URL handed out by `initiate` (recorded for S3, where the PUT bypasses the service). */
+export interface Grant {
+  org_id: string;
+  experiment_id: string;
+  key: string;
+  /** When the URL expires, ISO-8601. */
+  expires_at: string;
+}
+
+export interface GrantRepo {
+  /** Records grants, in one transaction; a key keeps the latest expiry it was granted. */
+  put(grants: readonly Grant[]): Promise<void>;
+  /** Grants expiring at or after `since` (of one organization when given), by key. */
+  open(since: string, orgId?: string): Promise<Grant[]>;
+  /** Grants of one key expiring at or after `since`, if any. */
+  get(key: string, since: string): Promise<Grant | null>;
+  /** Deletes grants that expired before `before`; answers how many. */
+  prune(before: string): Promise<number>;
+}
+
 export interface AnalysisRepo {
   get(orgId: string, experimentId: string): Promise<AnalysisRow | null>;
   /** The status of the analysis of the object with `etag`: `pending` until its result is saved. */
@@ -113,10 +203,6 @@ export interface AnalysisRepo {
     startedAt: string,
   ): Promise<boolean>;
   delete(orgId: string, experimentId: string): Promise<void>;
-  /** `org/experiment` → ETag of every analysis row. */
-  etags(): Promise<Map<string, string>>;
-  /** `org/experiment` of every row still pending. */
-  pending(): Promise<Set<string>>;
 }
 
 export interface ControlPlane {
@@ -125,6 +211,8 @@ export interface ControlPlane {
   readonly keys: KeyRepo;
   readonly settings: SettingsRepo;
   readonly analyses: AnalysisRepo;
+  readonly datasets: DatasetRepo;
+  readonly grants: GrantRepo;
   /** True when the database answers a trivial query. */
   reachable(): Promise<boolean>;
   close(): Promise<void>;

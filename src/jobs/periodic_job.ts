@@ -13,6 +13,8 @@ export interface PeriodicJobOptions {
   log: Logger;
   /** Delay before the first run; default intervalMs. */
   firstDelayMs?: number;
+  /** Delay after a failed run; default intervalMs. */
+  retryMs?: number;
 }
 
 export class PeriodicJob {
@@ -32,32 +34,36 @@ export class PeriodicJob {
   #schedule(delay: number): void {
     if (this.#stopped) return;
     this.#timer = setTimeout(() => {
-      this.#running = this.runOnce().finally(() => {
+      this.#running = this.runOnce().then((ok) => {
         this.#running = null;
-        this.#schedule(this.#options.intervalMs);
+        const { intervalMs, retryMs } = this.#options;
+        this.#schedule(ok ? intervalMs : retryMs ?? intervalMs);
       });
     }, delay);
   }
 
-  /** One run now (used by the timer, tests and the event endpoint). Never throws. */
-  async runOnce(): Promise<void> {
+  /** One run now (used by the timer and tests); answers whether it worked. Never throws. */
+  async runOnce(): Promise<boolean> {
     const { name, metrics } = this.#options;
     const log = this.#options.log;
     const started = performance.now();
     try {
       const result = await this.#options.run();
       metrics.timerRuns.inc({ job: name, outcome: "ok" });
+      metrics.timerSeconds.observe((performance.now() - started) / 1000, { job: name });
       if (result && Object.keys(result).length > 0) {
         log.info(`timer ${name}`, {
           duration_ms: Math.round(performance.now() - started),
           ...result,
         });
       }
+      return true;
     } catch (error) {
       metrics.timerRuns.inc({ job: name, outcome: "failed" });
       log.error(`timer ${name} failed`, {
         error: error instanceof Error ? error.message : String(error),
       });
+      return false;
     }
   }
 

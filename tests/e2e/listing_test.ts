@@ -1,6 +1,6 @@
 /**
- * Listings of more than one page on Ceph's gateway: 2,500 datasets, listed through the driver, the
- * API and the timer's walk. The gateway keeps a bucket's index in shards and answers short pages
+ * Listings of more than one page on Ceph's gateway: 2,500 datasets, listed through the driver,
+ * reconciliation (storage → catalog) and the API. The gateway keeps a bucket's index in shards and answers short pages
  * before the last (about 940 of 1,000 keys on the second page here) with continuation tokens of
  * its own: a short page must not be taken for the end. (s3rver, run by Node as the fixture does,
  * pages 2,500 keys too, but always in full pages.)
@@ -9,7 +9,7 @@ import { PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { assert, assertEquals } from "../_assert.ts";
 import { rgwTest } from "../_drivers.ts";
 import type { DriverServer } from "../_drivers.ts";
-import { allDatasets } from "../../src/jobs/storage_jobs.ts";
+import { reconcile } from "../../src/catalog/reconcile.ts";
 
 const COUNT = 2_500;
 const CSV = "user_id,variant,date,m\nu1,A,2026-01-01,1\n";
@@ -48,7 +48,7 @@ async function putDatasets(server: DriverServer, orgId: string, count: number): 
 rgwTest(
   `${
     COUNT.toLocaleString("en")
-  } datasets: the driver, the API and the timer's walk list each once, page by page`,
+  } datasets: the driver, reconciliation and the API list each once, page by page`,
   async (server) => {
     const ids = await putDatasets(server, server.orgId, COUNT);
     const other = await server.newOrg("other");
@@ -69,7 +69,17 @@ rgwTest(
     assertEquals(keys, ids.map((id) => `org/${server.orgId}/experiments/${id}/latest.csv`));
     assert(pages.length >= 3 && pages.every((n) => n <= 1000), `pages ${pages}`);
 
-    // The API: the same datasets through its signed cursors, nothing of the other organization.
+    // Reconciliation over every organization (written straight into the bucket, so only it can
+    // tell the catalog), with the store's own cursor.
+    const { db, deliveries } = server.service;
+    const result = await reconcile({ store, db, deliveries });
+    assertEquals(result.listed, COUNT + theirs.length);
+    assertEquals(result.delivered, COUNT + theirs.length);
+    assertEquals(result.removed, 0);
+    const again = await reconcile({ store, db, deliveries });
+    assertEquals([again.listed, again.delivered, again.removed], [COUNT + theirs.length, 0, 0]);
+
+    // The API: the same datasets from the catalog through its signed cursors, nothing of the other organization.
     const listed: string[] = [];
     let next: string | null = null;
     let calls = 0;
@@ -95,16 +105,7 @@ rgwTest(
     assertEquals(body.datasets.map((d: { experiment_id: string }) => d.experiment_id), theirs);
     assertEquals(body.next_cursor, null);
 
-    // The timer's walk over every organization (the delivery scan and the clean-up use it).
-    const walked = new Set<string>();
-    let total = 0;
-    for await (const info of allDatasets(store)) {
-      walked.add(info.key);
-      total++;
-    }
-    assertEquals(total, COUNT + theirs.length);
-    assertEquals(walked.size, total);
-    // No scan while the datasets are put: it would queue an analysis for each.
+    // No timer run while the datasets are put: each would race the explicit reconciliation.
   },
   { ABN_SCAN_INTERVAL_SECONDS: "3600" },
 );

@@ -46,6 +46,8 @@ export interface ReaderFindings {
   binary: Uint8Array;
 }
 
+/** Days on either side of the first date read that the window of days seen starts with. */
+const DAY_WINDOW = 4 * 372;
 /** Variants compared byte by byte before falling back to a `Map` of decoded names. */
 const LINEAR_VARIANTS = 64;
 
@@ -72,7 +74,9 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   #decimalComma = false;
   /** Where `numberKind` writes a number's value. */
   readonly #value = new Float64Array(1);
+  /** Days seen, as flags from day `#dayBase` on (a window that grows as dates need). */
   #daySeen = new Uint8Array(0);
+  #dayBase = 0;
   readonly #variantBytes: Uint8Array[] = [];
   readonly #variantIndex = new Map<string, number>();
   #lastVariant = -1;
@@ -108,7 +112,6 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     this.candidate = new Uint8Array(count).fill(1);
     this.hasValue = new Uint8Array(count);
     this.binary = new Uint8Array(count).fill(1);
-    this.#daySeen = new Uint8Array(DAY_LIMIT);
     const forced = Uint8Array.from(
       this.metricNames,
       (name) => Object.hasOwn(this.#kinds, name) && this.#kinds[name] === "conversion" ? 1 : 0,
@@ -156,8 +159,10 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     if (day < 0) {
       throw invalidDateError(buf.subarray(start[this.#dayField], end[this.#dayField]), line);
     }
-    if (this.#daySeen[day] === 0) {
-      this.#daySeen[day] = 1;
+    const seen = day - this.#dayBase;
+    if (seen < 0 || seen >= this.#daySeen.length) this.#widenDays(day);
+    else if (this.#daySeen[seen] === 0) {
+      this.#daySeen[seen] = 1;
       this.days.push(day);
     }
     batch.day[r] = day;
@@ -205,6 +210,26 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     batch.size = 0;
     this.#batches[lane] = batch;
     this.#idFill[lane] = 0;
+  }
+
+  /**
+   * Records a first day outside the window of days seen: the window grows to cover it (a few
+   * years at first, then doubling), so a small file never pays for the whole calendar.
+   */
+  #widenDays(day: number): void {
+    const old = this.#daySeen;
+    const oldBase = this.#dayBase;
+    const low = old.length === 0 ? day - DAY_WINDOW : Math.min(oldBase, day - old.length);
+    const high = old.length === 0
+      ? day + DAY_WINDOW
+      : Math.max(oldBase + old.length, day + old.length);
+    const base = Math.max(0, low);
+    const seen = new Uint8Array(Math.min(DAY_LIMIT, high) - base);
+    if (old.length > 0) seen.set(old, oldBase - base);
+    this.#daySeen = seen;
+    this.#dayBase = base;
+    seen[day - base] = 1;
+    this.days.push(day);
   }
 
   /** Makes room for `words` more words of ids in lane `lane`'s batch. */

@@ -20,6 +20,9 @@ import { UserTally } from "./_user_tally.ts";
 
 export type { AggregateOptions };
 
+/** Inputs up to this length are aggregated on the calling thread (see `sizeBytes`). */
+export const SMALL_INPUT_BYTES = 1024 * 1024;
+
 /** Rows read before their users are looked up (together, see `UserTable.warm`). */
 const BATCH_ROWS = 256;
 
@@ -78,12 +81,20 @@ export class CsvAggregator {
 /**
  * Aggregates a whole CSV stream, on two threads when a worker can start (and `worker` is not
  * false): this one reads the cells and keeps an eighth of the users, the worker the rest.
- * Otherwise (and for an input that ends before the worker is up) all on the calling thread; the
- * answer is the same either way.
+ * Otherwise (a small input, a worker that cannot start, an input that ends before the worker is
+ * up) all on the calling thread; the answer is the same either way.
  */
-export function aggregateCsv(
+export async function aggregateCsv(
   chunks: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,
   options: AggregateOptions = {},
 ): Promise<Aggregate> {
-  return aggregateThreaded(chunks, options);
+  if (options.sizeBytes === undefined || options.sizeBytes > SMALL_INPUT_BYTES) {
+    return await aggregateThreaded(chunks, options);
+  }
+  const aggregator = new CsvAggregator(options);
+  for await (const chunk of chunks) {
+    options.onChunk?.(chunk);
+    aggregator.push(chunk);
+  }
+  return aggregator.finish();
 }

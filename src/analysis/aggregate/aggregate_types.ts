@@ -28,6 +28,12 @@ export interface AggregateOptions {
    * it reads on the calling thread alone (the same answer; it saves a worker's start-up).
    */
   worker?: boolean;
+  /**
+   * The input's length in bytes, when known: up to `SMALL_INPUT_BYTES` it is read on the calling
+   * thread, as starting a worker costs more (tens of milliseconds) than reading such a file.
+   * Default unknown (a worker is started).
+   */
+  sizeBytes?: number;
 }
 
 /** Per-user statistics of one metric in one variant, over the users with a value. */

@@ -43,6 +43,28 @@ const MIGRATIONS: string[] = [
      finished_at TEXT,
      PRIMARY KEY (org_id, experiment_id)
    );`,
+  // The dataset catalog (an index of storage) and the upload grants of two-step deliveries.
+  // TEXT compares with SQLite's BINARY collation: byte order, as the list promises.
+  `CREATE TABLE datasets (
+     org_id TEXT NOT NULL,
+     experiment_id TEXT NOT NULL,
+     key TEXT NOT NULL,
+     size_bytes INTEGER NOT NULL,
+     etag TEXT NOT NULL,
+     delivered_at TEXT NOT NULL,
+     observed_at TEXT NOT NULL,
+     analysis_status TEXT NOT NULL,
+     PRIMARY KEY (org_id, experiment_id)
+   );
+   CREATE UNIQUE INDEX datasets_key ON datasets(key);
+   CREATE INDEX datasets_pending ON datasets(observed_at) WHERE analysis_status = 'pending';
+   CREATE TABLE grants (
+     key TEXT PRIMARY KEY,
+     org_id TEXT NOT NULL,
+     experiment_id TEXT NOT NULL,
+     expires_at TEXT NOT NULL
+   );
+   CREATE INDEX grants_expiry ON grants(expires_at);`,
 ];
 
 function version(db: DatabaseSync): number {

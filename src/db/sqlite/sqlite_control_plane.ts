@@ -2,8 +2,24 @@
  * The control plane in one SQLite file (`node:sqlite`): the embedded default for a single host
  * and `deno task dev`. WAL mode so the admin CLI can write while the server reads; statements are
  * prepared once per handle; migrations keyed by `PRAGMA user_version` (`migrations.ts`).
+ *
+ * Writes are group-committed: those issued within one turn of the event loop (up to
+ * `MAX_BATCH`) run in one transaction (a failing one alone again, see `#commit`), and every
+ * caller's promise settles once that transaction committed. An autocommit write costs 60–90 µs
+ * here (its own WAL frames and commit), a write in a shared transaction 6–8 µs:
+ * at a few thousand small deliveries a second (a catalog row, the analysis' pending mark and
+ * result each) that is most of a core saved. A write waits for the end of the current turn
+ * (`setImmediate`, tens of microseconds), not for a timer.
+ *
+ * Durability: `synchronous = NORMAL` in WAL mode. A committed transaction is in the WAL file
+ * (the operating system's page cache) when the write's promise settles, so it survives the end
+ * of the process (a crash, SIGKILL); the WAL is fsynced at checkpoints, so a power failure or
+ * kernel crash may roll back the last transactions. Storage commits fsync the bytes, so what
+ * such a failure can lose is catalog rows of stored objects, which the reconciliation at
+ * start-up restores (the dataset list reads storage until it has run).
  */
 import { DatabaseSync } from "node:sqlite";
+import { clearImmediate, setImmediate } from "node:timers";
 import type { StatementSync } from "node:sqlite";
 import type {
   AnalysisOutcome,
@@ -12,6 +28,11 @@ import type {
   AnalysisStatus,
   ApiKeyInfo,
   ControlPlane,
+  DatasetEntry,
+  DatasetRepo,
+  DatasetRow,
+  Grant,
+  GrantRepo,
   KeyOwner,
   KeyRepo,
   Org,
@@ -34,6 +55,26 @@ function isUnavailable(error: unknown): boolean {
   return error instanceof Error && (error as { code?: string }).code === "ERR_SQLITE_ERROR" &&
     UNAVAILABLE.test(error.message);
 }
+
+/** A transient SQLite failure as `DatabaseUnavailable`; anything else as it is. */
+function mapError(error: unknown): unknown {
+  return isUnavailable(error)
+    ? new DatabaseUnavailable((error as Error).message, { cause: error })
+    : error;
+}
+
+/** Writes in one group commit at most; more commit at once. */
+const MAX_BATCH = 512;
+
+interface QueuedWrite {
+  work: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/** The catalog's columns, and the analysis status of the row's ETag (a subquery on analyses). */
+const DATASET_COLUMNS =
+  "org_id, experiment_id, key, size_bytes, etag, delivered_at, observed_at, analysis_status";
 
 interface OrgRow {
   id: string;
@@ -84,7 +125,11 @@ export class SqliteControlPlane implements ControlPlane {
   readonly keys: KeyRepo;
   readonly settings: SettingsRepo;
   readonly analyses: AnalysisRepo;
+  readonly datasets: DatasetRepo;
+  readonly grants: GrantRepo;
   readonly #statements = new Map<string, StatementSync>();
+  #batch: QueuedWrite[] = [];
+  #flush: ReturnType<typeof setImmediate> | undefined;
 
   constructor(path: string) {
     const db = this.sqlite = new DatabaseSync(path);
@@ -97,6 +142,8 @@ export class SqliteControlPlane implements ControlPlane {
     this.keys = this.#keyRepo();
     this.settings = this.#settingsRepo();
     this.analyses = this.#analysisRepo();
+    this.datasets = this.#datasetRepo();
+    this.grants = this.#grantRepo();
   }
 
   reachable(): Promise<boolean> {
@@ -109,7 +156,10 @@ export class SqliteControlPlane implements ControlPlane {
   }
 
   close(): Promise<void> {
-    if (this.sqlite.isOpen) this.sqlite.close();
+    if (this.sqlite.isOpen) {
+      this.#commit();
+      this.sqlite.close();
+    }
     return Promise.resolve();
   }
 
@@ -123,22 +173,85 @@ export class SqliteControlPlane implements ControlPlane {
     return statement;
   }
 
-  /** Runs `work` now; a transient SQLite failure becomes `DatabaseUnavailable`. */
+  /** Runs `work` (a read) now; a transient SQLite failure becomes `DatabaseUnavailable`. */
   #run<T>(work: () => T): Promise<T> {
     try {
       return Promise.resolve(work());
     } catch (error) {
-      if (isUnavailable(error)) {
-        return Promise.reject(new DatabaseUnavailable((error as Error).message, { cause: error }));
-      }
-      return Promise.reject(error);
+      return Promise.reject(mapError(error));
     }
+  }
+
+  /**
+   * Runs `work` (a write) in the next group commit; settles once that transaction committed
+   * (rejects with `work`'s own error, or with `DatabaseUnavailable` when the transaction failed).
+   */
+  #write<T>(work: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#batch.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      if (this.#batch.length >= MAX_BATCH) this.#commit();
+      else if (this.#flush === undefined) this.#flush = setImmediate(() => this.#commit());
+    });
+  }
+
+  /**
+   * Commits the writes queued so far in one transaction. When one of them throws, none is kept:
+   * each runs again in a transaction of its own, so that it fails alone (rare: a refused value,
+   * an unavailable database), and the common case pays for no savepoints.
+   */
+  #commit(): void {
+    if (this.#flush !== undefined) clearImmediate(this.#flush);
+    this.#flush = undefined;
+    const batch = this.#batch;
+    this.#batch = [];
+    if (batch.length === 0) return;
+    if (batch.length === 1) {
+      this.#commitAlone(batch[0]);
+      return;
+    }
+    const values: unknown[] = [];
+    try {
+      this.#stmt("BEGIN IMMEDIATE").run();
+    } catch (error) {
+      const failure = mapError(error);
+      for (const { reject } of batch) reject(failure);
+      return;
+    }
+    try {
+      for (const { work } of batch) values.push(work());
+      this.#stmt("COMMIT").run();
+    } catch {
+      this.#rollback();
+      for (const write of batch) this.#commitAlone(write);
+      return;
+    }
+    batch.forEach(({ resolve }, i) => resolve(values[i]));
+  }
+
+  /** One write in a transaction of its own (its statements commit together or not at all). */
+  #commitAlone({ work, resolve, reject }: QueuedWrite): void {
+    try {
+      this.#stmt("BEGIN IMMEDIATE").run();
+      const value = work();
+      this.#stmt("COMMIT").run();
+      resolve(value);
+    } catch (error) {
+      this.#rollback();
+      reject(mapError(error));
+    }
+  }
+
+  #rollback(): void {
+    if (!this.sqlite.isTransaction) return;
+    try {
+      this.sqlite.exec("ROLLBACK");
+    } catch { /* the transaction is gone already */ }
   }
 
   #orgRepo(): OrgRepo {
     return {
       create: (name) =>
-        this.#run(() => {
+        this.#write(() => {
           const org = { id: newId("org"), name: orgName(name), active: true, created_at: nowIso() };
           this.#stmt("INSERT INTO orgs (id, name, active, created_at) VALUES (?, ?, 1, ?)")
             .run(org.id, org.name, org.created_at);
@@ -161,7 +274,7 @@ export class SqliteControlPlane implements ControlPlane {
             .map(toOrg)
         ),
       setActive: (id, active) =>
-        this.#run(() =>
+        this.#write(() =>
           Number(
             this.#stmt("UPDATE orgs SET active = ? WHERE id = ?").run(active ? 1 : 0, id)
               .changes,
@@ -173,7 +286,7 @@ export class SqliteControlPlane implements ControlPlane {
   #keyRepo(): KeyRepo {
     return {
       create: (orgId) =>
-        this.#run(() => {
+        this.#write(() => {
           const apiKey = generateKey();
           const row: KeyRow = {
             id: newId("key"),
@@ -195,7 +308,7 @@ export class SqliteControlPlane implements ControlPlane {
           ).all(orgId) as unknown as KeyRow[]).map(toKeyInfo)
         ),
       revoke: (keyId) =>
-        this.#run(() =>
+        this.#write(() =>
           Number(
             this.#stmt("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?")
               .run(nowIso(), keyId).changes,
@@ -218,7 +331,7 @@ export class SqliteControlPlane implements ControlPlane {
           };
         }),
       touch: (lastUsed) =>
-        this.#run(() => {
+        this.#write(() => {
           const update = this.#stmt("UPDATE api_keys SET last_used_at = ? WHERE id = ?");
           for (const [keyId, at] of lastUsed) update.run(at, keyId);
         }),
@@ -234,7 +347,7 @@ export class SqliteControlPlane implements ControlPlane {
           return row ? JSON.parse(row.json) : null;
         }),
       save: (orgId, experimentId, settings) =>
-        this.#run(() => {
+        this.#write(() => {
           this.#stmt(
             `INSERT INTO settings (org_id, experiment_id, json, updated_at) VALUES (?, ?, ?, ?)
              ON CONFLICT (org_id, experiment_id) DO UPDATE SET json = excluded.json,
@@ -259,7 +372,7 @@ export class SqliteControlPlane implements ControlPlane {
           return row && row.etag === etag ? row.status : "pending";
         }),
       markPending: (orgId, experimentId, etag, sizeBytes, deliveredAt) =>
-        this.#run(() => {
+        this.#write(() => {
           this.#stmt(
             `INSERT INTO analyses (org_id, experiment_id, etag, size_bytes, status, delivered_at)
              VALUES (?, ?, ?, ?, 'pending', ?)
@@ -268,9 +381,10 @@ export class SqliteControlPlane implements ControlPlane {
                error = NULL, rows = NULL, result = NULL, delivered_at = excluded.delivered_at,
                started_at = NULL, finished_at = NULL`,
           ).run(orgId, experimentId, etag, sizeBytes, deliveredAt);
+          this.#setCatalogStatus(orgId, experimentId, etag, "pending");
         }),
-      saveResult: (orgId, experimentId, etag, outcome: AnalysisOutcome, startedAt) => {
-        try {
+      saveResult: (orgId, experimentId, etag, outcome: AnalysisOutcome, startedAt) =>
+        this.#write(() => {
           const changes = this.#stmt(
             `UPDATE analyses SET status = ?, error = ?, rows = ?, result = ?, started_at = ?,
                finished_at = ?
@@ -286,32 +400,173 @@ export class SqliteControlPlane implements ControlPlane {
             experimentId,
             etag,
           ).changes;
-          return Promise.resolve(Number(changes) > 0);
-        } catch (error) {
+          if (Number(changes) === 0) return false;
+          this.#setCatalogStatus(orgId, experimentId, etag, outcome.status);
+          return true;
+        }).catch((error) => {
           // A busy or read-only database must not take the process down from a background run:
           // the row stays `pending`, and the timer's scan runs the analysis again.
-          if (isUnavailable(error)) return Promise.resolve(false);
-          return Promise.reject(error);
-        }
-      },
+          if (error instanceof DatabaseUnavailable) return false;
+          throw error;
+        }),
       delete: (orgId, experimentId) =>
-        this.#run(() => {
+        this.#write(() => {
           this.#stmt("DELETE FROM analyses WHERE org_id = ? AND experiment_id = ?")
             .run(orgId, experimentId);
+          this.#stmt(
+            "UPDATE datasets SET analysis_status = 'pending' WHERE org_id = ? AND experiment_id = ?",
+          ).run(orgId, experimentId);
         }),
-      etags: () =>
-        this.#run(() => {
-          const rows = this.#stmt("SELECT org_id, experiment_id, etag FROM analyses")
-            .all() as unknown as { org_id: string; experiment_id: string; etag: string }[];
-          return new Map(rows.map((r) => [`${r.org_id}/${r.experiment_id}`, r.etag]));
+    };
+  }
+
+  /** Mirrors the status of the analysis of `etag` into the catalog row of that ETag. */
+  #setCatalogStatus(orgId: string, experimentId: string, etag: string, status: string): void {
+    this.#stmt(
+      `UPDATE datasets SET analysis_status = ?
+       WHERE org_id = ? AND experiment_id = ? AND etag = ? AND analysis_status <> ?`,
+    ).run(status, orgId, experimentId, etag, status);
+  }
+
+  #datasetRepo(): DatasetRepo {
+    const rows = (sql: string, ...params: (string | number)[]) =>
+      this.#stmt(sql).all(...params) as unknown as DatasetRow[];
+    return {
+      put: (entries: readonly DatasetEntry[]) =>
+        this.#write(() => {
+          // A changed ETag takes the status of a saved analysis of it, else `pending`; an older
+          // observation leaves the row alone.
+          const upsert = this.#stmt(
+            `INSERT INTO datasets (${DATASET_COLUMNS})
+             VALUES (?, ?, ?, ?, ?, ?, ?, COALESCE((SELECT status FROM analyses
+               WHERE org_id = ? AND experiment_id = ? AND etag = ?), 'pending'))
+             ON CONFLICT (org_id, experiment_id) DO UPDATE SET
+               key = excluded.key, size_bytes = excluded.size_bytes, etag = excluded.etag,
+               delivered_at = excluded.delivered_at, observed_at = excluded.observed_at,
+               analysis_status = excluded.analysis_status
+             WHERE excluded.observed_at >= datasets.observed_at`,
+          );
+          for (const e of entries) {
+            upsert.run(
+              e.org_id,
+              e.experiment_id,
+              e.key,
+              e.size_bytes,
+              e.etag,
+              e.delivered_at,
+              e.observed_at,
+              e.org_id,
+              e.experiment_id,
+              e.etag,
+            );
+          }
         }),
-      pending: () =>
-        this.#run(() => {
-          const rows = this.#stmt(
-            "SELECT org_id, experiment_id FROM analyses WHERE status = 'pending'",
-          ).all() as unknown as { org_id: string; experiment_id: string }[];
-          return new Set(rows.map((r) => `${r.org_id}/${r.experiment_id}`));
+      remove: (orgId, experimentId, observedBefore) =>
+        this.#write(() =>
+          Number(
+            this.#stmt(
+              "DELETE FROM datasets WHERE org_id = ? AND experiment_id = ? AND observed_at <= ?",
+            ).run(orgId, experimentId, observedBefore).changes,
+          ) > 0
+        ),
+      get: (orgId, experimentId) =>
+        this.#run(() =>
+          (this.#stmt(
+            `SELECT ${DATASET_COLUMNS} FROM datasets WHERE org_id = ? AND experiment_id = ?`,
+          ).get(orgId, experimentId) as DatasetRow | undefined) ?? null
+        ),
+      page: (orgId, { after, limit }) =>
+        this.#run(() =>
+          after === null || after === undefined
+            ? rows(
+              `SELECT ${DATASET_COLUMNS} FROM datasets WHERE org_id = ?
+               ORDER BY experiment_id LIMIT ?`,
+              orgId,
+              limit,
+            )
+            : rows(
+              `SELECT ${DATASET_COLUMNS} FROM datasets WHERE org_id = ? AND experiment_id > ?
+               ORDER BY experiment_id LIMIT ?`,
+              orgId,
+              after,
+              limit,
+            )
+        ),
+      keyRange: (afterKey, throughKey, limit) =>
+        this.#run(() =>
+          throughKey === null
+            ? rows(
+              `SELECT ${DATASET_COLUMNS} FROM datasets WHERE key > ? ORDER BY key LIMIT ?`,
+              afterKey,
+              limit,
+            )
+            : rows(
+              `SELECT ${DATASET_COLUMNS} FROM datasets WHERE key > ? AND key <= ?
+               ORDER BY key LIMIT ?`,
+              afterKey,
+              throughKey,
+              limit,
+            )
+        ),
+      // A scan of the table (no index to keep up at every delivery): the clean-up asks every
+      // ABN_CLEANUP_INTERVAL_SECONDS, about a millisecond per 10,000 rows.
+      larger: (sizeBytes, limit) =>
+        this.#run(() =>
+          rows(
+            `SELECT ${DATASET_COLUMNS} FROM datasets WHERE size_bytes > ?
+             ORDER BY size_bytes DESC LIMIT ?`,
+            sizeBytes,
+            limit,
+          )
+        ),
+      pending: (maxBytes, observedBefore, limit) =>
+        this.#run(() =>
+          rows(
+            `SELECT ${DATASET_COLUMNS} FROM datasets
+             WHERE analysis_status = 'pending' AND observed_at < ? AND size_bytes <= ?
+             ORDER BY observed_at DESC LIMIT ?`,
+            observedBefore,
+            maxBytes,
+            limit,
+          )
+        ),
+    };
+  }
+
+  #grantRepo(): GrantRepo {
+    return {
+      put: (grants: readonly Grant[]) =>
+        this.#write(() => {
+          const upsert = this.#stmt(
+            `INSERT INTO grants (key, org_id, experiment_id, expires_at) VALUES (?, ?, ?, ?)
+             ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at
+             WHERE excluded.expires_at > grants.expires_at`,
+          );
+          for (const g of grants) upsert.run(g.key, g.org_id, g.experiment_id, g.expires_at);
         }),
+      open: (since, orgId) =>
+        this.#run(() =>
+          (orgId === undefined
+            ? this.#stmt(
+              `SELECT key, org_id, experiment_id, expires_at FROM grants
+               WHERE expires_at >= ? ORDER BY key`,
+            ).all(since)
+            : this.#stmt(
+              `SELECT key, org_id, experiment_id, expires_at FROM grants
+               WHERE expires_at >= ? AND org_id = ? ORDER BY key`,
+            ).all(since, orgId)) as unknown as Grant[]
+        ),
+      get: (key, since) =>
+        this.#run(() =>
+          (this.#stmt(
+            `SELECT key, org_id, experiment_id, expires_at FROM grants
+             WHERE key = ? AND expires_at >= ?`,
+          ).get(key, since) as Grant | undefined) ?? null
+        ),
+      prune: (before) =>
+        this.#write(() =>
+          Number(this.#stmt("DELETE FROM grants WHERE expires_at < ?").run(before).changes)
+        ),
     };
   }
 }

@@ -281,6 +281,7 @@ export class S3Store implements ObjectStore {
           Prefix: prefix,
           MaxKeys: limit,
           ContinuationToken: options.cursor ?? undefined,
+          StartAfter: options.cursor ? undefined : options.startAfter ?? undefined,
         }),
       );
       const objects = (page.Contents ?? []).flatMap((object) =>

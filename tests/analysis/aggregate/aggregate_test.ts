@@ -770,3 +770,55 @@ Deno.test("aggregateCsv reads on the calling thread alone with worker: false", a
   assert.deepEqual(modes, ["local"]);
   assert.deepEqual(result, alone.finish());
 });
+
+Deno.test("aggregateCsv reads a small input of known size on this thread, with the same answer", async () => {
+  const bytes = encoder.encode(await generatedDataset(2_000));
+  const alone = new CsvAggregator();
+  alone.push(bytes);
+  const expected = alone.finish();
+  let workers = 0;
+  const original = globalThis.Worker;
+  globalThis.Worker = class extends original {
+    constructor(...args: ConstructorParameters<typeof Worker>) {
+      workers++;
+      super(...args);
+    }
+  };
+  try {
+    const result = await aggregateCsv(ReadableStream.from(chunksOf(bytes, 4093)), {
+      sizeBytes: bytes.length,
+    });
+    assert.equal(workers, 0);
+    assert.deepEqual(result, expected);
+  } finally {
+    globalThis.Worker = original;
+  }
+});
+
+Deno.test("aggregateCsv counts days centuries apart and out of order, as the reference does", async () => {
+  const text = "user_id,variant,date,converted,revenue\n" +
+    "u1,A,2026-01-05,1,4\n" +
+    "u2,B,1990-03-01,0,1\n" +
+    "u3,A,2026-01-01,1,2\n" +
+    "u4,B,2100-12-31,1,5\n" +
+    "u2,B,1990-03-01,1,1\n" +
+    "u5,A,0001-01-01,0,3\n" +
+    "u6,B,9999-12-31,1,7\n" +
+    "u1,A,2026-01-02,0,1\n";
+  const expected = referenceAggregate(text);
+  assert.deepEqual(
+    expected.daily.map((day) => day.date),
+    [
+      "0001-01-01",
+      "1990-03-01",
+      "2026-01-01",
+      "2026-01-02",
+      "2026-01-05",
+      "2100-12-31",
+      "9999-12-31",
+    ],
+  );
+  for (const chunkSize of [3, 1 << 16]) {
+    assert.deepEqual(closeTo(await aggregateText(text, { chunkSize }), expected), expected);
+  }
+});
