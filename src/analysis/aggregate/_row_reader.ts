@@ -1,8 +1,10 @@
 /**
  * The first half of the aggregation: receives CSV rows as byte ranges and reads the cells the
  * user pass needs into `RowBatch`es (the id, copied and hashed; the variant as an index; the date
- * as a day number; each metric candidate's value), and learns along the way which columns are
- * numbers (metric candidates), which hold only 0/1, which variants and days occur. Cells are read
+ * as a day number; each metric candidate's value; with dimensions tracked, each column's value
+ * id in its `ValueDictionary`), and learns along the way which columns are numbers (metric
+ * candidates), which hold only 0/1, which variants and days occur and how many rows each day has.
+ * Cells are read
  * by the rules of `src/csv/` (`hasText`'s blanks, `readDay`, `numberKind`), so a column is a
  * metric of a kind exactly when the upload checks say so; a cell that breaks a rule throws its
  * `CsvError`, naming the row's first line.
@@ -20,6 +22,11 @@ import { EMPTY, NUMBER, numberKind, TEXT } from "../../csv/number_kind.ts";
 import type { CsvRowSink } from "./_csv_rows.ts";
 import { newBatch, type RowBatch } from "./_row_batch.ts";
 import { copyId } from "./_user_table.ts";
+import {
+  DIMENSION_VALUE_LIMIT,
+  DISTINCT_COUNT_LIMIT,
+  ValueDictionary,
+} from "./_value_dictionary.ts";
 
 /** Share of the users (by id hash) in lane 0. */
 export const LANE_0_SHARE = 1 / 8;
@@ -30,12 +37,14 @@ export type MetricKind = "conversion" | "numeric";
 /** Takes a full batch and answers an empty one to fill next. */
 export type BatchSink = (batch: RowBatch) => RowBatch;
 
-/** What the reader learned, as the summary needs it (plain data, so it can go to a worker). */
+/** What the reader learned, as the summary needs it. */
 export interface ReaderFindings {
   rows: number;
   variantNames: string[];
   /** Days seen, in order of appearance. */
   days: number[];
+  /** Rows per day number (`DAY_LIMIT` entries). */
+  dayRows: Int32Array;
   /** Every column but user_id, variant and date, in header order. */
   metricNames: string[];
   /** Per metric column: 1 while every non-empty cell was a number. */
@@ -44,6 +53,12 @@ export interface ReaderFindings {
   hasValue: Uint8Array;
   /** Per metric column: 1 while every value was written as 0 or 1. */
   binary: Uint8Array;
+  /**
+   * Per metric column: its distinct values (with the dimension's per-user values in the batches),
+   * or empty when dimensions are not tracked. A numeric column's values are no longer counted
+   * once it has more than `DIMENSION_VALUE_LIMIT` of them, unless it turns out to hold text.
+   */
+  dictionaries: ValueDictionary[];
 }
 
 /** Variants compared byte by byte before falling back to a `Map` of decoded names. */
@@ -57,6 +72,8 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   candidate = new Uint8Array(0);
   hasValue = new Uint8Array(0);
   binary = new Uint8Array(0);
+  dayRows = new Int32Array(0);
+  dictionaries: ValueDictionary[] = [];
 
   readonly #kinds: Readonly<Record<string, MetricKind>>;
   readonly #batchRows: readonly number[];
@@ -72,7 +89,7 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   #decimalComma = false;
   /** Where `numberKind` writes a number's value. */
   readonly #value = new Float64Array(1);
-  #daySeen = new Uint8Array(0);
+  readonly #dimensions: boolean;
   readonly #variantBytes: Uint8Array[] = [];
   readonly #variantIndex = new Map<string, number>();
   #lastVariant = -1;
@@ -81,16 +98,19 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   /**
    * `kinds` are the caller's metric kinds by column name; batches of lane i hold `batchRows[i]`
    * rows; `open` is called once the header is read, with 1 per metric column read as conversion
-   * by `kinds` and the header, and answers where full batches of each lane go.
+   * by `kinds` and the header, and answers where full batches of each lane go. With
+   * `dimensions`, every metric column's values are looked up in its dictionary as well.
    */
   constructor(
     kinds: Readonly<Record<string, MetricKind>>,
     batchRows: readonly [number, number],
     open: (forcedConversion: Uint8Array, header: Header) => [BatchSink, BatchSink],
+    dimensions = false,
   ) {
     this.#kinds = kinds;
     this.#batchRows = batchRows;
     this.#open = open;
+    this.#dimensions = dimensions;
   }
 
   /** The header, checked by `parseHeader`: the names are unique and include the required ones. */
@@ -108,13 +128,16 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     this.candidate = new Uint8Array(count).fill(1);
     this.hasValue = new Uint8Array(count);
     this.binary = new Uint8Array(count).fill(1);
-    this.#daySeen = new Uint8Array(DAY_LIMIT);
+    this.dayRows = new Int32Array(DAY_LIMIT);
+    this.dictionaries = this.#dimensions ? this.metricNames.map(() => new ValueDictionary()) : [];
     const forced = Uint8Array.from(
       this.metricNames,
       (name) => Object.hasOwn(this.#kinds, name) && this.#kinds[name] === "conversion" ? 1 : 0,
     );
     this.#sinks = this.#open(forced, { delimiter, names });
-    for (let lane = 0; lane < 2; lane++) this.#take(lane, newBatch(this.#batchRows[lane], count));
+    for (let lane = 0; lane < 2; lane++) {
+      this.#take(lane, newBatch(this.#batchRows[lane], count, this.#dimensions));
+    }
   }
 
   /**
@@ -156,16 +179,15 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     if (day < 0) {
       throw invalidDateError(buf.subarray(start[this.#dayField], end[this.#dayField]), line);
     }
-    if (this.#daySeen[day] === 0) {
-      this.#daySeen[day] = 1;
-      this.days.push(day);
-    }
+    if (this.dayRows[day]++ === 0) this.days.push(day);
     batch.day[r] = day;
     const candidate = this.candidate;
     const metricField = this.#metricField;
     const count = metricField.length;
     const values = batch.values;
     const value = this.#value;
+    const dictionaries = this.dictionaries;
+    const dims = dictionaries.length > 0 ? batch.dims : null;
     for (let k = 0; k < count; k++) {
       let x = NaN;
       s = start[metricField[k]];
@@ -181,6 +203,16 @@ export class RowReader implements CsvRowSink, ReaderFindings {
         }
       }
       values[r * count + k] = x;
+      if (dims !== null) {
+        // A column of numbers with many values cannot be a dimension to report: not counted
+        // further unless it turns out to hold text.
+        const dictionary = dictionaries[k];
+        const size = dictionary.size;
+        dims[r * count + k] =
+          size < DISTINCT_COUNT_LIMIT && (size <= DIMENSION_VALUE_LIMIT || candidate[k] === 0)
+            ? dictionary.id(buf, s, e)
+            : -1;
+      }
     }
     if (++batch.size === this.#batchRows[lane]) this.#handOver(lane);
   }
