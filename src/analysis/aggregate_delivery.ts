@@ -9,9 +9,18 @@ import { aggregateCsv, type AggregateOptions } from "./aggregate/aggregate.ts";
 import type { Aggregate } from "./aggregate/aggregate_types.ts";
 
 /** Options of `aggregateDelivery`. */
-export interface AggregateDeliveryOptions
-  extends
-    Pick<AggregateOptions, "metricKinds" | "covariates" | "winsorize" | "onHeader" | "worker"> {
+export interface AggregateDeliveryOptions extends
+  Pick<
+    AggregateOptions,
+    | "metricKinds"
+    | "covariates"
+    | "winsorize"
+    | "onHeader"
+    | "worker"
+    | "onChunk"
+    | "keyMetric"
+    | "userSummary"
+  > {
   /** The bytes passed the upload checks as they arrived (a direct upload); default false. */
   validated?: boolean;
 }
@@ -33,9 +42,13 @@ export async function aggregateDelivery(
   try {
     // Without cancelling on a stop, so that the validator can read on.
     const chunks = body.values({ preventCancel: true });
+    const onChunk = aggregateOptions.onChunk;
     const aggregate = await aggregateCsv(chunks, {
       ...aggregateOptions,
-      onChunk: (chunk) => validator.push(chunk),
+      onChunk: (chunk) => {
+        validator.push(chunk);
+        onChunk?.(chunk);
+      },
     });
     validator.finish();
     return aggregate;

@@ -3,8 +3,14 @@
  * time, newest delivery wins, results saved in SQLite keyed by the object's ETag. One run per
  * delivery: a request, a scan or an event for the ETag being analysed (or already queued) joins
  * that run; a settings change for it queues one re-run, afterwards.
+ *
+ * A ready run also keeps the experiment's history: a snapshot per delivered content (keyed by its
+ * SHA-256, from the upload or hashed here while reading), and the delivery's per-user summary,
+ * which the next delivery is compared with (`changes`). Results of an older `ANALYSIS_VERSION` are
+ * run again in the background (`rerunOutdated`), newest deliveries first, after any delivery.
  */
-import type { ControlPlane } from "../db/control_plane.ts";
+import { createHash } from "node:crypto";
+import type { ControlPlane, DeliverySummaryRow } from "../db/control_plane.ts";
 import { DatabaseUnavailable } from "../db/control_plane.ts";
 import type { ObjectStore } from "../storage/object_store.ts";
 import { StorageError } from "../storage/object_store.ts";
@@ -13,9 +19,18 @@ import type { Metrics } from "../metrics.ts";
 import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 import { ApiError } from "../http/errors.ts";
+import { datasetKey } from "../storage/object_store.ts";
 import { aggregateDelivery } from "./aggregate_delivery.ts";
-import { buildReport } from "./report.ts";
+import { ANALYSIS_VERSION, buildReport } from "./report.ts";
 import { validateSettings } from "./settings.ts";
+import {
+  type Changes,
+  compareDeliveries,
+  decodeDeliverySummary,
+  deliverySummaryOf,
+  encodeDeliverySummary,
+} from "./history/delivery_summary.ts";
+import { snapshotFigures } from "./history/snapshot.ts";
 
 export interface AnalysisQueueOptions {
   db: ControlPlane;
@@ -25,12 +40,16 @@ export interface AnalysisQueueOptions {
   maxUploadBytes: number;
   /** Datasets analysed at the same time; default 1. */
   concurrency?: number;
+  /** Snapshots kept per experiment (`ABN_HISTORY_MAX_SNAPSHOTS`); default 1000. */
+  historyMaxSnapshots?: number;
   log: Logger;
 }
 
 export class AnalysisQueue {
   #o: AnalysisQueueOptions;
   #queue = new Map<string, Delivery>();
+  /** Re-runs of results made by an older analysis: run when nothing else waits. */
+  #upgrades = new Map<string, Delivery>();
   #running = new Map<string, { etag: string; done: Promise<void> }>();
   #unsubscribe: () => void;
   #stopped = false;
@@ -54,6 +73,11 @@ export class AnalysisQueue {
     if (this.#stopped || delivery.info.size > this.#o.maxUploadBytes) return;
     const id = `${delivery.orgId}/${delivery.experimentId}`;
     const etag = delivery.info.etag;
+    if (delivery.source === "upgrade") {
+      this.#enqueueUpgrade(id, delivery);
+      return;
+    }
+    this.#upgrades.delete(id);
     // The same object, running, queued or being admitted: join that run (a settings change
     // re-runs it after).
     if (
@@ -75,6 +99,43 @@ export class AnalysisQueue {
       if (this.#admitting.get(id) === etag) this.#admitting.delete(id);
       this.#settle();
     });
+  }
+
+  /**
+   * Queues the re-run of a ready result made by an older analysis, unless the dataset has a run
+   * of its own: its result stays served until the new one is saved.
+   */
+  #enqueueUpgrade(id: string, delivery: Delivery): void {
+    if (this.#running.has(id) || this.#queue.has(id) || this.#admitting.has(id)) return;
+    this.#upgrades.set(id, delivery);
+    this.#pump();
+  }
+
+  /**
+   * Queues, in the background, a re-run of every ready result made by an older analysis
+   * (`ANALYSIS_VERSION`), newest deliveries first; answers how many were queued. A newer
+   * delivery of one of them replaces its re-run.
+   */
+  async rerunOutdated(): Promise<number> {
+    const rows = await this.#o.db.analyses.outdated(ANALYSIS_VERSION);
+    for (const row of rows) {
+      const key = datasetKey(row.org_id, row.experiment_id);
+      this.enqueue({
+        orgId: row.org_id,
+        experimentId: row.experiment_id,
+        key,
+        info: {
+          key,
+          size: row.size_bytes,
+          etag: row.etag,
+          lastModified: new Date(row.delivered_at),
+        },
+        // A ready result means the stored bytes passed the upload checks.
+        validated: true,
+        source: "upgrade",
+      });
+    }
+    return rows.length;
   }
 
   #joins(id: string, etag: string): boolean {
@@ -101,8 +162,12 @@ export class AnalysisQueue {
     }
     if (this.#stopped || (!rerun && this.#joins(id, info.etag))) return;
     const queued = this.#queue.get(id);
-    if (queued?.info.etag === info.etag && queued.validated) {
-      delivery = { ...delivery, validated: true };
+    if (queued?.info.etag === info.etag) {
+      delivery = {
+        ...delivery,
+        validated: delivery.validated || queued.validated,
+        sha256: delivery.sha256 ?? queued.sha256,
+      };
     }
     this.#queue.set(id, delivery);
     this.#pump();
@@ -110,21 +175,26 @@ export class AnalysisQueue {
 
   #pump(): void {
     const limit = this.#o.concurrency ?? 1;
-    for (const [id, delivery] of this.#queue) {
-      if (this.#running.size >= limit) break;
-      if (this.#running.has(id)) continue;
-      this.#queue.delete(id);
-      const done = this.#run(delivery).finally(() => {
-        this.#running.delete(id);
-        this.#pump();
-        this.#settle();
-      });
-      this.#running.set(id, { etag: delivery.info.etag, done });
+    for (const queue of [this.#queue, this.#upgrades]) {
+      for (const [id, delivery] of queue) {
+        if (this.#running.size >= limit) return;
+        if (this.#running.has(id)) continue;
+        queue.delete(id);
+        const done = this.#run(delivery).finally(() => {
+          this.#running.delete(id);
+          this.#pump();
+          this.#settle();
+        });
+        this.#running.set(id, { etag: delivery.info.etag, done });
+      }
+      // Re-runs wait while deliveries do (even ones held back by a run of their dataset).
+      if (this.#queue.size > 0 || this.#admissions > 0) return;
     }
   }
 
   #isIdle(): boolean {
-    return this.#running.size === 0 && this.#queue.size === 0 && this.#admissions === 0;
+    return this.#running.size === 0 && this.#queue.size === 0 && this.#upgrades.size === 0 &&
+      this.#admissions === 0;
   }
 
   /** Wakes those waiting for idleness once nothing is admitted, queued or running. */
@@ -150,30 +220,81 @@ export class AnalysisQueue {
       error: string | null;
       rows: number | null;
       result: unknown;
+      version: number;
     };
+    /** What the history keeps of a ready run, once its result is saved. */
+    let history: (() => Promise<void>) | null = null;
     try {
       const object = await store.get(key);
       if (!object) return; // deleted meanwhile
       if (object.info.etag !== etag) {
-        // Replaced since it was announced: analyse what is there now.
+        // Replaced since it was announced: analyse what is there now (a re-run: nothing).
         await object.body.cancel();
-        this.enqueue({ ...delivery, info: object.info, source: "scan" });
+        if (delivery.source !== "upgrade") {
+          this.enqueue({ ...delivery, info: object.info, source: "scan", sha256: undefined });
+        }
         return;
       }
       etag = object.info.etag;
       const settings = validateSettings((await db.settings.get(orgId, experimentId)) ?? {});
+      const previous = await db.deliverySummaries.get(orgId, experimentId);
+      // The content's SHA-256: from the upload, from the last run of this object, or read here.
+      const known = delivery.sha256 ?? (previous?.etag === etag ? previous.sha256 : undefined);
+      const hash = known === undefined ? createHash("sha256") : null;
       // A two-step delivery is validated beside the reading: a refusal is the upload check's.
       const aggregate = await aggregateDelivery(object.body, {
         validated: delivery.validated,
         metricKinds: settings.metric_kinds,
         covariates: settings.covariates,
         winsorize: settings.winsorize,
+        keyMetric: settings.key_metric,
+        userSummary: true,
+        onChunk: hash === null ? undefined : (chunk) => hash.update(chunk),
       });
+      const sha256 = known ?? hash!.digest("hex");
       const rows = aggregate.rows;
-      const report = buildReport(aggregate, settings);
+      const summary = deliverySummaryOf(aggregate);
+      const sameContent = previous?.sha256 === sha256;
+      let changes: Changes | null = null;
+      if (previous && sameContent) {
+        // The same bytes again (a re-run, or a re-delivery): what they changed, as found then.
+        changes = previous.changes === null ? null : JSON.parse(previous.changes);
+      } else if (previous) {
+        const before = decodeDeliverySummary(previous.summary);
+        if (before !== null) {
+          changes = compareDeliveries(before, summary, previous.etag, previous.delivered_at);
+        }
+      }
+      const report = buildReport(aggregate, settings, { changes });
       // `_data` keeps what settings are checked against (variants, metrics), not served as such.
-      const data = { ...aggregate, daily: [] };
-      outcome = { status: "ready", error: null, rows, result: { ...report, _data: data } };
+      const data = { ...aggregate, daily: [], dimensions: [], userSummary: null };
+      outcome = {
+        status: "ready",
+        error: null,
+        rows,
+        result: { ...report, _data: data },
+        version: ANALYSIS_VERSION,
+      };
+      const deliveredAt = object.info.lastModified.toISOString();
+      history = async () => {
+        if (!sameContent || previous?.etag !== etag) {
+          const row: DeliverySummaryRow = {
+            etag,
+            sha256,
+            delivered_at: deliveredAt,
+            summary: encodeDeliverySummary(summary),
+            changes: report.changes === null ? null : JSON.stringify(report.changes),
+          };
+          await db.deliverySummaries.save(orgId, experimentId, row);
+        }
+        await db.history.record(orgId, experimentId, {
+          sha256,
+          etag,
+          delivered_at: deliveredAt,
+          analysed_at: new Date().toISOString(),
+          figures: JSON.stringify(snapshotFigures(report, rows)),
+        }, this.#o.historyMaxSnapshots ?? 1000);
+      };
     } catch (error) {
       if (error instanceof StorageError || error instanceof DatabaseUnavailable) {
         // Transient: the row stays `pending`, and the timer's scan runs it again.
@@ -187,7 +308,13 @@ export class AnalysisQueue {
         return;
       }
       if (error instanceof ApiError) {
-        outcome = { status: "failed", error: error.message, rows: null, result: null };
+        outcome = {
+          status: "failed",
+          error: error.message,
+          rows: null,
+          result: null,
+          version: ANALYSIS_VERSION,
+        };
       } else {
         log.error("analysis failed", {
           org_id: orgId,
@@ -199,14 +326,16 @@ export class AnalysisQueue {
           error: "The analysis failed unexpectedly; it will run again after the next delivery",
           rows: null,
           result: null,
+          version: ANALYSIS_VERSION,
         };
       }
     }
     const seconds = (performance.now() - t0) / 1000;
     metrics.analysisRuns.inc({ outcome: outcome.status });
     metrics.analysisSeconds.observe(seconds);
+    let saved = false;
     try {
-      await db.analyses.saveResult(orgId, experimentId, etag, outcome, startedAt);
+      saved = await db.analyses.saveResult(orgId, experimentId, etag, outcome, startedAt);
     } catch (error) {
       // Not saved: the row stays `pending`, and the timer's scan runs the analysis again.
       log.error("analysis result not saved", {
@@ -214,6 +343,19 @@ export class AnalysisQueue {
         experiment_id: experimentId,
         error: describeError(error),
       });
+    }
+    if (saved && history !== null) {
+      try {
+        await history();
+      } catch (error) {
+        // The result stands; the history misses this delivery (the next one compares with the
+        // delivery before it).
+        log.error("analysis history not saved", {
+          org_id: orgId,
+          experiment_id: experimentId,
+          error: describeError(error),
+        });
+      }
     }
     log.info("analysis finished", {
       org_id: orgId,
@@ -229,6 +371,7 @@ export class AnalysisQueue {
     this.#stopped = true;
     this.#unsubscribe();
     this.#queue.clear();
+    this.#upgrades.clear();
     await Promise.all([...this.#running.values()].map((r) => r.done.catch(() => {})));
   }
 }

@@ -273,7 +273,14 @@ export class Ingest {
       logFields.bytes_in = bytes;
       const info = await writer.commit();
       metrics.uploadsStored.inc({ route: "upload" });
-      deliveries.publish({ ...target, key, info, validated: true, source: "upload" });
+      deliveries.publish({
+        ...target,
+        key,
+        info,
+        validated: true,
+        sha256: result.sha256,
+        source: "upload",
+      });
       return { bytes, summary: result.summary, sha256: result.sha256, info };
     } catch (error) {
       logFields.bytes_in = counted;

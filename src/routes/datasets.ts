@@ -69,21 +69,32 @@ export async function requireDataset(
  * List cursors are the store's own (a key on disk, an S3 continuation token), sealed with the
  * service's HMAC and bound to the organization: a cursor the service did not issue to this
  * organization is refused with 400 before storage sees it (S3 would answer an invalid token
- * with an error that looks like an outage).
+ * with an error that looks like an outage). `scope` keeps the cursors of different lists apart
+ * (`LIST` for this one; the history's are its own).
  */
-function sealCursor(signer: UrlSigner, orgId: string, cursor: string): string {
-  const signature = new URLSearchParams(signer.sign("LIST", `${orgId}\n${cursor}`, 0))
+export function sealCursor(
+  signer: UrlSigner,
+  orgId: string,
+  cursor: string,
+  scope = "LIST",
+): string {
+  const signature = new URLSearchParams(signer.sign(scope, `${orgId}\n${cursor}`, 0))
     .get("signature");
   return `${Buffer.from(cursor).toString("base64url")}.${signature}`;
 }
 
-function openCursor(signer: UrlSigner, orgId: string, sealed: string): string {
+export function openCursor(
+  signer: UrlSigner,
+  orgId: string,
+  sealed: string,
+  scope = "LIST",
+): string {
   const m = /^([A-Za-z0-9_-]{1,2048})\.([A-Za-z0-9_-]{43})$/.exec(sealed);
   if (m) {
     const cursor = Buffer.from(m[1], "base64url").toString();
     const params = new URLSearchParams({ expires: "0", signature: m[2] });
     // The signature matched when the only complaint is the (deliberately past) expiry.
-    if (signer.verify("LIST", `${orgId}\n${cursor}`, params).result === "expired") return cursor;
+    if (signer.verify(scope, `${orgId}\n${cursor}`, params).result === "expired") return cursor;
   }
   throw new ApiError(
     "invalid_json",
@@ -91,13 +102,19 @@ function openCursor(signer: UrlSigner, orgId: string, sealed: string): string {
   );
 }
 
-async function list(ctx: AppCtx): Promise<Response> {
-  const principal = await ctx.auth();
-  const limitText = ctx.url.searchParams.get("limit");
+/** The `limit` of a paged list: 1 to 1000, 1000 when absent (400 `invalid_json` otherwise). */
+export function pageLimit(url: URL): number {
+  const limitText = url.searchParams.get("limit");
   const limit = limitText === null ? 1000 : Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
     throw new ApiError("invalid_json", "limit must be a whole number from 1 to 1000");
   }
+  return limit;
+}
+
+async function list(ctx: AppCtx): Promise<Response> {
+  const principal = await ctx.auth();
+  const limit = pageLimit(ctx.url);
   const signer = ctx.deps.signer;
   const given = ctx.url.searchParams.get("cursor") || null;
   const cursor = given === null ? null : openCursor(signer, principal.orgId, given);
@@ -161,9 +178,11 @@ async function download(ctx: AppCtx): Promise<Response> {
 async function remove(ctx: AppCtx): Promise<Response> {
   const principal = await ctx.auth();
   const { experimentId, key } = await requireDataset(ctx, principal.orgId, { allowTooLarge: true });
-  // The analysis first: when the database cannot be written, nothing is deleted (503, retry);
-  // when storage then fails, the file stays and the timer analyses it again.
+  // The analysis and the history first: when the database cannot be written, nothing is deleted
+  // (503, retry); when storage then fails, the file stays and the timer analyses it again.
   await ctx.deps.db.analyses.delete(principal.orgId, experimentId);
+  await ctx.deps.db.history.delete(principal.orgId, experimentId);
+  await ctx.deps.db.deliverySummaries.delete(principal.orgId, experimentId);
   await ctx.deps.store.delete(key);
   return json(ctx, { deleted: true, experiment_id: experimentId });
 }
