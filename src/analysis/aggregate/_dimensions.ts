@@ -27,8 +27,9 @@ export interface DimensionTotals {
   distinct: number;
   /** The values, or null when there are too many to report. */
   values: string[] | null;
-  /** The column's dimension word in the records. */
+  /** The word and bit shift of the column's dimension byte in the records. */
   word: number;
+  shift: number;
   users: Float64Array;
   metricUsers: Float64Array;
   metricSum: Float64Array;
@@ -53,6 +54,7 @@ export function dimensionTotals(
       distinct: Math.min(dictionary.size, DISTINCT_COUNT_LIMIT),
       values,
       word: layout.dimWord[k],
+      shift: layout.dimShift[k],
       users: new Float64Array(cells),
       metricUsers: new Float64Array(cells),
       metricSum: new Float64Array(cells),
@@ -94,10 +96,10 @@ export function addDimensionUsers(
     }
     for (let d = 0; d < walked.length; d++) {
       const t = walked[d];
-      const word = i32[w + t.word];
-      const value = (word & DIM_VALUE_MASK) - 1;
+      const byte = i32[w + t.word] >>> t.shift;
+      const value = (byte & DIM_VALUE_MASK) - 1;
       if (value < 0) continue;
-      if ((word & DIM_INCONSISTENT) !== 0) t.inconsistent++;
+      if ((byte & DIM_INCONSISTENT) !== 0) t.inconsistent++;
       const cell = value * variants + p;
       t.users[cell]++;
       if (y === y) {

@@ -16,10 +16,10 @@ export const EXCLUDED = -1;
 /** Record word of the variant. */
 export const VARIANT_WORD = 1;
 
-/** In a dimension word: the value id + 1 of the user's first row (0: none kept). */
-export const DIM_VALUE_MASK = 0xffff;
-/** In a dimension word: set once a later row of the user held another value. */
-export const DIM_INCONSISTENT = 1 << 30;
+/** In a dimension byte: the value id + 1 of the user's first row (0: none kept). */
+export const DIM_VALUE_MASK = 0x7f;
+/** In a dimension byte: set once a later row of the user held another value. */
+export const DIM_INCONSISTENT = 0x80;
 
 /**
  * Rows whose users are looked up together (see `UserTable.warm`): enough for the cache misses to
@@ -32,9 +32,9 @@ const WARM_ROWS = 256;
  * then the doubles (per metric column its sum, and for columns read as conversion by the caller's
  * setting also the maximum), then the first day, per metric column the first days with a value
  * and with a 1, and for columns read as conversion by the setting the first day with a 0; then,
- * with dimensions tracked, per metric column a dimension word (`DIM_VALUE_MASK`,
- * `DIM_INCONSISTENT`); then the id. For two metric columns and a 20-byte id that makes 64 bytes
- * (72 with dimensions).
+ * with dimensions tracked, per metric column a dimension byte (`DIM_VALUE_MASK`,
+ * `DIM_INCONSISTENT`), four to a word; then the id. For two metric columns and a 20-byte id that
+ * makes 64 bytes (68 with dimensions).
  *
  * Days are stored as `DAY_LIMIT - day`, so that 0 (a fresh record) means "none" and a later
  * day is a smaller number: "first day" is a plain maximum. A word of -1 means "not kept".
@@ -50,8 +50,10 @@ export interface RecordLayout {
   firstValueWord: Int32Array;
   firstOneWord: Int32Array;
   firstZeroWord: Int32Array;
-  /** Per metric column: the dimension word, or -1 when dimensions are not tracked. */
+  /** Per metric column: the word of its dimension byte, or -1 when dimensions are not tracked. */
   dimWord: Int32Array;
+  /** Per metric column: the bit shift of its dimension byte in that word. */
+  dimShift: Int32Array;
 }
 
 export function recordLayout(forcedConversion: Uint8Array, dimensions = false): RecordLayout {
@@ -64,7 +66,9 @@ export function recordLayout(forcedConversion: Uint8Array, dimensions = false): 
   const firstValueWord = Int32Array.from(forced, () => next(1));
   const firstOneWord = Int32Array.from(forced, () => next(1));
   const firstZeroWord = Int32Array.from(forced, (flag) => flag ? next(1) : -1);
-  const dimWord = Int32Array.from(forced, () => dimensions ? next(1) : -1);
+  const dimWords = dimensions ? next((forced.length + 3) >> 2) : -1;
+  const dimWord = Int32Array.from(forced, (_, k) => dimensions ? dimWords + (k >> 2) : -1);
+  const dimShift = Int32Array.from(forced, (_, k) => 8 * (k & 3));
   return {
     forcedConversion,
     words,
@@ -75,6 +79,7 @@ export function recordLayout(forcedConversion: Uint8Array, dimensions = false): 
     firstOneWord,
     firstZeroWord,
     dimWord,
+    dimShift,
   };
 }
 
@@ -122,6 +127,7 @@ export class UserTally {
     const { ids, idStart, idLength, hash, variant, day, values } = batch;
     const dims = layout.dimWord[0] >= 0 ? batch.dims : null;
     const dimWord = layout.dimWord;
+    const dimShift = layout.dimShift;
     for (let from = 0; from < batch.size; from += WARM_ROWS) {
       const to = Math.min(from + WARM_ROWS, batch.size);
       users.warm(hash, idLength, from, to);
@@ -135,7 +141,10 @@ export class UserTally {
           i32[w + VARIANT_WORD] = variant[r];
           i32[firstDay] = first;
           if (dims !== null) {
-            for (let k = 0; k < count; k++) i32[w + dimWord[k]] = dims[r * count + k] + 1;
+            // A fresh record's words are 0; ids past the kept ones (-1) stay 0.
+            for (let k = 0; k < count; k++) {
+              i32[w + dimWord[k]] |= ((dims[r * count + k] + 1) & DIM_VALUE_MASK) << dimShift[k];
+            }
           }
         } else {
           const known = i32[w + VARIANT_WORD];
@@ -151,8 +160,10 @@ export class UserTally {
             for (let k = 0; k < count; k++) {
               const id = dims[r * count + k];
               const at = w + dimWord[k];
-              const word = i32[at];
-              if (id >= 0 && (word & DIM_VALUE_MASK) !== id + 1) i32[at] = word | DIM_INCONSISTENT;
+              const byte = i32[at] >>> dimShift[k];
+              if (id >= 0 && (byte & DIM_VALUE_MASK) !== id + 1) {
+                i32[at] |= DIM_INCONSISTENT << dimShift[k];
+              }
             }
           }
         }

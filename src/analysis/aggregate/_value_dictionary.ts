@@ -4,11 +4,15 @@
  * empty cell being a value of its own) are looked up in a small open-addressing table over typed
  * arrays and answered as a value id, without decoding or a string per row.
  *
+ * A value of up to 8 bytes (country codes, device names, flags: most dimension cells) is held as
+ * its bytes packed into two 32-bit words and its length, and compared as such: exact, and a few
+ * integer comparisons per cell. A longer value is held as two 32-bit hashes of its bytes (a 64-bit
+ * fingerprint), and for the first values also as bytes, compared byte by byte.
+ *
  * Distinct values are counted exactly up to `DISTINCT_COUNT_LIMIT`; then counting stops. Only the
  * first `DIMENSION_VALUE_LIMIT` values can be reported (a column with more is skipped), so only
- * their bytes are kept: a later value is told apart by two 32-bit hashes of its bytes (a 64-bit
- * fingerprint), and its id is -1. The last value looked up is tried first (cells of a column often
- * repeat from row to row).
+ * their text is kept; a later value's id is -1. The last value looked up is tried first (cells of
+ * a column often repeat from row to row).
  */
 import { isBlank } from "../../csv/has_text.ts";
 
@@ -20,14 +24,18 @@ export const DISTINCT_COUNT_LIMIT = 10_000;
 /** Slots of the table: a power of two above `DISTINCT_COUNT_LIMIT / 0.7`. */
 const SLOTS = 1 << 14;
 const INITIAL_TEXT_BYTES = 256;
+/** Values up to this long are held packed in two words. */
+const PACKED = 8;
 
 export class ValueDictionary {
   /** Distinct values seen so far, at most `DISTINCT_COUNT_LIMIT`. */
   size = 0;
   /** Per slot: the value's id + 1, 0 when free. */
   readonly #slots = new Int32Array(SLOTS);
-  readonly #hash1 = new Int32Array(DISTINCT_COUNT_LIMIT);
-  readonly #hash2 = new Int32Array(DISTINCT_COUNT_LIMIT);
+  /** Per value: its length, and its bytes packed (up to 8) or its two hashes (longer). */
+  readonly #length = new Int32Array(DISTINCT_COUNT_LIMIT);
+  readonly #a = new Int32Array(DISTINCT_COUNT_LIMIT);
+  readonly #b = new Int32Array(DISTINCT_COUNT_LIMIT);
   /** The bytes of the kept values: value i is `#text[#start[i]..#start[i + 1])`. */
   #text = new Uint8Array(INITIAL_TEXT_BYTES);
   readonly #start = new Int32Array(DIMENSION_VALUE_LIMIT + 1);
@@ -53,40 +61,53 @@ export class ValueDictionary {
       while (start < end && isBlank(buf[start])) start++;
       while (end > start && isBlank(buf[end - 1])) end--;
     }
-    const last = this.#last;
-    if (last >= 0 && this.#same(last, buf, start, end)) return last;
-    if (this.size >= DISTINCT_COUNT_LIMIT) return -1;
-    let h1 = (end - start) ^ 0x811c9dc5;
-    let h2 = (end - start) + 0x27d4eb2f;
-    for (let i = start; i < end; i++) {
-      const b = buf[i];
-      h1 = Math.imul(h1 ^ b, 0x01000193);
-      h2 = Math.imul(h2 + b, 0x85ebca6b);
-      h2 ^= h2 >>> 13;
+    const length = end - start;
+    let a = 0;
+    let b = 0;
+    if (length <= PACKED) {
+      for (let i = 0; i < length; i++) {
+        if (i < 4) a |= buf[start + i] << (8 * i);
+        else b |= buf[start + i] << (8 * (i - 4));
+      }
+    } else {
+      a = length ^ 0x811c9dc5;
+      b = length + 0x27d4eb2f;
+      for (let i = start; i < end; i++) {
+        const x = buf[i];
+        a = Math.imul(a ^ x, 0x01000193);
+        b = Math.imul(b + x, 0x85ebca6b);
+        b ^= b >>> 13;
+      }
     }
-    h1 ^= h1 >>> 16;
-    h1 = Math.imul(h1, 0x85ebca6b);
-    h1 ^= h1 >>> 13;
-    h1 = Math.imul(h1, 0xc2b2ae35);
-    h1 ^= h1 >>> 16;
-    h2 = Math.imul(h2 ^ (h2 >>> 16), 0x7feb352d);
-    h2 ^= h2 >>> 15;
+    const last = this.#last;
+    if (
+      last >= 0 && this.#a[last] === a && this.#b[last] === b && this.#length[last] === length &&
+      (length <= PACKED || this.#same(last, buf, start, end))
+    ) {
+      return last;
+    }
+    if (this.size >= DISTINCT_COUNT_LIMIT) return -1;
+    let h = Math.imul(a ^ (b >>> 7) ^ (length << 24), 0x85ebca6b) ^ b;
+    h ^= h >>> 13;
+    h = Math.imul(h, 0xc2b2ae35);
+    h ^= h >>> 16;
     const slots = this.#slots;
-    let slot = h1 & (SLOTS - 1);
+    let slot = h & (SLOTS - 1);
     for (;;) {
       const entry = slots[slot];
       if (entry === 0) break;
       const id = entry - 1;
-      if (this.#hash1[id] === h1 && this.#hash2[id] === h2) {
+      if (this.#a[id] === a && this.#b[id] === b && this.#length[id] === length) {
         if (id >= DIMENSION_VALUE_LIMIT) return -1;
-        if (this.#same(id, buf, start, end)) return this.#last = id;
+        if (length <= PACKED || this.#same(id, buf, start, end)) return this.#last = id;
       }
       slot = (slot + 1) & (SLOTS - 1);
     }
     const id = this.size++;
     slots[slot] = id + 1;
-    this.#hash1[id] = h1;
-    this.#hash2[id] = h2;
+    this.#length[id] = length;
+    this.#a[id] = a;
+    this.#b[id] = b;
     if (id >= DIMENSION_VALUE_LIMIT) {
       this.#last = -1;
       return -1;
@@ -107,10 +128,8 @@ export class ValueDictionary {
 
   #same(id: number, buf: Uint8Array, start: number, end: number): boolean {
     const from = this.#start[id];
-    const length = this.#start[id + 1] - from;
-    if (length !== end - start) return false;
     const text = this.#text;
-    for (let i = 0; i < length; i++) if (text[from + i] !== buf[start + i]) return false;
+    for (let i = 0; i < end - start; i++) if (text[from + i] !== buf[start + i]) return false;
     return true;
   }
 
