@@ -13,9 +13,12 @@ import { benchUpload } from "./upload_bench.ts";
 import { benchInitiate } from "./initiate_bench.ts";
 import { benchAnalysis } from "./analysis_bench.ts";
 import { benchScale } from "./scale_bench.ts";
+import { benchDimensions } from "./dimensions_bench.ts";
+import { benchHistory } from "./history_bench.ts";
+import { median } from "./_util.ts";
 
-const only = (Deno.env.get("ABN_BENCH_ONLY") ?? "validator,upload,initiate,analysis,scale")
-  .split(",");
+const only = (Deno.env.get("ABN_BENCH_ONLY") ??
+  "validator,upload,initiate,analysis,dimensions,history,scale").split(",");
 /** The sections that read the ~200 MB dataset. */
 const needsFile = ["validator", "upload", "analysis"].some((name) => only.includes(name));
 const work = await Deno.makeTempDir({ prefix: "abn-bench-" });
@@ -90,6 +93,29 @@ try {
         : `DuckDB ${a.duckdbSeconds.toFixed(2)} s, ${a.duckdbPeakRssMB?.toFixed(0)} MB`,
       ratio: a.ratio === null ? "—" : a.ratio.toFixed(2),
       target: "≤ 1.00, memory no higher",
+    });
+  }
+  if (only.includes("dimensions")) {
+    const dimensionsFile = `${work}/bench-dimensions.csv`;
+    console.log("generating a ~193 MB dataset with country and device (3.75 M rows)…");
+    await writeCsv(dimensionsFile, { rows: 3_750_000, dimensions: true });
+    const d = await benchDimensions(dimensionsFile, 5);
+    rows.push({
+      benchmark: "dimension health: analysis with country (30) and device (3)",
+      ours: `${median(d.withSeconds).toFixed(2)} s`,
+      baseline: `the two columns ignored ${median(d.withoutSeconds).toFixed(2)} s`,
+      ratio: d.ratio.toFixed(2),
+      target: "≤ 1.25",
+    });
+  }
+  if (only.includes("history")) {
+    const h = await benchHistory(365, 200);
+    rows.push({
+      benchmark: "GET …/history/ with 365 snapshots",
+      ours: `median ${h.jsonMs.median.toFixed(1)} ms, p95 ${h.jsonMs.p95.toFixed(1)} ms`,
+      baseline: "—",
+      ratio: "—",
+      target: "< 20 ms",
     });
   }
   printTable(

@@ -35,6 +35,8 @@ export interface Config {
   tlsCert?: string;
   tlsKey?: string;
   storageEventsToken?: string;
+  /** Snapshots kept per experiment in its history; the oldest beyond are dropped. */
+  historyMaxSnapshots: number;
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -160,5 +162,6 @@ export function loadConfig(env: Env): Readonly<Config> {
     tlsCert,
     tlsKey,
     storageEventsToken: text(env, "ABN_STORAGE_EVENTS_TOKEN"),
+    historyMaxSnapshots: integer(env, "ABN_HISTORY_MAX_SNAPSHOTS", 1000, 1, 1_000_000),
   });
 }

@@ -18,8 +18,13 @@ export interface Delivery {
   info: ObjectInfo;
   /** True when the bytes were validated on the way in (direct upload). */
   validated: boolean;
-  /** How the delivery was noticed. */
-  source: "upload" | "presigned_put" | "scan" | "event" | "reconcile" | "settings";
+  /** SHA-256 of the bytes (hex) when known on the way in (direct upload). */
+  sha256?: string;
+  /**
+   * How the delivery was noticed; `upgrade`: a ready result made by an older analysis, run again
+   * in the background.
+   */
+  source: "upload" | "presigned_put" | "scan" | "event" | "reconcile" | "settings" | "upgrade";
 }
 
 export type DeliveryListener = (delivery: Delivery) => void;

@@ -21,6 +21,7 @@ import { apiRoutes } from "./routes/mod.ts";
 import type { AppDeps, AppRoutes } from "./routes/deps.ts";
 import { createLogger } from "./log.ts";
 import type { Logger, LogSink } from "./log.ts";
+import { describeError } from "./log.ts";
 import { AnalysisQueue } from "./analysis/analysis_queue.ts";
 import { PeriodicJob } from "./jobs/periodic_job.ts";
 import { cleanup, countOversize, scanDeliveries } from "./jobs/storage_jobs.ts";
@@ -130,8 +131,13 @@ export async function createService(
     metrics,
     maxUploadBytes: config.maxUploadBytes,
     busy: () => ingest.busy,
+    historyMaxSnapshots: config.historyMaxSnapshots,
     log,
   });
+  // Results of an older analysis are run again in the background, after any new delivery.
+  analysis.rerunOutdated().then((queued) => {
+    if (queued > 0) log.info("re-running analyses made by an older version", { queued });
+  }, (error) => log.warn("older analyses not re-run", { error: describeError(error) }));
   const scan = new PeriodicJob({
     name: "scan",
     intervalMs: config.scanIntervalSeconds * 1000,

@@ -16,6 +16,9 @@ Deno.test("loadConfig answers the documented defaults", () => {
   assertEquals(c.reconcileIntervalSeconds, 3600);
   assertEquals(c.bodyIdleTimeoutSeconds, 30);
   assertEquals(c.rateLimitPerMinute, 0);
+  assertEquals(c.historyMaxSnapshots, 1000);
+  assertEquals(loadConfig({ ABN_HISTORY_MAX_SNAPSHOTS: "365" }).historyMaxSnapshots, 365);
+  assertThrows(() => loadConfig({ ABN_HISTORY_MAX_SNAPSHOTS: "0" }), ConfigError);
   assertEquals(Object.isFrozen(c), true);
 });
 

@@ -12,7 +12,15 @@ import type { Aggregate } from "./aggregate/aggregate_types.ts";
 export interface AggregateDeliveryOptions extends
   Pick<
     AggregateOptions,
-    "metricKinds" | "covariates" | "winsorize" | "onHeader" | "worker" | "sizeBytes"
+    | "metricKinds"
+    | "covariates"
+    | "winsorize"
+    | "onHeader"
+    | "worker"
+    | "onChunk"
+    | "keyMetric"
+    | "userSummary"
+    | "sizeBytes"
   > {
   /** The bytes passed the upload checks as they arrived (a direct upload); default false. */
   validated?: boolean;
@@ -35,9 +43,13 @@ export async function aggregateDelivery(
   try {
     // Without cancelling on a stop, so that the validator can read on.
     const chunks = body.values({ preventCancel: true });
+    const onChunk = aggregateOptions.onChunk;
     const aggregate = await aggregateCsv(chunks, {
       ...aggregateOptions,
-      onChunk: (chunk) => validator.push(chunk),
+      onChunk: (chunk) => {
+        validator.push(chunk);
+        onChunk?.(chunk);
+      },
     });
     validator.finish();
     return aggregate;

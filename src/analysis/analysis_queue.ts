@@ -10,8 +10,14 @@
  * still gets its memory to itself. While uploads stream (`busy`), small analyses wait (up to
  * `BUSY_WAIT_MS`, then one at a time): on two cores a burst of tiny uploads keeps the request
  * thread busy, the requests come first, and the analyses catch up once the burst ends.
+ *
+ * A ready run also keeps the experiment's history: a snapshot per delivered content (keyed by its
+ * SHA-256, from the upload or hashed here while reading), and the delivery's per-user summary,
+ * which the next delivery is compared with (`changes`). Results of an older `ANALYSIS_VERSION` are
+ * run again in the background (`rerunOutdated`), newest deliveries first, after any delivery.
  */
-import type { ControlPlane } from "../db/control_plane.ts";
+import { createHash } from "node:crypto";
+import type { ControlPlane, DeliverySummaryRow } from "../db/control_plane.ts";
 import { DatabaseUnavailable } from "../db/control_plane.ts";
 import type { ObjectStore } from "../storage/object_store.ts";
 import { StorageError } from "../storage/object_store.ts";
@@ -21,9 +27,18 @@ import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 import { ApiError } from "../http/errors.ts";
 import { SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
+import { datasetKey } from "../storage/object_store.ts";
 import { aggregateDelivery } from "./aggregate_delivery.ts";
-import { buildReport } from "./report.ts";
+import { ANALYSIS_VERSION, buildReport } from "./report.ts";
 import { validateSettings } from "./settings.ts";
+import {
+  type Changes,
+  compareDeliveries,
+  decodeDeliverySummary,
+  deliverySummaryOf,
+  encodeDeliverySummary,
+} from "./history/delivery_summary.ts";
+import { snapshotFigures } from "./history/snapshot.ts";
 
 /** Small datasets analysed at the same time (beside the larger ones). */
 const SMALL_AT_ONCE = 8;
@@ -44,6 +59,8 @@ export interface AnalysisQueueOptions {
   busy?: () => boolean;
   /** Longest a small analysis waits while `busy` before running anyway; default 5 s. */
   busyWaitMs?: number;
+  /** Snapshots kept per experiment (`ABN_HISTORY_MAX_SNAPSHOTS`); default 1000. */
+  historyMaxSnapshots?: number;
   log: Logger;
 }
 
@@ -55,6 +72,8 @@ export class AnalysisQueue {
   /** When each small delivery waiting now was queued (`performance.now()`). */
   #smallSince = new Map<string, number>();
   #busyTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Re-runs of results made by an older analysis: run when nothing else waits. */
+  #upgrades = new Map<string, Delivery>();
   #running = new Map<string, { etag: string; done: Promise<void> }>();
   #runningSmall = 0;
   #unsubscribe: () => void;
@@ -79,6 +98,11 @@ export class AnalysisQueue {
     if (this.#stopped || delivery.info.size > this.#o.maxUploadBytes) return;
     const id = `${delivery.orgId}/${delivery.experimentId}`;
     const etag = delivery.info.etag;
+    if (delivery.source === "upgrade") {
+      this.#enqueueUpgrade(id, delivery);
+      return;
+    }
+    this.#upgrades.delete(id);
     // The same object, running, queued or being admitted: join that run (a settings change
     // re-runs it after).
     if (
@@ -100,6 +124,43 @@ export class AnalysisQueue {
       if (this.#admitting.get(id) === etag) this.#admitting.delete(id);
       this.#settle();
     });
+  }
+
+  /**
+   * Queues the re-run of a ready result made by an older analysis, unless the dataset has a run
+   * of its own: its result stays served until the new one is saved.
+   */
+  #enqueueUpgrade(id: string, delivery: Delivery): void {
+    if (this.#running.has(id) || this.#queued(id) !== undefined || this.#admitting.has(id)) return;
+    this.#upgrades.set(id, delivery);
+    this.#pump();
+  }
+
+  /**
+   * Queues, in the background, a re-run of every ready result made by an older analysis
+   * (`ANALYSIS_VERSION`), newest deliveries first; answers how many were queued. A newer
+   * delivery of one of them replaces its re-run.
+   */
+  async rerunOutdated(): Promise<number> {
+    const rows = await this.#o.db.analyses.outdated(ANALYSIS_VERSION);
+    for (const row of rows) {
+      const key = datasetKey(row.org_id, row.experiment_id);
+      this.enqueue({
+        orgId: row.org_id,
+        experimentId: row.experiment_id,
+        key,
+        info: {
+          key,
+          size: row.size_bytes,
+          etag: row.etag,
+          lastModified: new Date(row.delivered_at),
+        },
+        // A ready result means the stored bytes passed the upload checks.
+        validated: true,
+        source: "upgrade",
+      });
+    }
+    return rows.length;
   }
 
   #joins(id: string, etag: string): boolean {
@@ -130,8 +191,12 @@ export class AnalysisQueue {
     }
     if (this.#stopped || (!rerun && this.#joins(id, info.etag))) return;
     const queued = this.#queued(id);
-    if (queued?.info.etag === info.etag && queued.validated) {
-      delivery = { ...delivery, validated: true };
+    if (queued?.info.etag === info.etag) {
+      delivery = {
+        ...delivery,
+        validated: delivery.validated || queued.validated,
+        sha256: delivery.sha256 ?? queued.sha256,
+      };
     }
     this.#small.delete(id);
     this.#large.delete(id);
@@ -171,23 +236,35 @@ export class AnalysisQueue {
         if (running >= (small ? smallLimit : limit)) break;
         if (this.#running.has(id)) continue; // its dataset's previous run first
         queue.delete(id);
-        if (small) {
-          this.#smallSince.delete(id);
-          this.#runningSmall++;
-        }
-        const done = this.#run(delivery).finally(() => {
-          this.#running.delete(id);
-          if (small) this.#runningSmall--;
-          this.#pump();
-          this.#settle();
-        });
-        this.#running.set(id, { etag: delivery.info.etag, done });
+        if (small) this.#smallSince.delete(id);
+        this.#start(id, delivery, small);
       }
     }
+    // Re-runs of older results wait while deliveries do (even ones held back by a run of their
+    // dataset, or waiting for uploads to stop), then run one at a time.
+    if (this.#small.size > 0 || this.#large.size > 0 || this.#admissions > 0) return;
+    for (const [id, delivery] of this.#upgrades) {
+      if (this.#running.size >= limit) return;
+      if (this.#running.has(id)) continue;
+      this.#upgrades.delete(id);
+      this.#start(id, delivery, false);
+    }
+  }
+
+  #start(id: string, delivery: Delivery, small: boolean): void {
+    if (small) this.#runningSmall++;
+    const done = this.#run(delivery).finally(() => {
+      this.#running.delete(id);
+      if (small) this.#runningSmall--;
+      this.#pump();
+      this.#settle();
+    });
+    this.#running.set(id, { etag: delivery.info.etag, done });
   }
 
   #isIdle(): boolean {
     return this.#running.size === 0 && this.#small.size === 0 && this.#large.size === 0 &&
+      this.#upgrades.size === 0 &&
       this.#admissions === 0;
   }
 
@@ -214,18 +291,33 @@ export class AnalysisQueue {
       error: string | null;
       rows: number | null;
       result: unknown;
+      version: number;
     };
+    /** What the history keeps of a ready run, once its result is saved. */
+    let history: (() => Promise<void>) | null = null;
     try {
       const object = await store.get(key);
       if (!object) return; // deleted meanwhile
       if (object.info.etag !== etag) {
-        // Replaced since it was announced: what is there now is a delivery (recorded, analysed).
+        // Replaced since it was announced: what is there now is a delivery (recorded, analysed;
+        // for a re-run of an older result: nothing more).
         await object.body.cancel();
-        void this.#o.deliveries.deliver({ ...delivery, info: object.info, source: "scan" });
+        if (delivery.source !== "upgrade") {
+          void this.#o.deliveries.deliver({
+            ...delivery,
+            info: object.info,
+            source: "scan",
+            sha256: undefined,
+          });
+        }
         return;
       }
       etag = object.info.etag;
       const settings = validateSettings((await db.settings.get(orgId, experimentId)) ?? {});
+      const previous = await db.deliverySummaries.get(orgId, experimentId);
+      // The content's SHA-256: from the upload, from the last run of this object, or read here.
+      const known = delivery.sha256 ?? (previous?.etag === etag ? previous.sha256 : undefined);
+      const hash = known === undefined ? createHash("sha256") : null;
       // A two-step delivery is validated beside the reading: a refusal is the upload check's.
       const aggregate = await aggregateDelivery(object.body, {
         validated: delivery.validated,
@@ -233,12 +325,54 @@ export class AnalysisQueue {
         covariates: settings.covariates,
         winsorize: settings.winsorize,
         sizeBytes: object.info.size,
+        keyMetric: settings.key_metric,
+        userSummary: true,
+        onChunk: hash === null ? undefined : (chunk) => hash.update(chunk),
       });
+      const sha256 = known ?? hash!.digest("hex");
       const rows = aggregate.rows;
-      const report = buildReport(aggregate, settings);
+      const summary = deliverySummaryOf(aggregate);
+      const sameContent = previous?.sha256 === sha256;
+      let changes: Changes | null = null;
+      if (previous && sameContent) {
+        // The same bytes again (a re-run, or a re-delivery): what they changed, as found then.
+        changes = previous.changes === null ? null : JSON.parse(previous.changes);
+      } else if (previous) {
+        const before = decodeDeliverySummary(previous.summary);
+        if (before !== null) {
+          changes = compareDeliveries(before, summary, previous.etag, previous.delivered_at);
+        }
+      }
+      const report = buildReport(aggregate, settings, { changes });
       // `_data` keeps what settings are checked against (variants, metrics), not served as such.
-      const data = { ...aggregate, daily: [] };
-      outcome = { status: "ready", error: null, rows, result: { ...report, _data: data } };
+      const data = { ...aggregate, daily: [], dimensions: [], userSummary: null };
+      outcome = {
+        status: "ready",
+        error: null,
+        rows,
+        result: { ...report, _data: data },
+        version: ANALYSIS_VERSION,
+      };
+      const deliveredAt = object.info.lastModified.toISOString();
+      history = async () => {
+        if (!sameContent || previous?.etag !== etag) {
+          const row: DeliverySummaryRow = {
+            etag,
+            sha256,
+            delivered_at: deliveredAt,
+            summary: encodeDeliverySummary(summary),
+            changes: report.changes === null ? null : JSON.stringify(report.changes),
+          };
+          await db.deliverySummaries.save(orgId, experimentId, row);
+        }
+        await db.history.record(orgId, experimentId, {
+          sha256,
+          etag,
+          delivered_at: deliveredAt,
+          analysed_at: new Date().toISOString(),
+          figures: JSON.stringify(snapshotFigures(report, rows)),
+        }, this.#o.historyMaxSnapshots ?? 1000);
+      };
     } catch (error) {
       if (error instanceof StorageError || error instanceof DatabaseUnavailable) {
         // Transient: the row stays `pending`, and the timer's scan runs it again.
@@ -252,7 +386,13 @@ export class AnalysisQueue {
         return;
       }
       if (error instanceof ApiError) {
-        outcome = { status: "failed", error: error.message, rows: null, result: null };
+        outcome = {
+          status: "failed",
+          error: error.message,
+          rows: null,
+          result: null,
+          version: ANALYSIS_VERSION,
+        };
       } else {
         log.error("analysis failed", {
           org_id: orgId,
@@ -264,14 +404,16 @@ export class AnalysisQueue {
           error: "The analysis failed unexpectedly; it will run again after the next delivery",
           rows: null,
           result: null,
+          version: ANALYSIS_VERSION,
         };
       }
     }
     const seconds = (performance.now() - t0) / 1000;
     metrics.analysisRuns.inc({ outcome: outcome.status });
     metrics.analysisSeconds.observe(seconds);
+    let saved = false;
     try {
-      await db.analyses.saveResult(orgId, experimentId, etag, outcome, startedAt);
+      saved = await db.analyses.saveResult(orgId, experimentId, etag, outcome, startedAt);
     } catch (error) {
       // Not saved: the row stays `pending`, and the timer's scan runs the analysis again.
       log.error("analysis result not saved", {
@@ -279,6 +421,19 @@ export class AnalysisQueue {
         experiment_id: experimentId,
         error: describeError(error),
       });
+    }
+    if (saved && history !== null) {
+      try {
+        await history();
+      } catch (error) {
+        // The result stands; the history misses this delivery (the next one compares with the
+        // delivery before it).
+        log.error("analysis history not saved", {
+          org_id: orgId,
+          experiment_id: experimentId,
+          error: describeError(error),
+        });
+      }
     }
     log.info("analysis finished", {
       org_id: orgId,
@@ -297,6 +452,7 @@ export class AnalysisQueue {
     this.#large.clear();
     this.#smallSince.clear();
     clearTimeout(this.#busyTimer);
+    this.#upgrades.clear();
     await Promise.all([...this.#running.values()].map((r) => r.done.catch(() => {})));
   }
 }

@@ -18,8 +18,11 @@ import {
   relativeLift,
 } from "./stats/inference.ts";
 
-/** The sequential verdict on the key metric, in the metric's own direction. */
-export type Decision = "better" | "worse" | "inconclusive";
+/**
+ * The sequential verdict on the key metric, in the metric's own direction; `too_early` replaces
+ * it while the settings' `min_users_per_variant` or `min_days` are not reached (see `report.ts`).
+ */
+export type Decision = "better" | "worse" | "inconclusive" | "too_early";
 
 /** One entry of a metric's `comparisons`. */
 export interface ComparisonReport {
@@ -32,6 +35,11 @@ export interface ComparisonReport {
   sequential_ci: [number, number] | null;
   sequential_p_value: number | null;
   cuped: { covariate: string; theta: number; variance_reduction: number } | null;
+  /**
+   * The Bayesian chance that the variant beats the control on this metric (`win_probability`'s on
+   * the key metric); null without enough data. Set by the report.
+   */
+  chance_to_beat_control?: number | null;
   /** Key metric only; null when there is no comparison. */
   decision?: Decision | null;
 }

@@ -8,7 +8,7 @@ import type { Aggregate, MetricVariantStats } from "./aggregate/aggregate_types.
 import { armMoments, type ComparisonReport, metricComparisons } from "./comparisons.ts";
 import { covariatePairs } from "./covariates.ts";
 import { sampleVariance } from "./stats/_math.ts";
-import { daysLeft, usersPerDay } from "./stats/accrual.ts";
+import { daysLeft, newestLooksIncomplete, usersPerDay } from "./stats/accrual.ts";
 import { cupedAdjust } from "./stats/cuped.ts";
 import type { ArmStatistics } from "./stats/inference.ts";
 import {
@@ -26,17 +26,22 @@ import {
 import { srm, type SrmResult } from "./stats/srm.ts";
 import {
   type AdjustedNormals,
+  chancesToBeatControl,
   type NormalModel,
   type VariantWinProbability,
   winProbability,
 } from "./stats/win_probability.ts";
+import { type DimensionReport, dimensionReports } from "./dimensions.ts";
+import type { Changes } from "./history/delivery_summary.ts";
 
 /**
  * The version of the analysis that made a stored result; a newer service re-runs results of
  * older versions. 1: SRM, sample, win probability, daily series. 2: comparisons on every metric
- * (fixed-horizon, Holm, sequential, decision), CUPED, capping, days left.
+ * (fixed-horizon, Holm, sequential, decision), CUPED, capping, days left. 3: dimension health,
+ * changes since the previous delivery, provisional dates, `too_early`, rows per date, the chance
+ * to beat the control on every metric.
  */
-export const ANALYSIS_VERSION = 2;
+export const ANALYSIS_VERSION = 3;
 
 export interface MetricVariantReport {
   name: string;
@@ -79,16 +84,28 @@ export interface AnalysisReport {
     target_users_per_variant: number | null;
     target_users: number | null;
     percent_of_target: number | null;
-    /** New users a day of the smallest variant, over the last 7 dates. */
+    /** New users a day of the smallest variant, over the last 7 dates not provisional. */
     users_per_day: number | null;
     days_left: number | null;
+    /** Distinct dates in the data. */
+    days: number;
   };
+  /** Decisions wait (`too_early`): `min_users_per_variant` or `min_days` not reached yet. */
+  too_early: boolean;
   metrics: MetricReport[];
   win_probability: { metric: string | null; variants: VariantWinProbability[] };
   daily: {
     date: string;
+    /** The date's own rows; absent in results made from aggregates without them. */
+    rows?: number;
+    /** Present (true) on a newest date judged incomplete. */
+    provisional?: true;
     variants: { name: string; cumulative_users: number; mean: number | null }[];
   }[];
+  /** Dimension health: every dimension column. */
+  dimensions: DimensionReport[];
+  /** Since the previous delivery; null on the first one. */
+  changes: Changes | null;
   warnings: string[];
 }
 
@@ -98,6 +115,11 @@ export interface BuildReportOptions {
   draws?: number;
   /** Seed of those draws; the default keeps the answer the same for the same data. */
   seed?: number;
+  /**
+   * What changed since the previous delivery (its `provisional_date` is set here); default null
+   * (a first delivery).
+   */
+  changes?: Changes | null;
 }
 
 const EMPTY_STATS: MetricVariantStats = { users: 0, sum: 0, sumSquares: 0 };
@@ -221,14 +243,24 @@ export function buildReport(
   if (target.warning !== null) warnings.push(target.warning);
   const perVariant = target.usersPerVariant;
   const smallest = names.length > 0 ? Math.min(...names.map(usersOf)) : 0;
+  const cumulativeOf = (name: string) =>
+    aggregate.daily.map((day) => day.variants[name]?.cumulativeUsers ?? 0);
+  const days = aggregate.daily.length;
+  const provisional = newestLooksIncomplete(names.map(cumulativeOf));
   // The slowest of the smallest variants sets the pace.
   const rates = names.filter((name) => usersOf(name) === smallest).map((name) =>
-    usersPerDay(aggregate.daily.map((day) => ({
-      cumulativeUsers: day.variants[name]?.cumulativeUsers ?? 0,
-    })))
+    usersPerDay(
+      cumulativeOf(name).map((cumulativeUsers, d) => ({
+        cumulativeUsers,
+        provisional: provisional && d === days - 1,
+      })),
+    )
   );
   const rate = rates.length === 0 || rates.includes(null) ? null : Math.min(...rates as number[]);
 
+  const minUsers = settings.min_users_per_variant ?? 0;
+  const minDays = settings.min_days ?? 0;
+  const tooEarly = names.length > 0 && (smallest < minUsers || days < minDays);
   const pairsOfKey = new Map<string, { control: ArmStatistics; variant: ArmStatistics }>();
   const metrics = analysed.map((metric): MetricReport => {
     const column = pairs.get(metric.name);
@@ -249,6 +281,31 @@ export function buildReport(
     });
     warnings.push(...compared?.warnings ?? []);
     if (isKey) { for (const [name, pair] of compared?.pairs ?? []) pairsOfKey.set(name, pair); }
+    const comparisons = compared?.comparisons ?? [];
+    if (compared !== null && control !== null) {
+      // The chance to beat the control, on the (capped, CUPED-adjusted) statistics compared.
+      const pair = (name: string) => {
+        const found = compared.pairs.get(name);
+        const a = found && normal(found.control);
+        const b = found && normal(found.variant);
+        return a && b ? { control: a, variant: b } : null;
+      };
+      const chances = chancesToBeatControl(
+        names.map((name) => ({ name, ...statsOf(aggregate, metric.name, name) })),
+        {
+          kind: metric.kind,
+          control,
+          lowerIsBetter: lowerIsBetter.has(metric.name),
+          adjusted: covariate === null
+            ? undefined
+            : { best: names.map(() => null), versusControl: names.map(pair) },
+        },
+      );
+      for (const c of comparisons) c.chance_to_beat_control = chances[names.indexOf(c.name)];
+    }
+    if (isKey && tooEarly) {
+      for (const c of comparisons) if (c.decision) c.decision = "too_early";
+    }
     return {
       name: metric.name,
       kind: metric.kind,
@@ -258,7 +315,7 @@ export function buildReport(
       variants: names.map((name) =>
         metricVariant(name, metric.kind, statsOf(aggregate, metric.name, name))
       ),
-      comparisons: compared?.comparisons ?? [],
+      comparisons,
     };
   });
 
@@ -298,8 +355,10 @@ export function buildReport(
     return { ...entry, lift: comparison?.lift ?? null, lift_ci95: comparison?.ci ?? null };
   });
 
-  const daily = aggregate.daily.map((day) => ({
+  const daily = aggregate.daily.map((day, d) => ({
     date: day.date,
+    ...(day.rows === undefined ? {} : { rows: day.rows }),
+    ...(provisional && d === days - 1 ? { provisional: true as const } : {}),
     variants: names.map((name) => {
       const point = day.variants[name];
       const users = keyMetric === undefined ? 0 : point?.metricUsers[keyMetric.name] ?? 0;
@@ -311,6 +370,34 @@ export function buildReport(
       };
     }),
   }));
+
+  const health = dimensionReports(aggregate.dimensions ?? [], {
+    variants: names,
+    control,
+    kind: keyMetric?.kind ?? null,
+    expectedSplit: settings.expected_split,
+    alpha,
+  });
+  warnings.push(...health.warnings);
+  const newest = aggregate.daily[days - 1]?.date ?? null;
+  const changes = options.changes
+    ? { ...options.changes, provisional_date: provisional ? newest : null }
+    : null;
+  if (changes !== null) warnings.push(...changeWarnings(changes));
+  if (provisional) {
+    warnings.push(
+      `The newest date ${newest} looks incomplete (its new users are under half the median of ` +
+        `the dates before it): it is marked provisional and left out of the users per day`,
+    );
+  }
+  if (tooEarly) {
+    warnings.push(
+      `Too early for a decision: ` + [
+        smallest < minUsers ? `${smallest} of ${minUsers} users in the smallest variant` : "",
+        days < minDays ? `${days} of ${minDays} days` : "",
+      ].filter((part) => part !== "").join(", "),
+    );
+  }
 
   return {
     analysis_version: ANALYSIS_VERSION,
@@ -327,10 +414,49 @@ export function buildReport(
       percent_of_target: perVariant === null ? null : 100 * smallest / perVariant,
       users_per_day: rate,
       days_left: daysLeft(perVariant, smallest, rate),
+      days,
     },
+    too_early: tooEarly,
     metrics,
     win_probability: { metric: keyMetric?.name ?? null, variants: winVariants },
     daily,
+    dimensions: health.dimensions,
+    changes,
     warnings,
   };
+}
+
+function grouped(n: number): string {
+  return n.toLocaleString("en-US");
+}
+
+/** The `changes` in sentences: what was added, and what a growing file should not show. */
+export function changeWarnings(changes: Changes): string[] {
+  const out = [
+    `Since the previous delivery: ${changes.rows_added >= 0 ? "+" : "−"}${
+      grouped(Math.abs(changes.rows_added))
+    } rows, +${grouped(changes.users_added)} users`,
+  ];
+  if (changes.users_switched_variant > 0) {
+    out.push(
+      `Since the previous delivery, ${
+        plural(changes.users_switched_variant, "user is", "users are")
+      } in another variant than before`,
+    );
+  }
+  if (changes.users_vanished > 0) {
+    out.push(
+      `Since the previous delivery, ${
+        plural(changes.users_vanished, "user has", "users have")
+      } vanished from the data`,
+    );
+  }
+  if (changes.restated_dates.length > 0) {
+    out.push(
+      `History restated: the row counts of ${
+        plural(changes.restated_dates.length, "past date", "past dates")
+      } changed since the previous delivery (${changes.restated_dates.join(", ")})`,
+    );
+  }
+  return out;
 }

@@ -35,6 +35,10 @@ export interface Settings {
   winsorize?: Record<string, number>;
   /** Metrics where a decrease is the improvement (flips `decision` and the chances). */
   lower_is_better?: string[];
+  /** Users the smallest variant needs before a decision is shown; default 0. */
+  min_users_per_variant?: number;
+  /** Distinct dates the data needs before a decision is shown; default 0. */
+  min_days?: number;
 }
 
 /** Defaults used where a setting is absent. */
@@ -61,6 +65,8 @@ const FIELDS = [
   "covariates",
   "winsorize",
   "lower_is_better",
+  "min_users_per_variant",
+  "min_days",
 ];
 
 function invalid(message: string): ApiError {
@@ -267,6 +273,16 @@ export function validateSettings(input: unknown): Settings {
   if (input.winsorize != null) settings.winsorize = winsorize(input.winsorize);
   if (input.lower_is_better != null) {
     settings.lower_is_better = metricList("lower_is_better", input.lower_is_better);
+  }
+  for (const field of ["min_users_per_variant", "min_days"] as const) {
+    const value = input[field];
+    if (value == null) continue;
+    if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
+      throw invalid(
+        `Invalid settings: ${field} must be a whole number of 0 or more, got ${describe(value)}`,
+      );
+    }
+    settings[field] = value;
   }
   return settings;
 }

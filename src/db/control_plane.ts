@@ -1,7 +1,8 @@
 /**
  * The control plane: what the service keeps besides the datasets themselves (organizations, API
- * keys, settings, analysis results, the dataset catalog and upload grants). One interface, two
- * drivers: SQLite (`sqlite/`, the embedded
+ * keys, settings, analysis results, the dataset catalog and upload grants, each experiment's
+ * history of snapshots and the summary of its previous delivery). One interface, two drivers:
+ * SQLite (`sqlite/`, the embedded
  * default for one host) and PostgreSQL (several instances sharing one bucket). Every method is
  * asynchronous so both drivers fit; the SQLite driver answers at once.
  *
@@ -52,6 +53,8 @@ export interface AnalysisRow {
   delivered_at: string;
   started_at: string | null;
   finished_at: string | null;
+  /** `ANALYSIS_VERSION` of the run that made the result; null before it was recorded. */
+  analysis_version: number | null;
 }
 
 /** A finished analysis run. */
@@ -60,6 +63,45 @@ export interface AnalysisOutcome {
   error: string | null;
   rows: number | null;
   result: unknown;
+  /** `ANALYSIS_VERSION` of the run; default null. */
+  version?: number;
+}
+
+/** A ready analysis made by an older version of the analysis, to run again. */
+export interface OutdatedAnalysis {
+  org_id: string;
+  experiment_id: string;
+  etag: string;
+  size_bytes: number;
+  delivered_at: string;
+}
+
+/** One snapshot of an experiment's history, as stored. */
+export interface HistorySnapshot {
+  /** Its place in the experiment's history: 1, 2, … in the order they were kept. */
+  seq: number;
+  /** SHA-256 of the delivered content (hex): one snapshot per content. */
+  sha256: string;
+  etag: string;
+  delivered_at: string;
+  analysed_at: string;
+  /** The snapshot's figures, a JSON object as text (`analysis/history/snapshot.ts`). */
+  figures: string;
+}
+
+/** What `HistoryRepo.record` did with a snapshot. */
+export type RecordOutcome = "added" | "replaced" | "unchanged";
+
+/** The summary of an experiment's last analysed delivery (DESIGN.md: for `changes`). */
+export interface DeliverySummaryRow {
+  etag: string;
+  /** SHA-256 of the delivered content (hex). */
+  sha256: string;
+  delivered_at: string;
+  /** The encoded summary (`analysis/history/delivery_summary.ts`). */
+  summary: Uint8Array;
+  /** The `changes` JSON (as text) the analysis of this delivery found; null on a first one. */
+  changes: string | null;
 }
 
 export interface OrgRepo {
@@ -203,6 +245,38 @@ export interface AnalysisRepo {
     startedAt: string,
   ): Promise<boolean>;
   delete(orgId: string, experimentId: string): Promise<void>;
+  /** Ready results made by an analysis older than `version` (or by an unrecorded one), newest deliveries first. */
+  outdated(version: number): Promise<OutdatedAnalysis[]>;
+}
+
+export interface HistoryRepo {
+  /**
+   * Keeps the snapshot of a ready analysis, keyed by the content's SHA-256: content already kept
+   * adds nothing ("unchanged"), except that the latest snapshot's figures and `analysed_at` are
+   * replaced when it is that content ("replaced", e.g. a settings re-run). A new one is added
+   * ("added") and the oldest beyond `keep` are dropped.
+   */
+  record(
+    orgId: string,
+    experimentId: string,
+    snapshot: Omit<HistorySnapshot, "seq">,
+    keep: number,
+  ): Promise<RecordOutcome>;
+  /** Snapshots after `afterSeq` (0: from the first), oldest first, at most `limit`. */
+  list(
+    orgId: string,
+    experimentId: string,
+    afterSeq: number,
+    limit: number,
+  ): Promise<HistorySnapshot[]>;
+  delete(orgId: string, experimentId: string): Promise<void>;
+}
+
+export interface DeliverySummaryRepo {
+  get(orgId: string, experimentId: string): Promise<DeliverySummaryRow | null>;
+  /** Replaces the experiment's summary. */
+  save(orgId: string, experimentId: string, row: DeliverySummaryRow): Promise<void>;
+  delete(orgId: string, experimentId: string): Promise<void>;
 }
 
 export interface ControlPlane {
@@ -213,6 +287,8 @@ export interface ControlPlane {
   readonly analyses: AnalysisRepo;
   readonly datasets: DatasetRepo;
   readonly grants: GrantRepo;
+  readonly history: HistoryRepo;
+  readonly deliverySummaries: DeliverySummaryRepo;
   /** True when the database answers a trivial query. */
   reachable(): Promise<boolean>;
   close(): Promise<void>;

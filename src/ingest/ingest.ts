@@ -342,7 +342,14 @@ export class Ingest {
       const info = await writer.commit();
       metrics.uploadsStored.inc({ route: "upload" });
       // Stored: the catalog row is written (and awaited) before the 201; its failure is logged.
-      await deliveries.deliver({ ...target, key, info, validated: true, source: "upload" });
+      await deliveries.deliver({
+        ...target,
+        key,
+        info,
+        validated: true,
+        sha256: result.sha256,
+        source: "upload",
+      });
       return { bytes, summary: result.summary, sha256: result.sha256, info };
     } catch (error) {
       logFields.bytes_in = counted;

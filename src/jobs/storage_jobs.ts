@@ -79,6 +79,8 @@ export async function cleanup(
     if (now) {
       await deps.store.delete(row.key);
       await deps.db.analyses.delete(row.org_id, row.experiment_id);
+      await deps.db.history.delete(row.org_id, row.experiment_id);
+      await deps.db.deliverySummaries.delete(row.org_id, row.experiment_id);
       deleted++;
       deps.metrics.cleanupDeletions.inc();
     }

@@ -129,23 +129,35 @@ export async function requireDataset(
 }
 
 /**
- * A list cursor is the last experiment_id of the previous page, sealed with the service's HMAC
- * and bound to the organization: a cursor the service did not issue to this organization is
- * refused with 400. The same cursor continues a page read from the catalog or from storage.
+ * A list cursor is the last item of the previous page (an experiment_id; a snapshot number for
+ * the history), sealed with the service's HMAC and bound to the organization: a cursor the service
+ * did not issue to this organization is refused with 400. The same cursor continues a page read
+ * from the catalog or from storage. `scope` keeps the cursors of different lists apart (`LIST`
+ * for this one; the history's are its own).
  */
-function sealCursor(signer: UrlSigner, orgId: string, cursor: string): string {
-  const signature = new URLSearchParams(signer.sign("LIST", `${orgId}\n${cursor}`, 0))
+export function sealCursor(
+  signer: UrlSigner,
+  orgId: string,
+  cursor: string,
+  scope = "LIST",
+): string {
+  const signature = new URLSearchParams(signer.sign(scope, `${orgId}\n${cursor}`, 0))
     .get("signature");
   return `${Buffer.from(cursor).toString("base64url")}.${signature}`;
 }
 
-function openCursor(signer: UrlSigner, orgId: string, sealed: string): string {
+export function openCursor(
+  signer: UrlSigner,
+  orgId: string,
+  sealed: string,
+  scope = "LIST",
+): string {
   const m = /^([A-Za-z0-9_-]{1,2048})\.([A-Za-z0-9_-]{43})$/.exec(sealed);
   if (m) {
     const cursor = Buffer.from(m[1], "base64url").toString();
     const params = new URLSearchParams({ expires: "0", signature: m[2] });
     // The signature matched when the only complaint is the (deliberately past) expiry.
-    if (signer.verify("LIST", `${orgId}\n${cursor}`, params).result === "expired") {
+    if (signer.verify(scope, `${orgId}\n${cursor}`, params).result === "expired") {
       // A storage key (the local driver's cursor before the catalog): its experiment.
       return parseDatasetKey(cursor)?.experimentId ?? cursor;
     }
@@ -206,13 +218,19 @@ async function storagePage(
   return { datasets, last };
 }
 
-async function list(ctx: AppCtx): Promise<Response> {
-  const principal = await ctx.auth();
-  const limitText = ctx.url.searchParams.get("limit");
+/** The `limit` of a paged list: 1 to 1000, 1000 when absent (400 `invalid_json` otherwise). */
+export function pageLimit(url: URL): number {
+  const limitText = url.searchParams.get("limit");
   const limit = limitText === null ? 1000 : Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
     throw new ApiError("invalid_json", "limit must be a whole number from 1 to 1000");
   }
+  return limit;
+}
+
+async function list(ctx: AppCtx): Promise<Response> {
+  const principal = await ctx.auth();
+  const limit = pageLimit(ctx.url);
   const signer = ctx.deps.signer;
   const given = ctx.url.searchParams.get("cursor") || null;
   const after = given === null ? null : openCursor(signer, principal.orgId, given);
@@ -265,9 +283,11 @@ async function remove(ctx: AppCtx): Promise<Response> {
     await db.datasets.remove(principal.orgId, experimentId, checkedAt);
     throw notFound(experimentId);
   }
-  // The analysis first: when the database cannot be written, nothing is deleted (503, retry);
+  // The analysis and the history first: when the database cannot be written, nothing is deleted (503, retry);
   // when storage then fails, the file stays and the timer analyses it again.
   await db.analyses.delete(principal.orgId, experimentId);
+  await db.history.delete(principal.orgId, experimentId);
+  await db.deliverySummaries.delete(principal.orgId, experimentId);
   await store.delete(key);
   // A delivery committed after this keeps its row (it is observed later).
   await db.datasets.remove(principal.orgId, experimentId, nowIso());

@@ -13,6 +13,7 @@ const DECISION_TEXT = /** @type {Record<string, string>} */ ({
   better: "better",
   worse: "worse",
   inconclusive: "no decision yet",
+  too_early: "too early",
 });
 
 /**

@@ -16,6 +16,10 @@ import { levelText } from "./comparisons_card.js";
  */
 function sequentialText(a, c, metric) {
   const lift = formatLiftShort(c.lift);
+  if (c.decision === "too_early") {
+    return `Too early to decide on ${c.name} against ${a.control} on ${metric}: ${lift} so far ` +
+      `— the experiment has not reached its minimum ${tooEarlyWhat(a)}`;
+  }
   if (c.decision === "better") {
     return `${c.name} is better than ${a.control} on ${metric}: ${lift}, safe to act on at any look`;
   }
@@ -28,6 +32,17 @@ function sequentialText(a, c, metric) {
     : " — keep it running";
   return `No decision yet on ${c.name} against ${a.control} on ${metric}: ${lift}, the ` +
     `always-valid interval (${formatLiftInterval(c.sequential_ci)}) still includes 0${wait}`;
+}
+
+/**
+ * Which minimum is not reached yet, in words.
+ * @param {any} a
+ */
+function tooEarlyWhat(a) {
+  const w = (a.warnings ?? []).find((/** @type {string} */ text) =>
+    text.startsWith("Too early for a decision: ")
+  );
+  return w ? `(${w.slice("Too early for a decision: ".length)})` : "of users and days";
 }
 
 /**
@@ -117,9 +132,13 @@ export function decisionCard(a) {
           { class: "muted small decision-others" },
           others.map((which) =>
             which === "sequential"
-              ? `Always valid: ${c.decision === "inconclusive" ? "no decision yet" : c.decision}, ${
-                formatLiftInterval(c.sequential_ci)
-              }. `
+              ? `Always valid: ${
+                c.decision === "inconclusive"
+                  ? "no decision yet"
+                  : c.decision === "too_early"
+                  ? "too early"
+                  : c.decision
+              }, ${formatLiftInterval(c.sequential_ci)}. `
               : which === "frequentist"
               ? `Fixed horizon: p = ${formatPValue(c.p_value)}. `
               : `Chance to beat ${a.control}: ${

@@ -92,9 +92,12 @@ Deno.test("buildReport with default settings fills every field", () => {
     "variants",
     "srm",
     "sample",
+    "too_early",
     "metrics",
     "win_probability",
     "daily",
+    "dimensions",
+    "changes",
     "warnings",
   ]);
   assert.equal(report.analysis_version, ANALYSIS_VERSION);
@@ -120,6 +123,7 @@ Deno.test("buildReport with default settings fills every field", () => {
     percent_of_target: 100 * 10 / 25256,
     users_per_day: 5,
     days_left: 5050,
+    days: 2,
   });
 
   // converted: A mean 0.2, variance 0.2·0.8·10/9; B mean 0.5, variance 0.25·12/11.
@@ -176,6 +180,10 @@ Deno.test("buildReport with default settings fills every field", () => {
   assertClose(revenueB.p_value, 0.3996128844871394, 1e-12);
   assertClose(revenueB.sequential_ci?.[0], -13.883130928702764, 1e-11);
   assert.equal("decision" in revenueB, false); // not the key metric
+  // Chances to beat the control on every metric: converted's is win_probability's below;
+  // revenue's the normal approximation Φ(1.5/√1.75) = 1 − 0.12841962897892831.
+  assertClose(convertedB.chance_to_beat_control, 0.91644232063534796069, 1e-13);
+  assertClose(revenueB.chance_to_beat_control, 1 - 0.12841962897892831, 1e-13);
   // visits: B has no user with a value, so no comparison.
   assert.deepEqual(visits.comparisons, [{
     name: "B",
@@ -187,6 +195,7 @@ Deno.test("buildReport with default settings fills every field", () => {
     sequential_ci: null,
     sequential_p_value: null,
     cuped: null,
+    chance_to_beat_control: null,
   }]);
 
   // Beta(3, 9) against Beta(7, 7): P(B > A) = 0.91644232063534796069 (exact). The lift and its
@@ -251,6 +260,7 @@ Deno.test("buildReport follows the settings' control, key metric, split and targ
     percent_of_target: 50,
     users_per_day: 5,
     days_left: 2,
+    days: 2,
   });
   // Normal approximation: A 2.5 ± √(5/12), B 4 ± √(4/3): P(A > B) = Φ(−1.5/√1.75) =
   // 0.12841962897892831. Lift 2.5/4 − 1 = −0.375, Welch interval (SciPy) below.
@@ -287,6 +297,7 @@ Deno.test("buildReport without a usable baseline leaves the target null with a w
     percent_of_target: null,
     users_per_day: 5,
     days_left: null,
+    days: 2,
   });
   assert.deepEqual(report.warnings.slice(0, 3), [
     "Data quality: 1 user was seen in more than one variant and excluded from the analysis",
@@ -476,4 +487,89 @@ Deno.test("buildReport with three variants and a covariate: each pair's own adju
     buildReport(data, { key_metric: "revenue" }, { draws: 20_000, seed: 5 }),
     report,
   );
+});
+
+Deno.test("buildReport shows too_early instead of a decision until both minimums are reached", () => {
+  const data = aggregate();
+  data.users = { A: 1000, B: 1200 };
+  data.stats.converted = {
+    A: { users: 1000, sum: 100, sumSquares: 100 },
+    B: { users: 1200, sum: 400, sumSquares: 400 },
+  };
+  data.excludedUsers = 0;
+  const plain = buildReport(data);
+  assert.equal(plain.too_early, false);
+  assert.equal(plain.metrics[0].comparisons[0].decision, "better");
+  // The smallest variant has 1000 users and the data 2 dates.
+  const cases: [Record<string, number>, boolean, string | null][] = [
+    [{ min_users_per_variant: 1000, min_days: 2 }, false, null],
+    [
+      { min_users_per_variant: 1001 },
+      true,
+      "Too early for a decision: 1000 of 1001 users in the smallest variant",
+    ],
+    [{ min_days: 3 }, true, "Too early for a decision: 2 of 3 days"],
+    [
+      { min_users_per_variant: 2000, min_days: 5 },
+      true,
+      "Too early for a decision: 1000 of 2000 users in the smallest variant, 2 of 5 days",
+    ],
+  ];
+  for (const [settings, early, warning] of cases) {
+    const report = buildReport(data, settings);
+    assert.equal(report.too_early, early, JSON.stringify(settings));
+    assert.equal(report.metrics[0].comparisons[0].decision, early ? "too_early" : "better");
+    // Only the decision waits: the figures and the chances are there.
+    assert.deepEqual(report.metrics[0].comparisons[0].ci, plain.metrics[0].comparisons[0].ci);
+    assert.deepEqual(report.win_probability, plain.win_probability);
+    assert.equal(report.warnings.at(-1) === warning, warning !== null, report.warnings.join("\n"));
+  }
+});
+
+Deno.test("buildReport marks an incomplete newest date provisional and leaves it out of the rate", () => {
+  const data = aggregate();
+  // A and B each gain 10 users a date for 8 dates, then 3 on the newest.
+  const added = [10, 10, 10, 10, 10, 10, 10, 10, 3];
+  let users = 0;
+  data.daily = added.map((n, d) => {
+    users += n;
+    const point = { cumulativeUsers: users, metricUsers: {}, metricSum: {} };
+    return { date: `2024-01-0${d + 1}`, rows: 2 * n, variants: { A: point, B: point } };
+  });
+  data.users = { A: users, B: users };
+  const report = buildReport(data);
+  assert.deepEqual(report.daily.map((d) => d.provisional ?? false), [
+    ...Array(8).fill(false),
+    true,
+  ]);
+  assert.equal(report.daily[8].rows, 6);
+  assert.equal(report.sample.users_per_day, 10);
+  assert.ok(
+    report.warnings.includes(
+      "The newest date 2024-01-09 looks incomplete (its new users are under half the median of " +
+        "the dates before it): it is marked provisional and left out of the users per day",
+    ),
+    report.warnings.join("\n"),
+  );
+  // With the previous delivery's comparison, the date is named in `changes` too.
+  const changes = {
+    previous_etag: "e1",
+    previous_delivered_at: "2024-01-09T01:00:00.000Z",
+    rows_added: 1234,
+    users_added: 56,
+    users_switched_variant: 2,
+    users_vanished: 1,
+    restated_dates: ["2024-01-03"],
+    provisional_date: null,
+  };
+  const next = buildReport(data, {}, { changes });
+  assert.deepEqual(next.changes, { ...changes, provisional_date: "2024-01-09" });
+  assert.deepEqual(next.warnings.slice(-5, -1), [
+    "Since the previous delivery: +1,234 rows, +56 users",
+    "Since the previous delivery, 2 users are in another variant than before",
+    "Since the previous delivery, 1 user has vanished from the data",
+    "History restated: the row counts of 1 past date changed since the previous delivery " +
+    "(2024-01-03)",
+  ]);
+  assert.equal(buildReport(aggregate()).changes, null);
 });

@@ -243,3 +243,24 @@ Deno.test("checkSettingsAgainstData refuses inference settings the data does not
     assertInvalid(() => checkSettingsAgainstData(settings, data), message);
   }
 });
+
+Deno.test("validateSettings takes the alert minimums as whole numbers of 0 or more", () => {
+  assert.deepEqual(validateSettings({ min_users_per_variant: 500, min_days: 7 }), {
+    min_users_per_variant: 500,
+    min_days: 7,
+  });
+  assert.deepEqual(validateSettings({ min_users_per_variant: 0, min_days: 0 }), {
+    min_users_per_variant: 0,
+    min_days: 0,
+  });
+  for (const bad of [-1, 1.5, "7", true, Infinity]) {
+    assertInvalid(
+      () => validateSettings({ min_days: bad }),
+      /^Invalid settings: min_days must be a whole number of 0 or more, got /,
+    );
+    assertInvalid(
+      () => validateSettings({ min_users_per_variant: bad }),
+      /^Invalid settings: min_users_per_variant must be a whole number of 0 or more/,
+    );
+  }
+});

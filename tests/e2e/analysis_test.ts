@@ -221,7 +221,7 @@ driverTest(
     assertEquals(res.status, 201);
     const a = await ready(server, "heavy", (await res.json()).etag);
     assertEquals(a.status, "ready", a.error);
-    assertEquals(a.analysis_version, 2);
+    assertEquals(a.analysis_version, 3);
     assertEquals(a.inference, "sequential");
     assertEquals(a.confidence_level, 0.95);
     assertEquals(a.key_metric, "converted");

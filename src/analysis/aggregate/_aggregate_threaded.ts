@@ -67,6 +67,7 @@ class ThreadedRun {
   readonly #reader: RowReader;
   readonly #splitter: CsvRowSplitter;
   readonly #onMode: (mode: "threaded" | "local") => void;
+  readonly #dimensions: boolean;
   #worker: Worker | null = null;
   #mode: "starting" | "threaded" | "local" = "starting";
   #startTimer: ReturnType<typeof setTimeout> | undefined;
@@ -92,11 +93,12 @@ class ThreadedRun {
     this.#options = summary;
     this.#onHeader = options.onHeader;
     this.#onMode = onMode;
+    this.#dimensions = options.dimensions ?? true;
     const rows = [LOCAL_BATCH_ROWS, WORKER_BATCH_ROWS] as const;
     this.#reader = new RowReader(this.#kinds, rows, (forced, header) => {
       this.#onHeader?.(header);
       return this.#open(forced);
-    });
+    }, this.#dimensions);
     this.#splitter = new CsvRowSplitter(this.#reader);
     if (workerUrl === null) {
       this.#goLocal();
@@ -162,8 +164,10 @@ class ThreadedRun {
   /** The header is read: where the batches of each lane go from now on. */
   #open(forcedConversion: Uint8Array): [BatchSink, BatchSink] {
     this.#forcedConversion = forcedConversion;
-    this.#tallies.push(new UserTally(forcedConversion));
-    if (this.#mode === "local") this.#tallies.push(new UserTally(forcedConversion));
+    this.#tallies.push(new UserTally(forcedConversion, this.#dimensions));
+    if (this.#mode === "local") {
+      this.#tallies.push(new UserTally(forcedConversion, this.#dimensions));
+    }
     if (this.#mode === "threaded") this.#start(forcedConversion);
     const local = (batch: RowBatch) => {
       this.#tallies[0].add(batch);
@@ -176,13 +180,16 @@ class ThreadedRun {
       }
       if (this.#mode === "starting") this.#waiting.push(batch);
       else this.#send(batch);
-      return this.#spare.pop() ?? newBatch(WORKER_BATCH_ROWS, forcedConversion.length);
+      return this.#spare.pop() ??
+        newBatch(WORKER_BATCH_ROWS, forcedConversion.length, this.#dimensions);
     };
     return [local, remote];
   }
 
   #start(forcedConversion: Uint8Array): void {
-    this.#worker!.postMessage({ type: "start", forcedConversion } satisfies WorkerRequest);
+    this.#worker!.postMessage(
+      { type: "start", forcedConversion, dimensions: this.#dimensions } satisfies WorkerRequest,
+    );
   }
 
   #send(batch: RowBatch): void {
@@ -224,7 +231,7 @@ class ThreadedRun {
     this.#mode = "local";
     this.#onMode("local");
     if (this.#forcedConversion) {
-      const tally = new UserTally(this.#forcedConversion);
+      const tally = new UserTally(this.#forcedConversion, this.#dimensions);
       this.#tallies.push(tally);
       for (const batch of this.#waiting.splice(0)) tally.add(batch);
     }

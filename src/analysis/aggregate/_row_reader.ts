@@ -1,8 +1,10 @@
 /**
  * The first half of the aggregation: receives CSV rows as byte ranges and reads the cells the
  * user pass needs into `RowBatch`es (the id, copied and hashed; the variant as an index; the date
- * as a day number; each metric candidate's value), and learns along the way which columns are
- * numbers (metric candidates), which hold only 0/1, which variants and days occur. Cells are read
+ * as a day number; each metric candidate's value; with dimensions tracked, each column's value
+ * id in its `ValueDictionary`), and learns along the way which columns are numbers (metric
+ * candidates), which hold only 0/1, which variants and days occur and how many rows each day has.
+ * Cells are read
  * by the rules of `src/csv/` (`hasText`'s blanks, `readDay`, `numberKind`), so a column is a
  * metric of a kind exactly when the upload checks say so; a cell that breaks a rule throws its
  * `CsvError`, naming the row's first line.
@@ -20,6 +22,11 @@ import { BINARY, NUMBER, numberKind, TEXT } from "../../csv/number_kind.ts";
 import type { CsvRowSink } from "./_csv_rows.ts";
 import { newBatch, type RowBatch } from "./_row_batch.ts";
 import { copyId } from "./_user_table.ts";
+import {
+  DIMENSION_VALUE_LIMIT,
+  DISTINCT_COUNT_LIMIT,
+  ValueDictionary,
+} from "./_value_dictionary.ts";
 
 /** Share of the users (by id hash) in lane 0. */
 export const LANE_0_SHARE = 1 / 8;
@@ -30,12 +37,15 @@ export type MetricKind = "conversion" | "numeric";
 /** Takes a full batch and answers an empty one to fill next. */
 export type BatchSink = (batch: RowBatch) => RowBatch;
 
-/** What the reader learned, as the summary needs it (plain data, so it can go to a worker). */
+/** What the reader learned, as the summary needs it. */
 export interface ReaderFindings {
   rows: number;
   variantNames: string[];
   /** Days seen, in order of appearance. */
   days: number[];
+  /** Rows per day: day `d`'s count is `dayRows[d - dayBase]` (a window over the days seen). */
+  dayRows: Int32Array;
+  dayBase: number;
   /** Every column but user_id, variant and date, in header order. */
   metricNames: string[];
   /** Per metric column: 1 while every non-empty cell was a number. */
@@ -44,6 +54,12 @@ export interface ReaderFindings {
   hasValue: Uint8Array;
   /** Per metric column: 1 while every value was written as 0 or 1. */
   binary: Uint8Array;
+  /**
+   * Per metric column: its distinct values (with the dimension's per-user values in the batches),
+   * or empty when dimensions are not tracked. A numeric column's values are no longer counted
+   * once it has more than `DIMENSION_VALUE_LIMIT` of them, unless it turns out to hold text.
+   */
+  dictionaries: ValueDictionary[];
 }
 
 /** Days on either side of the first date read that the window of days seen starts with. */
@@ -59,6 +75,10 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   candidate = new Uint8Array(0);
   hasValue = new Uint8Array(0);
   binary = new Uint8Array(0);
+  /** Rows per day from day `dayBase` on (a window that grows as dates need). */
+  dayRows = new Int32Array(0);
+  dayBase = 0;
+  dictionaries: ValueDictionary[] = [];
 
   readonly #kinds: Readonly<Record<string, MetricKind>>;
   readonly #batchRows: readonly number[];
@@ -74,9 +94,7 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   #decimalComma = false;
   /** Where `numberKind` writes a number's value. */
   readonly #value = new Float64Array(1);
-  /** Days seen, as flags from day `#dayBase` on (a window that grows as dates need). */
-  #daySeen = new Uint8Array(0);
-  #dayBase = 0;
+  readonly #dimensions: boolean;
   readonly #variantBytes: Uint8Array[] = [];
   readonly #variantIndex = new Map<string, number>();
   #lastVariant = -1;
@@ -85,16 +103,19 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   /**
    * `kinds` are the caller's metric kinds by column name; batches of lane i hold `batchRows[i]`
    * rows; `open` is called once the header is read, with 1 per metric column read as conversion
-   * by `kinds` and the header, and answers where full batches of each lane go.
+   * by `kinds` and the header, and answers where full batches of each lane go. With
+   * `dimensions`, every metric column's values are looked up in its dictionary as well.
    */
   constructor(
     kinds: Readonly<Record<string, MetricKind>>,
     batchRows: readonly [number, number],
     open: (forcedConversion: Uint8Array, header: Header) => [BatchSink, BatchSink],
+    dimensions = false,
   ) {
     this.#kinds = kinds;
     this.#batchRows = batchRows;
     this.#open = open;
+    this.#dimensions = dimensions;
   }
 
   /** The header, checked by `parseHeader`: the names are unique and include the required ones. */
@@ -112,12 +133,15 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     this.candidate = new Uint8Array(count).fill(1);
     this.hasValue = new Uint8Array(count);
     this.binary = new Uint8Array(count).fill(1);
+    this.dictionaries = this.#dimensions ? this.metricNames.map(() => new ValueDictionary()) : [];
     const forced = Uint8Array.from(
       this.metricNames,
       (name) => Object.hasOwn(this.#kinds, name) && this.#kinds[name] === "conversion" ? 1 : 0,
     );
     this.#sinks = this.#open(forced, { delimiter, names });
-    for (let lane = 0; lane < 2; lane++) this.#take(lane, newBatch(this.#batchRows[lane], count));
+    for (let lane = 0; lane < 2; lane++) {
+      this.#take(lane, newBatch(this.#batchRows[lane], count, this.#dimensions));
+    }
   }
 
   /**
@@ -159,12 +183,9 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     if (day < 0) {
       throw invalidDateError(buf.subarray(start[this.#dayField], end[this.#dayField]), line);
     }
-    const seen = day - this.#dayBase;
-    if (seen < 0 || seen >= this.#daySeen.length) this.#widenDays(day);
-    else if (this.#daySeen[seen] === 0) {
-      this.#daySeen[seen] = 1;
-      this.days.push(day);
-    }
+    const seen = day - this.dayBase;
+    if (seen < 0 || seen >= this.dayRows.length) this.#widenDays(day);
+    else if (this.dayRows[seen]++ === 0) this.days.push(day);
     batch.day[r] = day;
     const candidate = this.candidate;
     const metricField = this.#metricField;
@@ -174,6 +195,8 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     const binary = this.binary;
     const decimalComma = this.#decimalComma;
     const value = this.#value;
+    const dictionaries = this.dictionaries;
+    const dims = dictionaries.length > 0 ? batch.dims : null;
     for (let k = 0; k < count; k++) {
       let x = NaN;
       s = start[metricField[k]];
@@ -189,6 +212,16 @@ export class RowReader implements CsvRowSink, ReaderFindings {
         }
       }
       values[r * count + k] = x;
+      if (dims !== null) {
+        // A column of numbers with many values cannot be a dimension to report: not counted
+        // further unless it turns out to hold text.
+        const dictionary = dictionaries[k];
+        const size = dictionary.size;
+        dims[r * count + k] =
+          size < DISTINCT_COUNT_LIMIT && (size <= DIMENSION_VALUE_LIMIT || candidate[k] === 0)
+            ? dictionary.id(buf, s, e)
+            : -1;
+      }
     }
     if (++batch.size === this.#batchRows[lane]) this.#handOver(lane);
   }
@@ -217,18 +250,18 @@ export class RowReader implements CsvRowSink, ReaderFindings {
    * years at first, then doubling), so a small file never pays for the whole calendar.
    */
   #widenDays(day: number): void {
-    const old = this.#daySeen;
-    const oldBase = this.#dayBase;
+    const old = this.dayRows;
+    const oldBase = this.dayBase;
     const low = old.length === 0 ? day - DAY_WINDOW : Math.min(oldBase, day - old.length);
     const high = old.length === 0
       ? day + DAY_WINDOW
       : Math.max(oldBase + old.length, day + old.length);
     const base = Math.max(0, low);
-    const seen = new Uint8Array(Math.min(DAY_LIMIT, high) - base);
-    if (old.length > 0) seen.set(old, oldBase - base);
-    this.#daySeen = seen;
-    this.#dayBase = base;
-    seen[day - base] = 1;
+    const rows = new Int32Array(Math.min(DAY_LIMIT, high) - base);
+    if (old.length > 0) rows.set(old, oldBase - base);
+    this.dayRows = rows;
+    this.dayBase = base;
+    rows[day - base] = 1;
     this.days.push(day);
   }
 

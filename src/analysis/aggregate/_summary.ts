@@ -4,7 +4,9 @@
  * days counted per day and variant), one over each numeric metric's value logs (daily sums, users
  * seen in two variants skipped), then running totals over the sorted days. The tallies hold
  * disjoint sets of users. Metrics the settings cap or give a covariate take the extra walks of
- * `_adjustments.ts`; the others cost nothing more.
+ * `_adjustments.ts`; the others cost nothing more. Dimension columns take one more walk
+ * (`_dimensions.ts`), and the user summary for the next delivery's comparison one more
+ * (`_user_hashes.ts`), when asked for.
  */
 import type {
   Aggregate,
@@ -23,6 +25,8 @@ import {
   valueSource,
 } from "./_adjustments.ts";
 import { DAY_LIMIT, formatDay } from "../../csv/calendar_date.ts";
+import { addDimensionUsers, dimensionAggregates, dimensionTotals } from "./_dimensions.ts";
+import { userHashes } from "./_user_hashes.ts";
 import type { MetricKind, ReaderFindings } from "./_row_reader.ts";
 import { EXCLUDED, type RecordLayout, type TallyState, VARIANT_WORD } from "./_user_tally.ts";
 import { nextRecord } from "./_user_table.ts";
@@ -45,15 +49,24 @@ interface MetricTotals {
 export interface SummaryOptions {
   covariates: Readonly<Record<string, string>>;
   winsorize: Readonly<Record<string, number>>;
+  keyMetric: string | undefined;
+  userSummary: boolean;
 }
 
 export function summaryOptions(
   options: {
     covariates?: Readonly<Record<string, string>>;
     winsorize?: Readonly<Record<string, number>>;
+    keyMetric?: string;
+    userSummary?: boolean;
   },
 ): SummaryOptions {
-  return { covariates: options.covariates ?? {}, winsorize: options.winsorize ?? {} };
+  return {
+    covariates: options.covariates ?? {},
+    winsorize: options.winsorize ?? {},
+    keyMetric: options.keyMetric,
+    userSummary: options.userSummary ?? false,
+  };
 }
 
 /** A metric the settings adjust: its cap (Infinity: none) and its covariate (null: none). */
@@ -155,6 +168,21 @@ export function summarize(
   }
   const cappedMetrics = new Map(capped.map((entry) => [entry.metric, entry]));
 
+  // The key metric, as the report picks it: the setting, else the first metric not a covariate.
+  const covariateNames = new Set(
+    covariatePairs(metrics.map((m) => m.name), options.covariates).values(),
+  );
+  const keyMetric = options.keyMetric !== undefined
+    ? metrics.find((m) => m.name === options.keyMetric && !covariateNames.has(m.name))
+    : metrics.find((m) => !covariateNames.has(m.name));
+  const keySource = keyMetric === undefined
+    ? null
+    : valueSource(layout, keyMetric.k, keyMetric.kind, reader.binary[keyMetric.k] === 1);
+  const keyCap = keyMetric === undefined ? Infinity : cappedMetrics.get(keyMetric)?.cap ?? Infinity;
+  const dimensions = dimensionTotals(reader, layout, variants.length);
+  // Before the adjusted walks release the capped metrics' sums.
+  const users = options.userSummary ? userHashes(tallies, layout, position) : null;
+
   const userCounts = new Float64Array(variants.length);
   const cumulative = new Float64Array(cells.size);
   let excluded = 0;
@@ -162,6 +190,7 @@ export function summarize(
     excluded += tally.excluded;
     const i32 = new Int32Array(tally.arena);
     walkRecords(tally, layout, reader.binary, metrics, cells, userCounts, cumulative);
+    addDimensionUsers(tally, layout, position, dimensions, keySource, keyCap);
     for (const { metric, covariate, cap, totals, percentile } of adjusted) {
       const source = valueSource(layout, metric.k, metric.kind, reader.binary[metric.k] === 1);
       const covariateWord = covariate === null ? -1 : layout.sumWord[covariate.k];
@@ -234,6 +263,7 @@ export function summarize(
     ),
     daily: cells.days.map((day, r) => ({
       date: formatDay(day),
+      rows: reader.dayRows[day - reader.dayBase],
       variants: byVariant((p): DailyVariantPoint => {
         const i = r * variants.length + p;
         return {
@@ -243,6 +273,8 @@ export function summarize(
         };
       }),
     })),
+    dimensions: dimensionAggregates(dimensions, variants, keyMetric?.name ?? null),
+    userSummary: users,
   };
 }
 

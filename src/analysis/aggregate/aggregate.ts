@@ -42,18 +42,22 @@ export class CsvAggregator {
     this.#kinds = options.metricKinds ?? {};
     this.#options = summaryOptions(options);
     const onHeader = options.onHeader;
+    const dimensions = options.dimensions ?? true;
     this.#reader = new RowReader(
       this.#kinds,
       [BATCH_ROWS, BATCH_ROWS],
       (forcedConversion, header) => {
         onHeader?.(header);
-        const tallies = this.#tallies = [0, 1].map(() => new UserTally(forcedConversion));
+        const tallies = this.#tallies = [0, 1].map(() =>
+          new UserTally(forcedConversion, dimensions)
+        );
         const sink = (tally: UserTally) => (batch: RowBatch) => {
           tally.add(batch);
           return batch;
         };
         return [sink(tallies[0]), sink(tallies[1])];
       },
+      dimensions,
     );
     this.#splitter = new CsvRowSplitter(this.#reader);
   }

@@ -4,6 +4,9 @@
  */
 import type { Header } from "../../csv/header.ts";
 import type { MetricKind } from "./_row_reader.ts";
+import type { UserHashes } from "./_user_hashes.ts";
+
+export type { UserHashes };
 
 /** Options of `aggregateCsv` (and, in part, `CsvAggregator`). */
 export interface AggregateOptions {
@@ -34,6 +37,39 @@ export interface AggregateOptions {
    * Default unknown (a worker is started).
    */
   sizeBytes?: number;
+  /**
+   * Whether the columns that are not metrics are read as dimensions (`Aggregate.dimensions`);
+   * default true. Without, they are dropped as soon as they show text.
+   */
+  dimensions?: boolean;
+  /**
+   * The metric whose per-value figures the dimensions carry: the settings' key metric; default
+   * the first metric column that is not a covariate.
+   */
+  keyMetric?: string;
+  /** Whether to answer `Aggregate.userSummary` (the comparison with the next delivery); default false. */
+  userSummary?: boolean;
+}
+
+/**
+ * A dimension column: its distinct values, and for one with at most `DIMENSION_VALUE_LIMIT` of
+ * them, per value (in order of first appearance) the users per variant whose first row holds it
+ * and the key metric's per-user statistics over them (as in `stats`).
+ */
+export interface DimensionAggregate {
+  name: string;
+  /** Distinct values over all rows (an empty cell is one), counted up to 10 000. */
+  distinctValues: number;
+  /** The metric of `values[].stats`, or null when there is none. */
+  metric: string | null;
+  /** Users in one variant whose rows hold more than one value of the column. */
+  inconsistentUsers: number;
+  /** Null when the column has more than `DIMENSION_VALUE_LIMIT` values. */
+  values: {
+    value: string;
+    users: Record<string, number>;
+    stats: Record<string, MetricVariantStats>;
+  }[] | null;
 }
 
 /** Per-user statistics of one metric in one variant, over the users with a value. */
@@ -94,7 +130,15 @@ export interface Aggregate {
   winsorized: Record<string, { percentile: number; cap: number }>;
   /**
    * Sorted by date, cumulative: users first seen up to that date; metricSum/metricUsers over those
-   * users using their rows up to that date.
+   * users using their rows up to that date. `rows`: the date's own rows (not cumulative; users
+   * seen in two variants included).
    */
-  daily: { date: string; variants: Record<string, DailyVariantPoint> }[];
+  daily: { date: string; rows?: number; variants: Record<string, DailyVariantPoint> }[];
+  /**
+   * Every column besides the three required ones that is not a metric, in header order (the
+   * engine always answers it and `rows`; aggregates made otherwise may leave them out).
+   */
+  dimensions?: DimensionAggregate[];
+  /** With the `userSummary` option: every user's id hash and variant, sorted; else null. */
+  userSummary?: UserHashes | null;
 }

@@ -44,3 +44,34 @@ export function daysLeft(target: number | null, users: number, rate: number | nu
   if (rate === null || !(rate > 0)) return null;
   return Math.ceil((target - users) / rate);
 }
+
+/** Dates before the newest one its new users are compared with. */
+export const PROVISIONAL_WINDOW = 7;
+/** Fewer earlier dates than this: the newest date is not judged. */
+export const PROVISIONAL_MIN_DATES = 3;
+
+/**
+ * Whether the newest date of a cumulative series looks incomplete (DESIGN.md, "Health and
+ * history": `provisional`): in every variant whose earlier dates had new users, its new users are
+ * under half the median of that variant's new users over the previous `PROVISIONAL_WINDOW` dates
+ * (at least `PROVISIONAL_MIN_DATES` of them). `cumulative[v][d]` is variant v's users up to date d.
+ */
+export function newestLooksIncomplete(cumulative: readonly (readonly number[])[]): boolean {
+  let judged = 0;
+  for (const series of cumulative) {
+    const last = series.length - 1;
+    if (last < PROVISIONAL_MIN_DATES) return false;
+    const added = (d: number) => series[d] - (d > 0 ? series[d - 1] : 0);
+    const previous: number[] = [];
+    for (let d = Math.max(0, last - PROVISIONAL_WINDOW); d < last; d++) previous.push(added(d));
+    previous.sort((a, b) => a - b);
+    const middle = previous.length >> 1;
+    const median = previous.length % 2 === 1
+      ? previous[middle]
+      : (previous[middle - 1] + previous[middle]) / 2;
+    if (!(median > 0)) continue;
+    if (added(last) >= median / 2) return false;
+    judged++;
+  }
+  return judged > 0;
+}

@@ -250,7 +250,6 @@ export function winProbability(
     adjusted ? fromNormal(adjusted.best[i] ?? null, i) : evaluate(v, i, kind)
   );
   const comparable = evaluated.filter(isComparable);
-  const controlData = evaluated[controlIndex];
 
   const best: (number | null)[] = variants.map(() => null);
   if (comparable.length === 1) {
@@ -265,11 +264,25 @@ export function winProbability(
     comparable.forEach((v, j) => best[v.index] = chances[j]);
   }
 
-  return variants.map((variant, i): VariantWinProbability => {
-    if (i === controlIndex) {
-      return { name: variant.name, chance_to_beat_control: null, chance_to_be_best: best[i] };
-    }
-    let [a, b] = [controlData, evaluated[i]];
+  const beat = beatControl(evaluated, controlIndex, lower, adjusted);
+  return variants.map((variant, i): VariantWinProbability => ({
+    name: variant.name,
+    chance_to_beat_control: beat[i],
+    chance_to_be_best: best[i],
+  }));
+}
+
+/** Each variant's chance to beat the control (null for the control and without enough data). */
+function beatControl(
+  evaluated: Evaluated[],
+  controlIndex: number,
+  lower: boolean,
+  adjusted: AdjustedNormals | undefined,
+): (number | null)[] {
+  const controlData = evaluated[controlIndex];
+  return evaluated.map((variant, i) => {
+    if (i === controlIndex) return null;
+    let [a, b] = [controlData, variant];
     if (adjusted) {
       const pair = adjusted.versusControl[i] ?? null;
       [a, b] = [
@@ -277,7 +290,27 @@ export function winProbability(
         fromNormal(pair?.variant ?? null, i),
       ];
     }
-    const beat = isComparable(a) && isComparable(b) ? chanceToBeat(a, b, lower) : null;
-    return { name: variant.name, chance_to_beat_control: beat, chance_to_be_best: best[i] };
+    return isComparable(a) && isComparable(b) ? chanceToBeat(a, b, lower) : null;
   });
+}
+
+/**
+ * Only the chances to beat the control of {@linkcode winProbability} (no chance to be best, so
+ * no draws), in the order given: for the metrics besides the key metric.
+ */
+export function chancesToBeatControl(
+  variants: VariantTotals[],
+  options: Omit<WinProbabilityOptions, "draws" | "seed">,
+): (number | null)[] {
+  const controlIndex = variants.findIndex((v) => v.name === options.control);
+  if (controlIndex < 0) {
+    throw new RangeError(
+      `Cannot compare variants: the control "${options.control}" is not among them`,
+    );
+  }
+  const adjusted = options.adjusted;
+  const evaluated = variants.map((v, i) =>
+    adjusted ? fromNormal(adjusted.best[i] ?? null, i) : evaluate(v, i, options.kind)
+  );
+  return beatControl(evaluated, controlIndex, options.lowerIsBetter ?? false, adjusted);
 }

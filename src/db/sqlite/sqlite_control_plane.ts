@@ -31,12 +31,18 @@ import type {
   DatasetEntry,
   DatasetRepo,
   DatasetRow,
+  DeliverySummaryRepo,
+  DeliverySummaryRow,
   Grant,
   GrantRepo,
+  HistoryRepo,
+  HistorySnapshot,
   KeyOwner,
   KeyRepo,
   Org,
   OrgRepo,
+  OutdatedAnalysis,
+  RecordOutcome,
   SettingsRepo,
 } from "../control_plane.ts";
 import { DatabaseUnavailable, nowIso } from "../control_plane.ts";
@@ -127,6 +133,8 @@ export class SqliteControlPlane implements ControlPlane {
   readonly analyses: AnalysisRepo;
   readonly datasets: DatasetRepo;
   readonly grants: GrantRepo;
+  readonly history: HistoryRepo;
+  readonly deliverySummaries: DeliverySummaryRepo;
   readonly #statements = new Map<string, StatementSync>();
   #batch: QueuedWrite[] = [];
   #flush: ReturnType<typeof setImmediate> | undefined;
@@ -144,6 +152,8 @@ export class SqliteControlPlane implements ControlPlane {
     this.analyses = this.#analysisRepo();
     this.datasets = this.#datasetRepo();
     this.grants = this.#grantRepo();
+    this.history = this.#historyRepo();
+    this.deliverySummaries = this.#deliverySummaryRepo();
   }
 
   reachable(): Promise<boolean> {
@@ -379,7 +389,7 @@ export class SqliteControlPlane implements ControlPlane {
              ON CONFLICT (org_id, experiment_id) DO UPDATE SET
                etag = excluded.etag, size_bytes = excluded.size_bytes, status = 'pending',
                error = NULL, rows = NULL, result = NULL, delivered_at = excluded.delivered_at,
-               started_at = NULL, finished_at = NULL`,
+               started_at = NULL, finished_at = NULL, analysis_version = NULL`,
           ).run(orgId, experimentId, etag, sizeBytes, deliveredAt);
           this.#setCatalogStatus(orgId, experimentId, etag, "pending");
         }),
@@ -387,7 +397,7 @@ export class SqliteControlPlane implements ControlPlane {
         this.#write(() => {
           const changes = this.#stmt(
             `UPDATE analyses SET status = ?, error = ?, rows = ?, result = ?, started_at = ?,
-               finished_at = ?
+               finished_at = ?, analysis_version = ?
              WHERE org_id = ? AND experiment_id = ? AND etag = ?`,
           ).run(
             outcome.status,
@@ -396,6 +406,7 @@ export class SqliteControlPlane implements ControlPlane {
             outcome.result === null ? null : JSON.stringify(outcome.result),
             startedAt,
             nowIso(),
+            outcome.version ?? null,
             orgId,
             experimentId,
             etag,
@@ -416,6 +427,106 @@ export class SqliteControlPlane implements ControlPlane {
           this.#stmt(
             "UPDATE datasets SET analysis_status = 'pending' WHERE org_id = ? AND experiment_id = ?",
           ).run(orgId, experimentId);
+        }),
+      outdated: (version) =>
+        this.#run(() =>
+          this.#stmt(
+            `SELECT org_id, experiment_id, etag, size_bytes, delivered_at FROM analyses
+             WHERE status = 'ready' AND (analysis_version IS NULL OR analysis_version < ?)
+             ORDER BY delivered_at DESC, org_id, experiment_id`,
+          ).all(version) as unknown as OutdatedAnalysis[]
+        ),
+    };
+  }
+
+  #historyRepo(): HistoryRepo {
+    return {
+      record: (orgId, experimentId, snapshot, keep) =>
+        this.#write((): RecordOutcome => {
+          const last = this.#stmt(
+            `SELECT seq FROM history_snapshots WHERE org_id = ? AND experiment_id = ?
+               ORDER BY seq DESC LIMIT 1`,
+          ).get(orgId, experimentId) as { seq: number } | undefined;
+          const same = this.#stmt(
+            `SELECT seq FROM history_snapshots
+               WHERE org_id = ? AND experiment_id = ? AND sha256 = ?`,
+          ).get(orgId, experimentId, snapshot.sha256) as { seq: number } | undefined;
+          if (same !== undefined) {
+            if (same.seq !== last?.seq) return "unchanged";
+            this.#stmt(
+              `UPDATE history_snapshots SET figures = ?, analysed_at = ?
+                 WHERE org_id = ? AND experiment_id = ? AND seq = ?`,
+            ).run(snapshot.figures, snapshot.analysed_at, orgId, experimentId, same.seq);
+            return "replaced";
+          }
+          const seq = (last?.seq ?? 0) + 1;
+          this.#stmt(
+            `INSERT INTO history_snapshots (org_id, experiment_id, seq, sha256, etag,
+                 delivered_at, analysed_at, figures) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+          ).run(
+            orgId,
+            experimentId,
+            seq,
+            snapshot.sha256,
+            snapshot.etag,
+            snapshot.delivered_at,
+            snapshot.analysed_at,
+            snapshot.figures,
+          );
+          this.#stmt(
+            `DELETE FROM history_snapshots WHERE org_id = ? AND experiment_id = ? AND seq <= ?`,
+          ).run(orgId, experimentId, seq - keep);
+          return "added";
+        }),
+      list: (orgId, experimentId, afterSeq, limit) =>
+        this.#run(() =>
+          this.#stmt(
+            `SELECT seq, sha256, etag, delivered_at, analysed_at, figures FROM history_snapshots
+             WHERE org_id = ? AND experiment_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+          ).all(orgId, experimentId, afterSeq, limit) as unknown as HistorySnapshot[]
+        ),
+      delete: (orgId, experimentId) =>
+        this.#write(() => {
+          this.#stmt("DELETE FROM history_snapshots WHERE org_id = ? AND experiment_id = ?")
+            .run(orgId, experimentId);
+        }),
+    };
+  }
+
+  #deliverySummaryRepo(): DeliverySummaryRepo {
+    return {
+      get: (orgId, experimentId) =>
+        this.#run(() => {
+          const row = this.#stmt(
+            `SELECT etag, sha256, delivered_at, summary, changes FROM delivery_summaries
+             WHERE org_id = ? AND experiment_id = ?`,
+          ).get(orgId, experimentId) as DeliverySummaryRow | undefined;
+          return row === undefined ? null : { ...row };
+        }),
+      save: (orgId, experimentId, row) =>
+        this.#write(() => {
+          this.#stmt(
+            `INSERT INTO delivery_summaries (org_id, experiment_id, etag, sha256, delivered_at,
+               summary, changes, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT (org_id, experiment_id) DO UPDATE SET etag = excluded.etag,
+               sha256 = excluded.sha256, delivered_at = excluded.delivered_at,
+               summary = excluded.summary, changes = excluded.changes,
+               updated_at = excluded.updated_at`,
+          ).run(
+            orgId,
+            experimentId,
+            row.etag,
+            row.sha256,
+            row.delivered_at,
+            row.summary,
+            row.changes,
+            nowIso(),
+          );
+        }),
+      delete: (orgId, experimentId) =>
+        this.#write(() => {
+          this.#stmt("DELETE FROM delivery_summaries WHERE org_id = ? AND experiment_id = ?")
+            .run(orgId, experimentId);
         }),
     };
   }

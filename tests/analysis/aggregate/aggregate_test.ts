@@ -306,6 +306,11 @@ Deno.test("aggregateCsv answers an empty aggregate for a header without rows", a
     covariates: {},
     winsorized: {},
     daily: [],
+    // A column without a value is a dimension (of no values yet).
+    dimensions: [
+      { name: "converted", distinctValues: 0, metric: null, inconsistentUsers: 0, values: [] },
+    ],
+    userSummary: null,
   });
 });
 
@@ -533,6 +538,38 @@ function referenceAggregate(
   const capped = (metric: (typeof metrics)[number], x: number) =>
     Math.min(x, caps.get(metric.name)?.cap ?? Infinity);
   const sumOver = (values: number[]) => values.reduce((sum, x) => sum + x, 0);
+  // Dimensions: the other columns; a user's value is the one of their first row.
+  const key = metrics.find((m) => !covariateNames.has(m.name)) ?? null;
+  const dimensions = header.flatMap((name, field) => {
+    if ([userField, variantField, dateField].includes(field)) return [];
+    if (metrics.some((m) => m.field === field)) return [];
+    const cellOf = (row: string[]) => row[field].trim() === "" ? "(empty)" : row[field].trim();
+    const distinct = [...new Set(rows.map(cellOf))];
+    const statsOf = (list: { rows: string[][] }[]) => {
+      const values = key === null ? [] : list.map((user) => valueOf(user, key))
+        .filter((x) => x !== null).map((x) => capped(key, x));
+      return {
+        users: values.length,
+        sum: sumOver(values),
+        sumSquares: sumOver(values.map((x) => x * x)),
+      };
+    };
+    return [{
+      name,
+      distinctValues: Math.min(distinct.length, 10_000),
+      metric: key?.name ?? null,
+      inconsistentUsers: kept.filter((user) => new Set(user.rows.map(cellOf)).size > 1).length,
+      values: distinct.length > 50 ? null : distinct.map((value) => {
+        const holding = (v: string) =>
+          inVariant(v).filter((user) => cellOf(user.rows[0]) === value);
+        return {
+          value,
+          users: Object.fromEntries(variants.map((v) => [v, holding(v).length])),
+          stats: Object.fromEntries(variants.map((v) => [v, statsOf(holding(v))])),
+        };
+      }),
+    }];
+  });
   return {
     rows: rows.length,
     variants,
@@ -580,6 +617,7 @@ function referenceAggregate(
     winsorized: Object.fromEntries(caps),
     daily: dates.map((date) => ({
       date,
+      rows: rows.filter((row) => row[dateField] === date).length,
       variants: Object.fromEntries(variants.map((v) => {
         const seen = inVariant(v).filter((user) => user.rows.some((row) => row[dateField] <= date));
         const values = (metric: (typeof metrics)[number]) =>
@@ -594,6 +632,8 @@ function referenceAggregate(
         }];
       })),
     })),
+    dimensions,
+    userSummary: null,
   };
 }
 

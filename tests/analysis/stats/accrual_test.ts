@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { daysLeft, usersPerDay } from "../../../src/analysis/stats/accrual.ts";
+import {
+  daysLeft,
+  newestLooksIncomplete,
+  usersPerDay,
+} from "../../../src/analysis/stats/accrual.ts";
 
 const series = (...cumulative: number[]) =>
   cumulative.map((cumulativeUsers) => ({ cumulativeUsers }));
@@ -27,4 +31,27 @@ Deno.test("daysLeft rounds up, is 0 once reached and null without a target or a 
   assert.equal(daysLeft(null, 10, 60), null);
   assert.equal(daysLeft(1000, 10, null), null);
   assert.equal(daysLeft(1000, 10, 0), null);
+});
+
+/** Cumulative users from new users per date. */
+const running = (...added: number[]) =>
+  added.map((_, i) => added.slice(0, i + 1).reduce((a, b) => a + b));
+
+Deno.test("newestLooksIncomplete flags a newest date under half the median of the 7 before it", () => {
+  // The 7 dates before the newest: 90 100 100 110 120 100 95 → median 100; 49 is under 50.
+  const before = [500, 90, 100, 100, 110, 120, 100, 95];
+  assert.equal(newestLooksIncomplete([running(...before, 49)]), true);
+  assert.equal(newestLooksIncomplete([running(...before, 50)]), false);
+  // Every variant must look incomplete.
+  assert.equal(newestLooksIncomplete([running(...before, 10), running(...before, 80)]), false);
+  assert.equal(newestLooksIncomplete([running(...before, 10), running(...before, 20)]), true);
+  // A variant without new users before is not judged; with none judged, nothing is flagged.
+  assert.equal(newestLooksIncomplete([running(...before, 10), running(0, 0, 0, 0, 0)]), true);
+  assert.equal(newestLooksIncomplete([running(0, 0, 0, 0, 0)]), false);
+  // Fewer than 3 dates before the newest: not judged. 3 dates: their median.
+  assert.equal(newestLooksIncomplete([running(100, 100, 1)]), false);
+  assert.equal(newestLooksIncomplete([running(100, 100, 100, 1)]), true);
+  // An even number of earlier dates (4): the mean of the middle two, (100 + 200) / 2 = 150.
+  assert.equal(newestLooksIncomplete([running(100, 100, 200, 200, 74)]), true);
+  assert.equal(newestLooksIncomplete([running(100, 100, 200, 200, 75)]), false);
 });
