@@ -9,7 +9,6 @@ import { parseDatasetKey } from "./storage/object_store.ts";
 import type { Logger } from "./log.ts";
 import type { ControlPlane } from "./db/control_plane.ts";
 import { nowIso } from "./db/control_plane.ts";
-import type { DatasetCatalog } from "./catalog/dataset_catalog.ts";
 
 export interface Delivery {
   orgId: string;
@@ -29,10 +28,16 @@ export interface Delivery {
 
 export type DeliveryListener = (delivery: Delivery) => void;
 
+/** Where delivered objects are recorded (the dataset catalog, `catalog/dataset_catalog.ts`). */
+export interface DeliveryRecorder {
+  /** Records the objects as observed at `observedAt`; logs a failure instead of throwing. */
+  record(infos: readonly ObjectInfo[], observedAt: string): Promise<unknown>;
+}
+
 export interface DeliveryHubOptions {
   log: Logger;
   /** Records delivered objects; without it deliveries are only announced (tests). */
-  catalog?: DatasetCatalog;
+  catalog?: DeliveryRecorder;
   /** Where `notice` compares with the catalog; needed with `catalog`. */
   db?: ControlPlane;
 }
@@ -40,7 +45,7 @@ export interface DeliveryHubOptions {
 export class DeliveryHub {
   #listeners: DeliveryListener[] = [];
   readonly #log: Logger;
-  readonly #catalog: DatasetCatalog | undefined;
+  readonly #catalog: DeliveryRecorder | undefined;
   readonly #db: ControlPlane | undefined;
 
   constructor(options: DeliveryHubOptions) {

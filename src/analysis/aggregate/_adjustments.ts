@@ -12,7 +12,7 @@
  * For a capped metric the walk reads each user's sum for the last time and sets it to 0, so that
  * the daily pass can keep the user's running total there instead of in a map of its own.
  */
-import type { DayCells } from "./_summary.ts";
+import type { DayCells } from "./_day_cells.ts";
 import { EXCLUDED, type RecordLayout, type TallyState, VARIANT_WORD } from "./_user_tally.ts";
 import { nextRecord } from "./_user_table.ts";
 import { blockSize, type LogEntries } from "./_value_log.ts";
