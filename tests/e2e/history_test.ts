@@ -365,3 +365,59 @@ driverTest(
     await assertApiError(await call(server, "/datasets/never/history/"), 404, "not_found");
   },
 );
+
+driverTest(
+  "history and exports stay within the organization: the same experiment id elsewhere is another history",
+  async (server) => {
+    const other = await server.newOrg("other");
+    const asOther = (path: string) =>
+      fetch(`${server.api}${path}`, { headers: { authorization: `Bearer ${other.apiKey}` } });
+    const ours = [growingCsv({ days: 8 }), growingCsv({ days: 9 })];
+    const etags: string[] = [];
+    for (const text of ours) {
+      const etag = await upload(server, "shared", text);
+      await ready(server, "shared", etag);
+      etags.push(etag);
+    }
+    const theirs = await fetch(`${server.api}/datasets/upload/?experiment_id=shared`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${other.apiKey}`, "content-type": "text/csv" },
+      body: enc.encode(growingCsv({ days: 5 })),
+    });
+    assertEquals(theirs.status, 201);
+    const theirEtag = (await theirs.json()).etag;
+    let theirHistory;
+    const deadline = Date.now() + 30_000;
+    do {
+      await new Promise((r) => setTimeout(r, 100));
+      theirHistory = await (await asOther("/datasets/shared/history/")).json();
+    } while (theirHistory.snapshots?.length !== 1 && Date.now() < deadline);
+    assertEquals(theirHistory.snapshots.map((s: { etag: string }) => s.etag), [theirEtag]);
+    assertEquals(
+      (await historyOf(server, "shared")).snapshots.map((s: { etag: string }) => s.etag),
+      etags,
+    );
+    // Their CSV holds their one delivery only; ours both of ours.
+    const theirCsv = await (await asOther("/datasets/shared/history/?format=csv")).text();
+    assert(theirCsv.includes(theirEtag) && !etags.some((etag) => theirCsv.includes(etag)));
+    const ourCsv = await csvOf(
+      server,
+      "/datasets/shared/history/?format=csv",
+      "shared-history.csv",
+    );
+    const etagColumn = ourCsv.header.indexOf("etag");
+    assert(etagColumn >= 0, ourCsv.header.join(","));
+    assertEquals([...new Set(ourCsv.rows.map((row) => row[etagColumn]))], etags);
+    // An experiment of ours alone is not found by them, in JSON or CSV.
+    await upload(server, "ours_only", ours[0]);
+    for (
+      const path of [
+        "/datasets/ours_only/history/",
+        "/datasets/ours_only/history/?format=csv",
+        "/datasets/ours_only/analysis/?format=csv",
+      ]
+    ) {
+      await assertApiError(await asOther(path), 404, "not_found");
+    }
+  },
+);
