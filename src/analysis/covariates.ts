@@ -1,5 +1,5 @@
 /**
- * Which column is the CUPED covariate of which metric (DESIGN.md, "Inference" → CUPED): a metric
+ * Which column is the CUPED covariate of which metric (docs/api.md, "Comparisons with the control" → CUPED): a metric
  * column `<metric>_pre` is the covariate of `<metric>`, unless the settings' `covariates` name
  * another column for it. A covariate is not a metric of its own (so it has no covariate either).
  * The aggregation and the report both ask this, so that they agree.

@@ -1,5 +1,5 @@
 /**
- * The analysis and the history as CSV (DESIGN.md, "Health and history" → CSV exports): one row per
+ * The analysis and the history as CSV (docs/api.md, the `format=csv` answers): one row per
  * metric × variant (the control too, its comparison cells empty), numbers in their shortest
  * round-trip form (what `String(number)` writes, so a reader gets the JSON's doubles back), no
  * value an empty cell, RFC 4180 quoting, CRLF line ends. A text cell that a spreadsheet would read

@@ -1,5 +1,5 @@
 /**
- * Dimension health in the analysis JSON (DESIGN.md, "Health and history" → `dimensions`): for
+ * Dimension health in the analysis JSON (docs/api.md, "Dimension health"): for
  * every dimension column with at most 50 distinct values, per value (values held by under 1 % of
  * the users pooled into `(other)`) the users per variant with an SRM test against the expected
  * split, flagged below a Bonferroni threshold (0.001 ÷ the number of values tested), and the key

@@ -92,7 +92,7 @@ export interface HistorySnapshot {
 /** What `HistoryRepo.record` did with a snapshot. */
 export type RecordOutcome = "added" | "replaced" | "unchanged";
 
-/** The summary of an experiment's last analysed delivery (DESIGN.md: for `changes`). */
+/** The summary of an experiment's last analysed delivery (what `changes` is computed from). */
 export interface DeliverySummaryRow {
   etag: string;
   /** SHA-256 of the delivered content (hex). */

@@ -4,7 +4,7 @@
  *
  * Reference values: SciPy 1.17.1 / NumPy 2.4.6, computed once with
  *   scipy.stats.chisquare([a, b])  → statistic, pvalue (equal expected shares)
- * and for NL's key metric the inference formulas of DESIGN.md with scipy.stats.t (ppf, sf):
+ * and for NL's key metric the comparison formulas of docs/api.md with scipy.stats.t (ppf, sf):
  *   ma, mb = 100/1000, 121/1012; v = m(1 − m) n/(n − 1); lift = (mb − ma)/ma;
  *   V = vb/(ma² nb) + va mb²/(ma⁴ na); Welch df; ci = lift ± t.ppf(0.975, df) √V;
  *   p = 2 t.sf(|lift|/√V, df).

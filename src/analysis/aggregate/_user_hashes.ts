@@ -1,6 +1,6 @@
 /**
  * Every user of a delivery as a 64-bit hash of their id and their variant, sorted by the hash: what
- * the next delivery is compared with (DESIGN.md, "Catalog, grants and durability": users added,
+ * the next delivery is compared with (docs/api.md, "Changes since the previous delivery": users added,
  * switched, vanished). Computed once per user at the end from the id bytes each user record
  * already holds (no work per row, nothing allocated per user), then sorted by an LSD radix sort
  * over typed arrays.

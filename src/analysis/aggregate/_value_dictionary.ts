@@ -1,6 +1,6 @@
 /**
  * The distinct values of one column as the aggregation reads its cells, for dimension health
- * (DESIGN.md, "Health and history"): each cell's bytes (spaces and tabs around them ignored, an
+ * (docs/api.md, "Dimension health"): each cell's bytes (spaces and tabs around them ignored, an
  * empty cell being a value of its own) are looked up in a small open-addressing table over typed
  * arrays and answered as a value id, without decoding or a string per row.
  *

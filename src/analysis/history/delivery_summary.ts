@@ -1,6 +1,6 @@
 /**
- * What the service keeps of a delivery to tell, at the next one, what changed (DESIGN.md, "Health
- * and history" → `changes`): every user as a 64-bit hash of their id with their variant (sorted
+ * What the service keeps of a delivery to tell, at the next one, what changed (docs/api.md,
+ * "Changes since the previous delivery"): every user as a 64-bit hash of their id with their variant (sorted
  * by hash, see `aggregate/_user_hashes.ts`), the rows per date and the rows in all. Stored per
  * experiment as one compact blob (about 9 bytes a user: 1.4 M users make some 13 MB) and compared
  * with the next delivery's by one merge of the two sorted lists.
@@ -23,7 +23,7 @@ export interface DeliverySummary {
   users: UserHashes;
 }
 
-/** The `changes` object of the analysis JSON (DESIGN.md, "Health and history"). */
+/** The `changes` object of the analysis JSON (docs/api.md, "Changes since the previous delivery"). */
 export interface Changes {
   previous_etag: string;
   previous_delivered_at: string;

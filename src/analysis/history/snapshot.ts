@@ -1,5 +1,5 @@
 /**
- * What an experiment's history keeps of each ready analysis (DESIGN.md, "Health and history"):
+ * What an experiment's history keeps of each ready analysis (docs/api.md, "GET /datasets/ID/history/"):
  * the delivery's rows, users per variant, the SRM p-value, per metric and variant the lift, its
  * fixed-horizon and sequential intervals, the p-value and the chance to beat the control (and the
  * key metric's decision), and what changed since the previous delivery. The delivery's identity

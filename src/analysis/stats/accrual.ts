@@ -1,6 +1,6 @@
 /**
- * How fast an experiment gathers users, and how long until it reaches its target (DESIGN.md,
- * "Inference" → days left): the rate is the mean number of new users per date over the last
+ * How fast an experiment gathers users, and how long until it reaches its target (docs/api.md,
+ * "Comparisons with the control" → days left): the rate is the mean number of new users per date over the last
  * `ACCRUAL_WINDOW` dates of the daily series that are not provisional (all of them if fewer);
  * the days left are ⌈(target − users) / rate⌉, 0 once the target is reached.
  */
@@ -51,8 +51,8 @@ export const PROVISIONAL_WINDOW = 7;
 export const PROVISIONAL_MIN_DATES = 3;
 
 /**
- * Whether the newest date of a cumulative series looks incomplete (DESIGN.md, "Health and
- * history": `provisional`): in every variant whose earlier dates had new users, its new users are
+ * Whether the newest date of a cumulative series looks incomplete (docs/api.md, "Changes
+ * since the previous delivery": `provisional`): in every variant whose earlier dates had new users, its new users are
  * under half the median of that variant's new users over the previous `PROVISIONAL_WINDOW` dates
  * (at least `PROVISIONAL_MIN_DATES` of them). `cumulative[v][d]` is variant v's users up to date d.
  */

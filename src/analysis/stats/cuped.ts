@@ -1,6 +1,6 @@
 /**
  * CUPED (Deng et al. 2013): a pre-period covariate x that predicts the metric y removes part of
- * y's variance. As DESIGN.md's "Inference" fixes it, over the users of the arms compared together
+ * y's variance. As docs/api.md's "Comparisons with the control" gives it, over the users of the arms compared together
  * (not within arms, n − 1): θ = cov(x, y) / var(x); each arm's adjusted mean is
  * m'_i = m_y,i − θ (m_x,i − m_x,pooled) and adjusted variance
  * s'²_i = s²_y,i + θ² s²_x,i − 2 θ cov_i(x, y). var(x) = 0 means no adjustment (θ = 0).

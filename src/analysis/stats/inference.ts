@@ -1,6 +1,6 @@
 /**
- * Frequentist comparisons of a variant with the control on one metric, as DESIGN.md's
- * "Inference" fixes them (the same formulas as GrowthBook's):
+ * Frequentist comparisons of a variant with the control on one metric, as docs/api.md's
+ * "Comparisons with the control" gives them (the same formulas as GrowthBook's):
  *
  * - relative lift Δ = (m_B − m_A) / m_A with its delta-method variance
  *   V = s²_B / (m_A² n_B) + s²_A m_B² / (m_A⁴ n_A);

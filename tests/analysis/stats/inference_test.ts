@@ -1,5 +1,5 @@
 /**
- * The comparison formulas of DESIGN.md's "Inference" against an independent Python computation
+ * The comparison formulas of docs/api.md ("Comparisons with the control") against an independent Python computation
  * (SciPy 1.17.1, NumPy 2.4), printed with repr:
  *
  *   lift = (mB − mA) / mA;  V = vB / (mA² nB) + vA mB² / (mA⁴ nA);  se = √V
