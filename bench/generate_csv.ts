@@ -1,8 +1,10 @@
 /**
  * Writes a deterministic A/B dataset `user_id,variant,date,converted,revenue` for benchmarks and
- * large tests. About 42 bytes a row: 4.7 M rows make ~200 MB, spread over ~1.2 M users.
+ * large tests. About 42 bytes a row: 4.7 M rows make ~200 MB, spread over ~1.2 M users. With
+ * `dimensions`, two more columns: `country` (30 values, a few of them rare) and `device` (3
+ * values), each fixed per user; about 52 bytes a row, so 3.7 M rows make the same ~193 MB.
  *
- *   deno run -A bench/generate_csv.ts OUT.csv [ROWS]
+ *   deno run -A bench/generate_csv.ts OUT.csv [ROWS] [--dimensions]
  */
 
 export interface GenerateOptions {
@@ -18,7 +20,44 @@ export interface GenerateOptions {
   seed?: number;
   /** Conversion probability per variant; default 0.10 for the first, +0.005 for each next one. */
   conversion?: number[];
+  /** Add the dimension columns `country` and `device`; default false. */
+  dimensions?: boolean;
 }
+
+/** The 30 countries of the dimension benchmark, most frequent first (weights 1/rank). */
+export const COUNTRIES = [
+  "US",
+  "DE",
+  "GB",
+  "FR",
+  "NL",
+  "ES",
+  "IT",
+  "CA",
+  "BR",
+  "MX",
+  "PL",
+  "SE",
+  "BE",
+  "AT",
+  "CH",
+  "DK",
+  "NO",
+  "FI",
+  "IE",
+  "PT",
+  "CZ",
+  "GR",
+  "HU",
+  "RO",
+  "JP",
+  "KR",
+  "AU",
+  "NZ",
+  "IN",
+  "ZA",
+];
+export const DEVICES = ["mobile", "desktop", "tablet"];
 
 /** A small, seedable PRNG (mulberry32). */
 export function mulberry32(seed: number): () => number {
@@ -53,14 +92,30 @@ export async function* generateCsv(options: GenerateOptions = {}): AsyncGenerato
     dates.push(new Date(Date.UTC(2026, 0, 1 + d)).toISOString().slice(0, 10));
   }
   const userIds = Array.from({ length: users }, (_, u) => userId(u));
-  let text = "user_id,variant,date,converted,revenue\n";
+  // Dimension cells per user, from the user's number (the same in every row of the user).
+  let dims: string[] | null = null;
+  if (options.dimensions) {
+    const weights = COUNTRIES.map((_, i) => 1 / (i + 1));
+    const total = weights.reduce((a, b) => a + b, 0);
+    const pick = mulberry32(99);
+    dims = Array.from({ length: users }, () => {
+      let r = pick() * total;
+      let c = 0;
+      while (c < COUNTRIES.length - 1 && (r -= weights[c]) > 0) c++;
+      const d = pick();
+      return `,${COUNTRIES[c]},${DEVICES[d < 0.55 ? 0 : d < 0.93 ? 1 : 2]}`;
+    });
+  }
+  let text = `user_id,variant,date,converted,revenue${dims ? ",country,device" : ""}\n`;
   for (let i = 0; i < rows; i++) {
     const user = Math.floor(rand() * users);
     const v = user % variants.length;
     const date = dates[Math.floor(rand() * days)];
     const converted = rand() < conversion[v] ? 1 : 0;
     const revenue = converted ? (5 + rand() * 95).toFixed(2) : "0.00";
-    text += `${userIds[user]},${variants[v]},${date},${converted},${revenue}\n`;
+    text += `${userIds[user]},${variants[v]},${date},${converted},${revenue}${
+      dims ? dims[user] : ""
+    }\n`;
     if (text.length >= 1 << 20) {
       yield encoder.encode(text);
       text = "";
@@ -83,11 +138,12 @@ export async function writeCsv(path: string, options: GenerateOptions = {}): Pro
 }
 
 if (import.meta.main) {
-  const [out, rows] = Deno.args;
+  const dimensions = Deno.args.includes("--dimensions");
+  const [out, rows] = Deno.args.filter((arg) => arg !== "--dimensions");
   if (!out) {
-    console.error("usage: generate_csv.ts OUT.csv [ROWS]");
+    console.error("usage: generate_csv.ts OUT.csv [ROWS] [--dimensions]");
     Deno.exit(2);
   }
-  const size = await writeCsv(out, { rows: rows ? Number(rows) : undefined });
+  const size = await writeCsv(out, { rows: rows ? Number(rows) : undefined, dimensions });
   console.log(`${out}: ${(size / 1048576).toFixed(1)} MiB`);
 }

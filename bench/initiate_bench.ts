@@ -3,6 +3,12 @@
  * (b) `POST /api/v1/datasets/initiate/` on the local driver and on the S3 driver (s3rver), in
  * the same run, taking turns three times (medians). Needs `wrk` (Debian package).
  *
+ * Each run also reads the server's CPU time (user + system, `/proc`) per request. On two cores
+ * the hello-world rate is bound by wrk itself (the server spends ~11 µs a request and idles),
+ * while initiate is bound by the server: the ratio of rates moves with whatever changes wrk's
+ * cost against the server's (the CPU, the kernel, other load), and the CPU per request is the
+ * steadier measure of the service's own work.
+ *
  *   deno run -A bench/initiate_bench.ts [SECONDS]
  */
 import { freePort, printTable, startChild } from "./_util.ts";
@@ -14,14 +20,30 @@ export interface WrkResult {
   rps: number;
   p99ms: number;
   errors: number;
+  /** Server CPU time per request, microseconds. */
+  cpuUs: number;
 }
 
+/** CPU seconds (user + system) the process used so far; NaN without /proc. */
+async function cpuSeconds(pid: number): Promise<number> {
+  try {
+    const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/** wrk against `url`; `pid` is the server's process, whose CPU time is read before and after. */
 export async function wrk(
+  pid: number,
   url: string,
   seconds: number,
   script?: string,
   connections = 50,
 ): Promise<WrkResult> {
+  const cpu0 = await cpuSeconds(pid);
   const args = [
     "-t2",
     `-c${connections}`,
@@ -41,7 +63,9 @@ export async function wrk(
   );
   const errors = non2xx +
     (socketErrors ? socketErrors.slice(1).reduce((a, b) => a + Number(b), 0) : 0);
-  return { rps, p99ms, errors };
+  const requests = Number(/(\d+) requests in/.exec(text)?.[1] ?? NaN);
+  const cpuUs = (await cpuSeconds(pid) - cpu0) * 1e6 / requests;
+  return { rps, p99ms, errors, cpuUs };
 }
 
 async function service(env: Record<string, string>) {
@@ -76,6 +100,7 @@ wrk.headers["Authorization"] = "Bearer ${api_key}"
 `,
   );
   return {
+    pid: child.pid,
     url: `${child.url}/api/v1/datasets/initiate/`,
     script,
     async stop() {
@@ -97,6 +122,7 @@ export function combine(results: WrkResult[]): WrkResult {
     rps: medianOf(results.map((r) => r.rps)),
     p99ms: medianOf(results.map((r) => r.p99ms)),
     errors: results.reduce((sum, r) => sum + r.errors, 0),
+    cpuUs: medianOf(results.map((r) => r.cpuUs)),
   };
 }
 
@@ -125,9 +151,9 @@ export async function benchInitiate(seconds = 10, rounds = 3) {
   const runs = { hello: [] as WrkResult[], local: [] as WrkResult[], s3: [] as WrkResult[] };
   try {
     for (let round = 0; round < rounds; round++) {
-      runs.hello.push(await wrk(`${hello.url}/`, seconds));
-      runs.local.push(await wrk(local.url, seconds, local.script));
-      runs.s3.push(await wrk(s3svc.url, seconds, s3svc.script));
+      runs.hello.push(await wrk(hello.pid, `${hello.url}/`, seconds));
+      runs.local.push(await wrk(local.pid, local.url, seconds, local.script));
+      runs.s3.push(await wrk(s3svc.pid, s3svc.url, seconds, s3svc.script));
     }
   } finally {
     await hello.stop();
@@ -144,6 +170,7 @@ if (import.meta.main) {
     what,
     "req/s": x.rps.toFixed(0),
     "p99 ms": x.p99ms.toFixed(2),
+    "server CPU µs/req": x.cpuUs.toFixed(1),
     errors: x.errors,
     "ratio to hello": (x.rps / r.hello.rps).toFixed(2),
     target,

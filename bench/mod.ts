@@ -3,8 +3,10 @@
  * ratios against the baselines the targets name. Machines are shared: compare ratios, not MB/s.
  *
  *   deno task bench [FILE]        (FILE: an existing dataset; otherwise one is generated)
- *   ABN_BENCH_ONLY=upload,initiate deno task bench   (a subset; `scale`: PostgreSQL and two
- *   instances, which needs Debian's `postgresql`)
+ *   ABN_BENCH_ONLY=upload,initiate deno task bench   (a subset)
+ *   ABN_BENCH_ONLY=scale deno task bench             (many stored datasets, tiny uploads)
+ *   ABN_BENCH_ONLY=scale-out deno task bench         (PostgreSQL and two instances; needs
+ *                                                     Debian's `postgresql`)
  */
 import { writeCsv } from "./generate_csv.ts";
 import { printTable } from "./_util.ts";
@@ -13,18 +15,23 @@ import { benchUpload } from "./upload_bench.ts";
 import { benchInitiate } from "./initiate_bench.ts";
 import { benchAnalysis } from "./analysis_bench.ts";
 import { benchScaleOut } from "./scale_out_bench.ts";
+import { benchScale } from "./scale_bench.ts";
+import { benchDimensions } from "./dimensions_bench.ts";
+import { benchHistory } from "./history_bench.ts";
+import { median } from "./_util.ts";
 
-const only = (Deno.env.get("ABN_BENCH_ONLY") ?? "validator,upload,initiate,analysis,scale").split(
-  ",",
-);
+const only = (Deno.env.get("ABN_BENCH_ONLY") ??
+  "validator,upload,initiate,analysis,dimensions,history,scale,scale-out").split(",");
+/** The sections that read the ~200 MB dataset. */
+const needsFile = ["validator", "upload", "analysis"].some((name) => only.includes(name));
 const work = await Deno.makeTempDir({ prefix: "abn-bench-" });
 const file = Deno.args[0] ?? `${work}/bench.csv`;
 try {
-  if (!Deno.args[0]) {
+  if (!Deno.args[0] && needsFile) {
     console.log("generating a ~200 MB dataset (4.7 M rows)…");
     await writeCsv(file, { rows: 4_700_000 });
   }
-  const mb = (await Deno.stat(file)).size / 1e6;
+  const mb = needsFile ? (await Deno.stat(file)).size / 1e6 : 0;
   const rows: Record<string, string | number>[] = [];
 
   if (only.includes("validator")) {
@@ -68,8 +75,12 @@ try {
     ) {
       rows.push({
         benchmark: `initiate, ${name} driver, 50 connections`,
-        ours: `${r.rps.toFixed(0)} req/s, p99 ${r.p99ms.toFixed(1)} ms`,
-        baseline: `hello-world ${i.hello.rps.toFixed(0)} req/s`,
+        ours: `${r.rps.toFixed(0)} req/s, p99 ${r.p99ms.toFixed(1)} ms, ${
+          r.cpuUs.toFixed(0)
+        } µs CPU/req`,
+        baseline: `hello-world ${i.hello.rps.toFixed(0)} req/s, ${
+          i.hello.cpuUs.toFixed(0)
+        } µs CPU/req`,
         ratio: (r.rps / i.hello.rps).toFixed(2),
         target: `${target}, p99 < 20 ms`,
       });
@@ -87,7 +98,30 @@ try {
       target: "≤ 1.00, memory no higher",
     });
   }
-  if (only.includes("scale")) {
+  if (only.includes("dimensions")) {
+    const dimensionsFile = `${work}/bench-dimensions.csv`;
+    console.log("generating a ~193 MB dataset with country and device (3.75 M rows)…");
+    await writeCsv(dimensionsFile, { rows: 3_750_000, dimensions: true });
+    const d = await benchDimensions(dimensionsFile, 5);
+    rows.push({
+      benchmark: "dimension health: analysis with country (30) and device (3)",
+      ours: `${median(d.withSeconds).toFixed(2)} s`,
+      baseline: `the two columns ignored ${median(d.withoutSeconds).toFixed(2)} s`,
+      ratio: d.ratio.toFixed(2),
+      target: "≤ 1.25",
+    });
+  }
+  if (only.includes("history")) {
+    const h = await benchHistory(365, 200);
+    rows.push({
+      benchmark: "GET …/history/ with 365 snapshots",
+      ours: `median ${h.jsonMs.median.toFixed(1)} ms, p95 ${h.jsonMs.p95.toFixed(1)} ms`,
+      baseline: "—",
+      ratio: "—",
+      target: "< 20 ms",
+    });
+  }
+  if (only.includes("scale-out")) {
     const r = await benchScaleOut(10, 3);
     const fmt = (x: { rps: number; p99ms: number }) =>
       `${x.rps.toFixed(0)} req/s, p99 ${x.p99ms.toFixed(1)} ms`;
@@ -117,6 +151,9 @@ try {
     "Benchmarks (ratio: our rate ÷ baseline rate; for the analysis, our time ÷ DuckDB time)",
     rows,
   );
+  if (only.includes("scale")) {
+    printTable("Cost with many stored datasets (scale)", await benchScale());
+  }
 } finally {
   await Deno.remove(work, { recursive: true });
 }

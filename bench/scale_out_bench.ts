@@ -175,15 +175,20 @@ export async function benchScaleOut(seconds = 10, rounds = 3, bigSeconds = 30) {
     };
     const uploadUrl = (c: Child) => `${c.url}/api/v1/datasets/upload/?experiment_id=tiny`;
     for (let round = 0; round < rounds; round++) {
-      runs.hello.push(await wrk(`${hello.url}/`, seconds));
+      runs.hello.push(await wrk(hello.pid, `${hello.url}/`, seconds));
       runs.initiatePg.push(
-        await wrk(`${pgSvc.url}/api/v1/datasets/initiate/`, seconds, initiatePg),
+        await wrk(pgSvc.pid, `${pgSvc.url}/api/v1/datasets/initiate/`, seconds, initiatePg),
       );
       runs.initiateSqlite.push(
-        await wrk(`${sqliteSvc.url}/api/v1/datasets/initiate/`, seconds, initiateSqlite),
+        await wrk(
+          sqliteSvc.pid,
+          `${sqliteSvc.url}/api/v1/datasets/initiate/`,
+          seconds,
+          initiateSqlite,
+        ),
       );
-      runs.tinySqlite.push(await wrk(uploadUrl(sqliteSvc), seconds, tinySqlite, 16));
-      runs.tinyPg.push(await wrk(uploadUrl(pgSvc), seconds, tinyPg, 16));
+      runs.tinySqlite.push(await wrk(sqliteSvc.pid, uploadUrl(sqliteSvc), seconds, tinySqlite, 16));
+      runs.tinyPg.push(await wrk(pgSvc.pid, uploadUrl(pgSvc), seconds, tinyPg, 16));
     }
     for (const c of [sqliteSvc, pgSvc]) await c.stop();
 

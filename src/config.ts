@@ -24,6 +24,8 @@ export interface Config {
   presignTtlSeconds: number;
   cleanupIntervalSeconds: number;
   scanIntervalSeconds: number;
+  /** How often a full listing of storage repairs the dataset catalog (also at start-up). */
+  reconcileIntervalSeconds: number;
   bodyIdleTimeoutSeconds: number;
   /** An upload body averaging less than this after its first minute is abandoned; 0: never. */
   bodyMinBytesPerSecond: number;
@@ -40,6 +42,8 @@ export interface Config {
   databaseUrl?: string;
   /** With PostgreSQL: how long an instance's claim on an analysis job lasts without renewal. */
   analysisLeaseSeconds: number;
+  /** Snapshots kept per experiment in its history; the oldest beyond are dropped. */
+  historyMaxSnapshots: number;
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -185,6 +189,7 @@ export function loadConfig(env: Env): Readonly<Config> {
     presignTtlSeconds: integer(env, "ABN_PRESIGN_TTL_SECONDS", 900, 1, 604_800),
     cleanupIntervalSeconds,
     scanIntervalSeconds: integer(env, "ABN_SCAN_INTERVAL_SECONDS", 15, 1, 3600),
+    reconcileIntervalSeconds: integer(env, "ABN_RECONCILE_INTERVAL_SECONDS", 3600, 1, 604_800),
     bodyIdleTimeoutSeconds: integer(env, "ABN_BODY_IDLE_TIMEOUT_SECONDS", 30, 1, 3600),
     bodyMinBytesPerSecond: integer(env, "ABN_BODY_MIN_BYTES_PER_SECOND", 1024, 0, 1 << 30),
     maxConcurrentUploads: integer(env, "ABN_MAX_CONCURRENT_UPLOADS", 64, 0, 100_000),
@@ -194,5 +199,6 @@ export function loadConfig(env: Env): Readonly<Config> {
     storageEventsToken: text(env, "ABN_STORAGE_EVENTS_TOKEN"),
     databaseUrl: databaseUrl(env),
     analysisLeaseSeconds: integer(env, "ABN_ANALYSIS_LEASE_SECONDS", 60, 1, 3600),
+    historyMaxSnapshots: integer(env, "ABN_HISTORY_MAX_SNAPSHOTS", 1000, 1, 1_000_000),
   });
 }

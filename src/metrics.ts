@@ -155,6 +155,11 @@ export class Metrics {
     "Datasets over the size limit deleted by the clean-up",
   );
   readonly timerRuns = new Counter("abn_timer_runs_total", "Timer job runs by job and outcome");
+  readonly timerSeconds = new Histogram(
+    "abn_timer_run_duration_seconds",
+    "Timer job run duration by job",
+    [0.001, 0.0025, 0.005, 0.01, ...LATENCY_BUCKETS.slice(2)],
+  );
   readonly #extra: { render(): string }[] = [];
 
   add(metric: { render(): string }): void {
@@ -172,6 +177,7 @@ export class Metrics {
       this.analysisSeconds,
       this.cleanupDeletions,
       this.timerRuns,
+      this.timerSeconds,
       ...this.#extra,
     ].map((m) => m.render()).join("\n") + "\n";
   }

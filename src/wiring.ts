@@ -1,8 +1,8 @@
 /**
- * Wiring, in one place: configuration → database → storage → ingest → application, and the
- * background work started with them (the start-up sweep, the embedded timer's delivery scan and
- * clean-up, the analysis queue). Used by `main.ts serve` and by tests that run the real server
- * in-process.
+ * Wiring, in one place: configuration → database → storage → catalog → ingest → application, and
+ * the background work started with them (the start-up sweep, the embedded timer's reconciliation,
+ * grant scan and clean-up, the analysis queue). Used by `main.ts serve` and by tests that run the
+ * real server in-process.
  *
  * What differs when several instances share the control plane comes from its capabilities, not
  * from asking which driver it is: the timer's jobs run under `withTimerLock` (on one instance at
@@ -26,11 +26,15 @@ import { apiRoutes } from "./routes/mod.ts";
 import type { AppDeps, AppRoutes } from "./routes/deps.ts";
 import { createLogger } from "./log.ts";
 import type { Logger, LogSink } from "./log.ts";
+import { describeError } from "./log.ts";
 import { AnalysisQueue } from "./analysis/analysis_queue.ts";
 import type { AnalysisScheduler } from "./analysis/analysis_queue.ts";
 import { LeasedAnalysisQueue } from "./analysis/leased_analysis_queue.ts";
-import { PeriodicJob } from "./jobs/periodic_job.ts";
+import { NOT_RUN, PeriodicJob } from "./jobs/periodic_job.ts";
 import { cleanup, countOversize, scanDeliveries } from "./jobs/storage_jobs.ts";
+import { DatasetCatalog } from "./catalog/dataset_catalog.ts";
+import { GrantRecorder } from "./catalog/grant_recorder.ts";
+import { reconcile } from "./catalog/reconcile.ts";
 
 export interface Service {
   config: Readonly<Config>;
@@ -39,6 +43,9 @@ export interface Service {
   metrics: Metrics;
   deliveries: DeliveryHub;
   analysis: AnalysisScheduler;
+  catalog: DatasetCatalog;
+  /** The timer's jobs (tests run them at will). */
+  jobs: { scan: PeriodicJob; cleanup: PeriodicJob; reconcile: PeriodicJob };
   log: Logger;
   handler: AppHandler;
   /** Stops timers and background work; closes the database. */
@@ -90,7 +97,10 @@ export async function createService(
   }
   const log = createLogger({ sink: options.log });
   const metrics = new Metrics();
-  const deliveries = new DeliveryHub(log);
+  const catalog = new DatasetCatalog({ db, log });
+  const deliveries = new DeliveryHub({ log, catalog, db });
+  // Only S3 needs grants: local upload URLs are PUT through this process, which delivers them.
+  const grants = store.driver === "s3" ? new GrantRecorder({ db, log }) : undefined;
   const ingest = new Ingest({
     store,
     metrics,
@@ -108,6 +118,8 @@ export async function createService(
     metrics,
     recorder,
     deliveries,
+    catalog,
+    grants,
     signer,
     ingest,
     rateLimiter: config.rateLimitPerMinute > 0
@@ -123,13 +135,15 @@ export async function createService(
     ),
   );
 
-  await startupSweep(store, config, log);
+  await startupSweep(store, log);
   const queueOptions = {
     db,
     store,
     deliveries,
     metrics,
     maxUploadBytes: config.maxUploadBytes,
+    busy: () => ingest.busy,
+    historyMaxSnapshots: config.historyMaxSnapshots,
     log,
   };
   const analysis: AnalysisScheduler = db.jobs
@@ -139,6 +153,10 @@ export async function createService(
       leaseSeconds: config.analysisLeaseSeconds,
     })
     : new AnalysisQueue(queueOptions);
+  // Results of an older analysis are run again in the background, after any new delivery.
+  analysis.rerunOutdated().then((queued) => {
+    if (queued > 0) log.info("re-running analyses made by an older version", { queued });
+  }, (error) => log.warn("older analyses not re-run", { error: describeError(error) }));
   // Timer work runs on one instance at a time (every step is idempotent all the same).
   const scan = new PeriodicJob({
     name: "scan",
@@ -146,34 +164,57 @@ export async function createService(
     firstDelayMs: 100,
     metrics,
     log,
-    run: () =>
-      db.withTimerLock("scan", async () => {
-        const result = await scanDeliveries({
+    run: async () => {
+      await grants?.flush(); // grants handed out in the last 50 ms too
+      const result = await db.withTimerLock("scan", () =>
+        scanDeliveries({
           store,
           db,
           deliveries,
           maxUploadBytes: config.maxUploadBytes,
           inFlight: (orgId, experimentId, etag) => analysis.inFlight(orgId, experimentId, etag),
-        });
-        return result.noticed > 0 ? result : undefined;
-      }),
+        }));
+      return result !== undefined && result.noticed + result.retried > 0 ? result : undefined;
+    },
+  });
+  const reconciler = new PeriodicJob({
+    name: "reconcile",
+    intervalMs: config.reconcileIntervalSeconds * 1000,
+    firstDelayMs: 0,
+    // A failed listing (storage down at start-up) is tried again at the scan's pace, not in an hour.
+    retryMs: Math.min(config.reconcileIntervalSeconds, config.scanIntervalSeconds) * 1000,
+    metrics,
+    log,
+    run: async () => {
+      const first = !catalog.ready;
+      const result = await db.withTimerLock(
+        "reconcile",
+        () => reconcile({ store, db, deliveries }),
+      );
+      // Another instance reconciles the shared catalog now: this one's list reads storage until
+      // a reconciliation of its own finished, tried again at the retry's pace.
+      if (result === undefined) return first ? NOT_RUN : undefined;
+      catalog.markReady();
+      if (first) await warnOversize(db, config, log);
+      return result.delivered + result.removed > 0 || first ? { ...result } : undefined;
+    },
   });
   const clean = new PeriodicJob({
     name: "cleanup",
     intervalMs: config.cleanupIntervalSeconds * 1000,
     metrics,
     log,
-    run: () =>
-      db.withTimerLock("cleanup", async () => {
-        const result = await cleanup({
-          store,
-          db,
-          metrics,
-          maxUploadBytes: config.maxUploadBytes,
-        });
-        return result.deleted + result.swept > 0 ? result : undefined;
-      }),
+    run: async () => {
+      const result = await db.withTimerLock(
+        "cleanup",
+        () => cleanup({ store, db, metrics, maxUploadBytes: config.maxUploadBytes }),
+      );
+      return result !== undefined && result.deleted + result.swept + result.grantsPruned > 0
+        ? result
+        : undefined;
+    },
   });
+  reconciler.start();
   scan.start();
   clean.start();
 
@@ -185,12 +226,16 @@ export async function createService(
     metrics,
     deliveries,
     analysis,
+    catalog,
+    jobs: { scan, cleanup: clean, reconcile: reconciler },
     log,
     handler,
     async close() {
+      await reconciler.stop();
       await scan.stop();
       await clean.stop();
       await analysis.stop();
+      await grants?.flush();
       ingest.close();
       await recorder.flush();
       log.flush();
@@ -199,20 +244,19 @@ export async function createService(
   };
 }
 
-/** Sweeps leftovers of interrupted uploads and warns about stored datasets over the limit. */
-async function startupSweep(
-  store: ObjectStore,
-  config: Readonly<Config>,
-  log: Logger,
-): Promise<void> {
+/** Sweeps leftovers of interrupted uploads. */
+async function startupSweep(store: ObjectStore, log: Logger): Promise<void> {
   const swept = await store.sweep().catch(() => 0);
-  const oversize = await countOversize(store, config.maxUploadBytes).catch(() => 0);
+  if (swept > 0) log.info("swept leftovers of interrupted uploads", { swept });
+}
+
+/** Warns about stored datasets over the limit (once the start-up reconciliation has run). */
+async function warnOversize(db: ControlPlane, config: Readonly<Config>, log: Logger) {
+  const oversize = await countOversize(db, config.maxUploadBytes).catch(() => 0);
   if (oversize > 0) {
     log.warn(
       `${oversize} stored dataset(s) exceed ABN_MAX_UPLOAD_BYTES=${config.maxUploadBytes}; the clean-up will delete them`,
-      { swept, oversize },
+      { oversize },
     );
-  } else if (swept > 0) {
-    log.info("swept leftovers of interrupted uploads", { swept, oversize });
   }
 }

@@ -1,14 +1,21 @@
 /**
- * Runs a test body against the real server on each storage driver: local disk and S3 (s3rver).
+ * Runs a test body against the real server on each storage driver: local disk and S3 (s3rver),
+ * and, for the suites where a real S3 implementation matters, S3 on Ceph's RADOS Gateway.
  */
 import type { ServiceOptions } from "../src/wiring.ts";
 import type { TestServer } from "./_server.ts";
 import { startTestServer } from "./_server.ts";
 import type { S3rverFixture } from "./_s3rver.ts";
 import { startS3rver } from "./_s3rver.ts";
+import { rgwAvailable, startRgw } from "./_rgw.ts";
 
 export const DRIVERS = ["local", "s3"] as const;
-export type Driver = typeof DRIVERS[number];
+/** `s3-rgw`: the S3 driver on Ceph's RADOS Gateway (`tests/_rgw.ts`). */
+export type Driver = typeof DRIVERS[number] | "s3-rgw";
+/** The drivers, plus the gateway where it is installed: for the S3 end-to-end and fault suites. */
+export const DRIVERS_AND_RGW: readonly Driver[] = rgwAvailable() ? [...DRIVERS, "s3-rgw"] : DRIVERS;
+/** The gateway alone (none where it is not installed): what s3rver cannot check. */
+export const RGW_ONLY: readonly Driver[] = rgwAvailable() ? ["s3-rgw"] : [];
 
 export interface DriverServer extends TestServer {
   driver: Driver;
@@ -24,8 +31,8 @@ export async function startDriverServer(
 ): Promise<DriverServer> {
   let s3: S3rverFixture | undefined;
   let driverEnv: Record<string, string> = {};
-  if (driver === "s3") {
-    s3 = await startS3rver();
+  if (driver !== "local") {
+    s3 = driver === "s3" ? await startS3rver() : await startRgw();
     driverEnv = {
       ABN_STORAGE: "s3",
       ABN_S3_ENDPOINT: s3.endpoint,
@@ -55,13 +62,43 @@ export async function startDriverServer(
   };
 }
 
-/** Registers one Deno test per driver. */
+/** Registers one Deno test per driver: local and s3 (s3rver). */
 export function driverTest(
   name: string,
   fn: (server: DriverServer) => Promise<void>,
   env: Record<string, string> = {},
 ): void {
-  for (const driver of DRIVERS) {
+  driverTests(DRIVERS, name, fn, env);
+}
+
+/**
+ * `driverTest` plus s3-rgw (where the gateway is installed): for the end-to-end tests where a real
+ * S3 implementation matters (signatures, multipart uploads, listings).
+ */
+export function driverTestWithRgw(
+  name: string,
+  fn: (server: DriverServer) => Promise<void>,
+  env: Record<string, string> = {},
+): void {
+  driverTests(DRIVERS_AND_RGW, name, fn, env);
+}
+
+/** A Deno test on s3-rgw alone (none without the gateway): for what s3rver cannot check. */
+export function rgwTest(
+  name: string,
+  fn: (server: DriverServer) => Promise<void>,
+  env: Record<string, string> = {},
+): void {
+  driverTests(RGW_ONLY, name, fn, env);
+}
+
+function driverTests(
+  drivers: readonly Driver[],
+  name: string,
+  fn: (server: DriverServer) => Promise<void>,
+  env: Record<string, string>,
+): void {
+  for (const driver of drivers) {
     Deno.test(`${name} (${driver})`, async () => {
       const server = await startDriverServer(driver, env);
       try {

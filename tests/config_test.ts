@@ -13,8 +13,12 @@ Deno.test("loadConfig answers the documented defaults", () => {
   assertEquals(c.presignTtlSeconds, 900);
   assertEquals(c.cleanupIntervalSeconds, 600);
   assertEquals(c.scanIntervalSeconds, 15);
+  assertEquals(c.reconcileIntervalSeconds, 3600);
   assertEquals(c.bodyIdleTimeoutSeconds, 30);
   assertEquals(c.rateLimitPerMinute, 0);
+  assertEquals(c.historyMaxSnapshots, 1000);
+  assertEquals(loadConfig({ ABN_HISTORY_MAX_SNAPSHOTS: "365" }).historyMaxSnapshots, 365);
+  assertThrows(() => loadConfig({ ABN_HISTORY_MAX_SNAPSHOTS: "0" }), ConfigError);
   assertEquals(Object.isFrozen(c), true);
 });
 
@@ -37,6 +41,7 @@ for (
     [{ ABN_PORT: "eighty" }, "ABN_PORT"],
     [{ ABN_PORT: "70000" }, "ABN_PORT"],
     [{ ABN_STORAGE: "ftp" }, "ABN_STORAGE"],
+    [{ ABN_RECONCILE_INTERVAL_SECONDS: "0" }, "ABN_RECONCILE_INTERVAL_SECONDS"],
     [{ ABN_STORAGE: "s3" }, "ABN_S3_BUCKET"],
     [{ ABN_STORAGE: "s3", ABN_S3_BUCKET: "Bad_Bucket" }, "ABN_S3_BUCKET"],
     [{ ABN_MAX_UPLOAD_BYTES: "-1" }, "ABN_MAX_UPLOAD_BYTES"],

@@ -4,18 +4,26 @@
  * lease, renewed while the run lasts. One run per delivery across instances: an offer of the
  * object a job already holds joins it, and a claimed job whose object was analysed meanwhile
  * ends without a run. An instance that dies mid-run stops renewing; once its lease ran out
- * another instance claims the job and finishes it.
+ * another instance claims the job and finishes it. Each run is `analyseDelivery`, as with the
+ * in-memory queue (history, delivery summaries and changes included).
  *
  * A delivery made here is claimed at once (a direct upload's analysis starts right after its
  * commit, as with SQLite); jobs offered by other instances, and leases that ran out, are noticed
- * by a poll of the job table every `pollMs`.
+ * by a poll of the job table every `pollMs`. As in memory, each instance runs up to
+ * `SMALL_AT_ONCE` small datasets beside `concurrency` larger ones; while its uploads stream
+ * (`busy`) it claims small jobs only once they waited `BUSY_WAIT_MS`, one at a time. Re-runs of
+ * results made by an older analysis (`upgrade` jobs) are claimed last, in the larger ones' room.
  */
-import type { AnalysisJob, AnalysisJobRepo } from "../db/control_plane.ts";
+import type { AnalysisJob, AnalysisJobRepo, AnalysisJobSelection } from "../db/control_plane.ts";
 import type { Delivery } from "../deliveries.ts";
 import { describeError } from "../log.ts";
 import { randomBase62 } from "../db/ids.ts";
 import type { AnalysisQueueOptions, AnalysisScheduler } from "./analysis_queue.ts";
+import { BUSY_POLL_MS, BUSY_WAIT_MS, SMALL_AT_ONCE } from "./analysis_queue.ts";
 import { analyseDelivery } from "./analyse_delivery.ts";
+import { SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
+import { ANALYSIS_VERSION } from "./report.ts";
+import { datasetKey } from "../storage/object_store.ts";
 
 export interface LeasedAnalysisQueueOptions extends AnalysisQueueOptions {
   jobs: AnalysisJobRepo;
@@ -35,7 +43,9 @@ const RETRY_SECONDS = 5;
 export class LeasedAnalysisQueue implements AnalysisScheduler {
   readonly owner: string;
   #o: LeasedAnalysisQueueOptions;
-  #running = new Map<string, { etag: string; done: Promise<void> }>();
+  #running = new Map<string, { etag: string; small: boolean; done: Promise<void> }>();
+  #runningSmall = 0;
+  #busyTimer: ReturnType<typeof setTimeout> | undefined;
   /** Deliveries being admitted (their rows read and written), by dataset. */
   #admitting = new Map<string, string>();
   #admissions = 0;
@@ -71,6 +81,10 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
     if (this.#stopped || delivery.info.size > this.#o.maxUploadBytes) return;
     const id = `${delivery.orgId}/${delivery.experimentId}`;
     const etag = delivery.info.etag;
+    // A re-run of an older result: only when this instance has no run of the dataset under way.
+    if (delivery.source === "upgrade" && (this.#running.has(id) || this.#admitting.has(id))) {
+      return;
+    }
     if (
       delivery.source !== "settings" && this.inFlight(delivery.orgId, delivery.experimentId, etag)
     ) {
@@ -92,17 +106,46 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
     });
   }
 
+  /**
+   * Queues, in the background, a re-run of every ready result made by an older analysis
+   * (`ANALYSIS_VERSION`), newest deliveries first; answers how many were offered. Every instance
+   * offers them at start-up: an offer for a dataset that has a job joins it.
+   */
+  async rerunOutdated(): Promise<number> {
+    const rows = await this.#o.db.analyses.outdated(ANALYSIS_VERSION);
+    for (const row of rows) {
+      const key = datasetKey(row.org_id, row.experiment_id);
+      this.enqueue({
+        orgId: row.org_id,
+        experimentId: row.experiment_id,
+        key,
+        info: {
+          key,
+          size: row.size_bytes,
+          etag: row.etag,
+          lastModified: new Date(row.delivered_at),
+        },
+        // A ready result means the stored bytes passed the upload checks.
+        validated: true,
+        source: "upgrade",
+      });
+    }
+    return rows.length;
+  }
+
   /** Records the delivery as pending (unless its result is saved already) and offers the job. */
   async #admit(id: string, delivery: Delivery): Promise<void> {
     const { db, jobs } = this.#o;
     const { orgId, experimentId, info } = delivery;
     const rerun = delivery.source === "settings";
-    const row = await db.analyses.get(orgId, experimentId);
+    // A re-run of an older result keeps serving that result until the new one is saved.
+    const upgrade = delivery.source === "upgrade";
+    const row = upgrade ? null : await db.analyses.get(orgId, experimentId);
     const same = row?.etag === info.etag;
     if (same && row?.status !== "pending" && !rerun) return;
     // A newer delivery of this dataset was announced here meanwhile: it wins.
     if (this.#admitting.get(id) !== info.etag) return;
-    if (!same || rerun) {
+    if (!upgrade && (!same || rerun)) {
       await db.analyses.markPending(
         orgId,
         experimentId,
@@ -119,6 +162,7 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
       sizeBytes: info.size,
       deliveredAt: info.lastModified.toISOString(),
       validated: delivery.validated,
+      sha256: delivery.sha256,
       source: delivery.source,
     });
     this.#wake();
@@ -141,29 +185,85 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
     });
   }
 
+  /**
+   * Claims what this instance has room for: small jobs (held back while uploads stream here),
+   * larger ones, then re-runs of older results once no delivery waits.
+   */
   async #claim(): Promise<void> {
-    const room = (this.#o.concurrency ?? 1) - this.#running.size;
-    if (room <= 0) return;
-    let claimed: AnalysisJob[];
+    const limit = this.#o.concurrency ?? 1;
+    const busy = this.#o.busy?.() ?? false;
+    const claims: { room: number; small: boolean; select: AnalysisJobSelection }[] = [];
+    const smallRoom = SMALL_AT_ONCE - this.#runningSmall;
+    if (!busy) {
+      claims.push({
+        room: smallRoom,
+        small: true,
+        select: { maxBytes: SMALL_INPUT_BYTES, upgrades: "exclude" },
+      });
+    } else {
+      // Uploads stream: a small job runs only once it waited long, one at a time.
+      claims.push({
+        room: this.#runningSmall === 0 ? 1 : 0,
+        small: true,
+        select: {
+          maxBytes: SMALL_INPUT_BYTES,
+          upgrades: "exclude",
+          offeredAgoMs: this.#o.busyWaitMs ?? BUSY_WAIT_MS,
+        },
+      });
+      this.#watchBusy();
+    }
+    claims.push({
+      room: limit - (this.#running.size - this.#runningSmall),
+      small: false,
+      select: { overBytes: SMALL_INPUT_BYTES, upgrades: "exclude" },
+    });
+    let waiting = busy; // small deliveries may wait unseen while uploads stream
     try {
-      claimed = await this.#o.jobs.claim(this.owner, this.#o.leaseSeconds, room, [
-        ...this.#running.keys(),
-      ]);
+      for (const { room, small, select } of claims) {
+        if (room <= 0) {
+          waiting = true;
+          continue;
+        }
+        const claimed = await this.#o.jobs.claim(this.owner, this.#o.leaseSeconds, room, [
+          ...this.#running.keys(),
+        ], select);
+        if (claimed.length === room) waiting = true;
+        for (const job of claimed) this.#start(job, small);
+      }
+      // Re-runs of older results wait while deliveries do, then run in the larger ones' room.
+      const upgradeRoom = limit - (this.#running.size - this.#runningSmall);
+      if (!waiting && upgradeRoom > 0) {
+        const claimed = await this.#o.jobs.claim(this.owner, this.#o.leaseSeconds, upgradeRoom, [
+          ...this.#running.keys(),
+        ], { upgrades: "only" });
+        for (const job of claimed) this.#start(job, false);
+      }
     } catch (error) {
       this.#databaseFailed("cannot claim analysis jobs", error);
-      return;
     }
-    for (const job of claimed) this.#start(job);
   }
 
-  #start(job: AnalysisJob): void {
+  /** While uploads stream, looks often whether they stopped (then small jobs are claimed). */
+  #watchBusy(): void {
+    if (this.#busyTimer !== undefined || this.#stopped) return;
+    this.#busyTimer = setTimeout(() => {
+      this.#busyTimer = undefined;
+      if (this.#o.busy?.()) this.#watchBusy();
+      else this.#wake();
+    }, BUSY_POLL_MS);
+  }
+
+  #start(job: AnalysisJob, small: boolean): void {
     const id = `${job.orgId}/${job.experimentId}`;
+    if (small) this.#runningSmall++;
     const done = this.#run(job).finally(() => {
       this.#running.delete(id);
+      if (small) this.#runningSmall--;
       this.#settle();
       this.#wake();
     });
-    this.#running.set(id, { etag: job.etag, done });
+    this.#running.set(id, { etag: job.etag, small, done });
   }
 
   async #run(job: AnalysisJob): Promise<void> {
@@ -186,9 +286,21 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
           lastModified: new Date(job.deliveredAt),
         },
         validated: job.validated,
+        sha256: job.sha256,
         source: job.source,
       };
-      if (job.source !== "settings") {
+      if (job.source === "upgrade") {
+        // Only a ready result of this object made by an older analysis is run again (a newer
+        // delivery has a job of its own).
+        const row = await db.analyses.get(job.orgId, job.experimentId);
+        if (
+          row?.etag !== job.etag || row.status !== "ready" ||
+          (row.analysis_version ?? 0) >= ANALYSIS_VERSION
+        ) {
+          await jobs.complete(this.owner, job);
+          return;
+        }
+      } else if (job.source !== "settings") {
         // Analysed meanwhile (an offer raced with the end of another instance's run).
         const row = await db.analyses.get(job.orgId, job.experimentId);
         if (row?.etag === job.etag && row.status !== "pending") {
@@ -205,9 +317,15 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
         await jobs.postpone(this.owner, job, RETRY_SECONDS);
         return;
       }
-      // Replaced since it was offered: analyse what is there now (newest wins).
-      if (result.kind === "replaced") {
-        this.enqueue({ ...delivery, info: result.info, source: "scan" });
+      // Replaced since it was offered: what is there now is a delivery (recorded, analysed; for
+      // a re-run of an older result: nothing more).
+      if (result.kind === "replaced" && job.source !== "upgrade") {
+        await this.#o.deliveries.deliver({
+          ...delivery,
+          info: result.info,
+          source: "scan",
+          sha256: undefined,
+        });
       }
       await jobs.complete(this.owner, job);
     } catch (error) {
@@ -221,6 +339,17 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
   /** A job whose runs kept dying with their instance: reported failed instead of run again. */
   async #giveUp(job: AnalysisJob): Promise<void> {
     const { db, jobs, log } = this.#o;
+    if (job.source === "upgrade") {
+      // The result of the older analysis stays served.
+      log.error("analysis re-run given up", {
+        org_id: job.orgId,
+        experiment_id: job.experimentId,
+        etag: job.etag,
+        attempts: job.attempts - 1,
+      });
+      await jobs.complete(this.owner, job);
+      return;
+    }
     const error =
       `The analysis was interrupted ${MAX_ATTEMPTS} times (the instance running it stopped); deliver the file again to retry`;
     log.error("analysis given up", {
@@ -234,6 +363,7 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
       error,
       rows: null,
       result: null,
+      version: ANALYSIS_VERSION,
     }, new Date().toISOString());
     await jobs.complete(this.owner, job);
   }
@@ -262,6 +392,7 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
     this.#stopped = true;
     this.#unsubscribe();
     clearTimeout(this.#poll);
+    clearTimeout(this.#busyTimer);
     await this.#claiming;
     await Promise.all([...this.#running.values()].map((r) => r.done.catch(() => {})));
   }

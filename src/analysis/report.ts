@@ -5,7 +5,12 @@
  */
 
 import type { Aggregate, MetricVariantStats } from "./aggregate/aggregate_types.ts";
+import { armMoments, type ComparisonReport, metricComparisons } from "./comparisons.ts";
+import { covariatePairs } from "./covariates.ts";
 import { sampleVariance } from "./stats/_math.ts";
+import { daysLeft, newestLooksIncomplete, usersPerDay } from "./stats/accrual.ts";
+import { cupedAdjust } from "./stats/cuped.ts";
+import type { ArmStatistics } from "./stats/inference.ts";
 import {
   conversionSampleSize,
   numericSampleSize,
@@ -13,12 +18,30 @@ import {
 } from "./stats/sample_size.ts";
 import {
   checkSettingsAgainstData,
+  type InferenceView,
   type MetricKind,
   type Settings,
   SETTINGS_DEFAULTS,
 } from "./settings.ts";
 import { srm, type SrmResult } from "./stats/srm.ts";
-import { type VariantWinProbability, winProbability } from "./stats/win_probability.ts";
+import {
+  type AdjustedNormals,
+  chancesToBeatControl,
+  type NormalModel,
+  type VariantWinProbability,
+  winProbability,
+} from "./stats/win_probability.ts";
+import { type DimensionReport, dimensionReports } from "./dimensions.ts";
+import type { Changes } from "./history/delivery_summary.ts";
+
+/**
+ * The version of the analysis that made a stored result; a newer service re-runs results of
+ * older versions. 1: SRM, sample, win probability, daily series. 2: comparisons on every metric
+ * (fixed-horizon, Holm, sequential, decision), CUPED, capping, days left. 3: dimension health,
+ * changes since the previous delivery, provisional dates, `too_early`, rows per date, the chance
+ * to beat the control on every metric.
+ */
+export const ANALYSIS_VERSION = 3;
 
 export interface MetricVariantReport {
   name: string;
@@ -31,9 +54,29 @@ export interface MetricVariantReport {
   conversions?: number;
 }
 
+/** One entry of `metrics`. */
+export interface MetricReport {
+  name: string;
+  kind: MetricKind;
+  /** The CUPED covariate column, or null. */
+  covariate: string | null;
+  /** Numeric metrics capped by the settings: the percentile and the cap; else null. */
+  winsorized: { percentile: number; cap: number } | null;
+  /** A decrease is the improvement (settings `lower_is_better`). */
+  lower_is_better: boolean;
+  variants: MetricVariantReport[];
+  /** Each non-control variant against the control. */
+  comparisons: ComparisonReport[];
+}
+
 export interface AnalysisReport {
+  analysis_version: number;
   control: string | null;
   key_metric: string | null;
+  /** The view the UI leads with (settings `inference`). */
+  inference: InferenceView;
+  /** 1 − alpha: of every interval (fixed-horizon and sequential). */
+  confidence_level: number;
   variants: { name: string; users: number }[];
   srm: SrmResult;
   sample: {
@@ -41,13 +84,28 @@ export interface AnalysisReport {
     target_users_per_variant: number | null;
     target_users: number | null;
     percent_of_target: number | null;
+    /** New users a day of the smallest variant, over the last 7 dates not provisional. */
+    users_per_day: number | null;
+    days_left: number | null;
+    /** Distinct dates in the data. */
+    days: number;
   };
-  metrics: { name: string; kind: MetricKind; variants: MetricVariantReport[] }[];
+  /** Decisions wait (`too_early`): `min_users_per_variant` or `min_days` not reached yet. */
+  too_early: boolean;
+  metrics: MetricReport[];
   win_probability: { metric: string | null; variants: VariantWinProbability[] };
   daily: {
     date: string;
+    /** The date's own rows; absent in results made from aggregates without them. */
+    rows?: number;
+    /** Present (true) on a newest date judged incomplete. */
+    provisional?: true;
     variants: { name: string; cumulative_users: number; mean: number | null }[];
   }[];
+  /** Dimension health: every dimension column. */
+  dimensions: DimensionReport[];
+  /** Since the previous delivery; null on the first one. */
+  changes: Changes | null;
   warnings: string[];
 }
 
@@ -57,6 +115,11 @@ export interface BuildReportOptions {
   draws?: number;
   /** Seed of those draws; the default keeps the answer the same for the same data. */
   seed?: number;
+  /**
+   * What changed since the previous delivery (its `provisional_date` is set here); default null
+   * (a first delivery).
+   */
+  changes?: Changes | null;
 }
 
 const EMPTY_STATS: MetricVariantStats = { users: 0, sum: 0, sumSquares: 0 };
@@ -79,6 +142,16 @@ function metricVariant(name: string, kind: MetricKind, s: MetricVariantStats): M
   }
   const variance = sampleVariance(s.users, s.sum, s.sumSquares);
   return { name, users: s.users, mean, variance: variance === null ? null : finite(variance) };
+}
+
+/** `record[key]` when the record has it as its own (a metric may be named "constructor"). */
+function own<T>(record: Record<string, T>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
+function normal(arm: ArmStatistics): NormalModel | null {
+  const se = Math.sqrt(arm.variance / arm.n);
+  return Number.isFinite(se) && Number.isFinite(arm.mean) ? { mean: arm.mean, se } : null;
 }
 
 function plural(n: number, one: string, many: string): string {
@@ -131,10 +204,16 @@ export function buildReport(
   const warnings: string[] = [];
   const names = aggregate.variants;
   const control = settings.control ?? names[0] ?? null;
+  const pairs = covariatePairs(aggregate.metrics.map((m) => m.name), settings.covariates);
+  const covariateColumns = new Set(pairs.values());
+  const analysed = aggregate.metrics.filter((m) => !covariateColumns.has(m.name));
   const keyMetric = settings.key_metric !== undefined
-    ? aggregate.metrics.find((m) => m.name === settings.key_metric)
-    : aggregate.metrics[0];
+    ? analysed.find((m) => m.name === settings.key_metric)
+    : analysed[0];
   const usersOf = (name: string) => aggregate.users[name] ?? 0;
+  const alpha = settings.alpha ?? SETTINGS_DEFAULTS.alpha;
+  const tuning = settings.sequential_tuning ?? SETTINGS_DEFAULTS.sequential_tuning;
+  const lowerIsBetter = new Set(settings.lower_is_better ?? []);
 
   if (aggregate.excludedUsers > 0) {
     warnings.push(
@@ -164,22 +243,122 @@ export function buildReport(
   if (target.warning !== null) warnings.push(target.warning);
   const perVariant = target.usersPerVariant;
   const smallest = names.length > 0 ? Math.min(...names.map(usersOf)) : 0;
+  const cumulativeOf = (name: string) =>
+    aggregate.daily.map((day) => day.variants[name]?.cumulativeUsers ?? 0);
+  const days = aggregate.daily.length;
+  const provisional = newestLooksIncomplete(names.map(cumulativeOf));
+  // The slowest of the smallest variants sets the pace.
+  const rates = names.filter((name) => usersOf(name) === smallest).map((name) =>
+    usersPerDay(
+      cumulativeOf(name).map((cumulativeUsers, d) => ({
+        cumulativeUsers,
+        provisional: provisional && d === days - 1,
+      })),
+    )
+  );
+  const rate = rates.length === 0 || rates.includes(null) ? null : Math.min(...rates as number[]);
 
-  const metrics = aggregate.metrics.map((metric) => ({
-    name: metric.name,
-    kind: metric.kind,
-    variants: names.map((name) =>
-      metricVariant(name, metric.kind, statsOf(aggregate, metric.name, name))
-    ),
-  }));
+  const minUsers = settings.min_users_per_variant ?? 0;
+  const minDays = settings.min_days ?? 0;
+  const tooEarly = names.length > 0 && (smallest < minUsers || days < minDays);
+  const pairsOfKey = new Map<string, { control: ArmStatistics; variant: ArmStatistics }>();
+  const metrics = analysed.map((metric): MetricReport => {
+    const column = pairs.get(metric.name);
+    const moments = own(aggregate.covariates, metric.name);
+    const covariate = column !== undefined && moments?.column === column ? moments : null;
+    const isKey = metric.name === keyMetric?.name;
+    const compared = control === null ? null : metricComparisons({
+      metric: metric.name,
+      kind: metric.kind,
+      control,
+      variants: names,
+      stats: (name) => statsOf(aggregate, metric.name, name),
+      covariate,
+      alpha,
+      tuning,
+      decide: isKey,
+      lowerIsBetter: lowerIsBetter.has(metric.name),
+    });
+    warnings.push(...compared?.warnings ?? []);
+    if (isKey) { for (const [name, pair] of compared?.pairs ?? []) pairsOfKey.set(name, pair); }
+    const comparisons = compared?.comparisons ?? [];
+    if (compared !== null && control !== null) {
+      // The chance to beat the control, on the (capped, CUPED-adjusted) statistics compared.
+      const pair = (name: string) => {
+        const found = compared.pairs.get(name);
+        const a = found && normal(found.control);
+        const b = found && normal(found.variant);
+        return a && b ? { control: a, variant: b } : null;
+      };
+      const chances = chancesToBeatControl(
+        names.map((name) => ({ name, ...statsOf(aggregate, metric.name, name) })),
+        {
+          kind: metric.kind,
+          control,
+          lowerIsBetter: lowerIsBetter.has(metric.name),
+          adjusted: covariate === null
+            ? undefined
+            : { best: names.map(() => null), versusControl: names.map(pair) },
+        },
+      );
+      for (const c of comparisons) c.chance_to_beat_control = chances[names.indexOf(c.name)];
+    }
+    if (isKey && tooEarly) {
+      for (const c of comparisons) if (c.decision) c.decision = "too_early";
+    }
+    return {
+      name: metric.name,
+      kind: metric.kind,
+      covariate: covariate?.column ?? null,
+      winsorized: own(aggregate.winsorized, metric.name) ?? null,
+      lower_is_better: lowerIsBetter.has(metric.name),
+      variants: names.map((name) =>
+        metricVariant(name, metric.kind, statsOf(aggregate, metric.name, name))
+      ),
+      comparisons,
+    };
+  });
 
+  const keyReport = metrics.find((m) => m.name === keyMetric?.name);
+  let adjusted: AdjustedNormals | undefined;
+  const keyCovariate = keyReport?.covariate ? own(aggregate.covariates, keyReport.name) : undefined;
+  if (keyReport !== undefined && keyCovariate !== undefined) {
+    // The chance to be best compares all variants at once: one θ over all of them.
+    const all = cupedAdjust(
+      names.map((name) =>
+        armMoments(statsOf(aggregate, keyReport.name, name), keyCovariate.moments[name])
+      ),
+    );
+    adjusted = {
+      best: all.arms.map(normal),
+      versusControl: names.map((name) => {
+        const pair = pairsOfKey.get(name);
+        const a = pair && normal(pair.control);
+        const b = pair && normal(pair.variant);
+        return a && b ? { control: a, variant: b } : null;
+      }),
+    };
+  }
   const winVariants = keyMetric === undefined || control === null ? [] : winProbability(
     names.map((name) => ({ name, ...statsOf(aggregate, keyMetric.name, name) })),
-    { kind: keyMetric.kind, control, draws: options.draws, seed: options.seed },
-  );
+    {
+      kind: keyMetric.kind,
+      control,
+      draws: options.draws,
+      seed: options.seed,
+      lowerIsBetter: lowerIsBetter.has(keyMetric.name),
+      adjusted,
+    },
+  ).map((entry) => {
+    if (entry.name === control) return entry;
+    const comparison = keyReport?.comparisons.find((c) => c.name === entry.name);
+    return { ...entry, lift: comparison?.lift ?? null, lift_ci95: comparison?.ci ?? null };
+  });
 
-  const daily = aggregate.daily.map((day) => ({
+  const daily = aggregate.daily.map((day, d) => ({
     date: day.date,
+    ...(day.rows === undefined ? {} : { rows: day.rows }),
+    ...(provisional && d === days - 1 ? { provisional: true as const } : {}),
     variants: names.map((name) => {
       const point = day.variants[name];
       const users = keyMetric === undefined ? 0 : point?.metricUsers[keyMetric.name] ?? 0;
@@ -192,9 +371,40 @@ export function buildReport(
     }),
   }));
 
+  const health = dimensionReports(aggregate.dimensions ?? [], {
+    variants: names,
+    control,
+    kind: keyMetric?.kind ?? null,
+    expectedSplit: settings.expected_split,
+    alpha,
+  });
+  warnings.push(...health.warnings);
+  const newest = aggregate.daily[days - 1]?.date ?? null;
+  const changes = options.changes
+    ? { ...options.changes, provisional_date: provisional ? newest : null }
+    : null;
+  if (changes !== null) warnings.push(...changeWarnings(changes));
+  if (provisional) {
+    warnings.push(
+      `The newest date ${newest} looks incomplete (its new users are under half the median of ` +
+        `the dates before it): it is marked provisional and left out of the users per day`,
+    );
+  }
+  if (tooEarly) {
+    warnings.push(
+      `Too early for a decision: ` + [
+        smallest < minUsers ? `${smallest} of ${minUsers} users in the smallest variant` : "",
+        days < minDays ? `${days} of ${minDays} days` : "",
+      ].filter((part) => part !== "").join(", "),
+    );
+  }
+
   return {
+    analysis_version: ANALYSIS_VERSION,
     control,
     key_metric: keyMetric?.name ?? null,
+    inference: settings.inference ?? SETTINGS_DEFAULTS.inference,
+    confidence_level: 1 - alpha,
     variants: names.map((name) => ({ name, users: usersOf(name) })),
     srm: srmResult,
     sample: {
@@ -202,10 +412,51 @@ export function buildReport(
       target_users_per_variant: perVariant,
       target_users: perVariant === null ? null : perVariant * names.length,
       percent_of_target: perVariant === null ? null : 100 * smallest / perVariant,
+      users_per_day: rate,
+      days_left: daysLeft(perVariant, smallest, rate),
+      days,
     },
+    too_early: tooEarly,
     metrics,
     win_probability: { metric: keyMetric?.name ?? null, variants: winVariants },
     daily,
+    dimensions: health.dimensions,
+    changes,
     warnings,
   };
+}
+
+function grouped(n: number): string {
+  return n.toLocaleString("en-US");
+}
+
+/** The `changes` in sentences: what was added, and what a growing file should not show. */
+export function changeWarnings(changes: Changes): string[] {
+  const out = [
+    `Since the previous delivery: ${changes.rows_added >= 0 ? "+" : "−"}${
+      grouped(Math.abs(changes.rows_added))
+    } rows, +${grouped(changes.users_added)} users`,
+  ];
+  if (changes.users_switched_variant > 0) {
+    out.push(
+      `Since the previous delivery, ${
+        plural(changes.users_switched_variant, "user is", "users are")
+      } in another variant than before`,
+    );
+  }
+  if (changes.users_vanished > 0) {
+    out.push(
+      `Since the previous delivery, ${
+        plural(changes.users_vanished, "user has", "users have")
+      } vanished from the data`,
+    );
+  }
+  if (changes.restated_dates.length > 0) {
+    out.push(
+      `History restated: the row counts of ${
+        plural(changes.restated_dates.length, "past date", "past dates")
+      } changed since the previous delivery (${changes.restated_dates.join(", ")})`,
+    );
+  }
+  return out;
 }

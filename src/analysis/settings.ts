@@ -5,8 +5,13 @@
 
 import { ApiError } from "../http/errors.ts";
 import type { Aggregate } from "./aggregate/aggregate_types.ts";
+import { covariatePairs } from "./covariates.ts";
 
 export type MetricKind = "conversion" | "numeric";
+
+/** Which figures the UI leads with: the always-valid decision, the fixed-horizon test, or Bayes. */
+export type InferenceView = "sequential" | "frequentist" | "bayesian";
+const INFERENCE_VIEWS: readonly InferenceView[] = ["sequential", "frequentist", "bayesian"];
 
 /** The settings JSON; every field is optional. */
 export interface Settings {
@@ -20,10 +25,30 @@ export interface Settings {
   power?: number;
   target_users_per_variant?: number;
   metric_kinds?: Record<string, MetricKind>;
+  /** The view the UI leads with; default `sequential`. */
+  inference?: InferenceView;
+  /** N of the sequential intervals: the total sample where they are tightest; default 5000. */
+  sequential_tuning?: number;
+  /** Metric → its CUPED covariate column (instead of `<metric>_pre`). */
+  covariates?: Record<string, string>;
+  /** Numeric metric → percentile in (0.5, 1) to cap its per-user values at. */
+  winsorize?: Record<string, number>;
+  /** Metrics where a decrease is the improvement (flips `decision` and the chances). */
+  lower_is_better?: string[];
+  /** Users the smallest variant needs before a decision is shown; default 0. */
+  min_users_per_variant?: number;
+  /** Distinct dates the data needs before a decision is shown; default 0. */
+  min_days?: number;
 }
 
 /** Defaults used where a setting is absent. */
-export const SETTINGS_DEFAULTS = Object.freeze({ mde: 0.05, alpha: 0.05, power: 0.8 });
+export const SETTINGS_DEFAULTS = Object.freeze({
+  mde: 0.05,
+  alpha: 0.05,
+  power: 0.8,
+  inference: "sequential" as InferenceView,
+  sequential_tuning: 5000,
+});
 
 const SPLIT_TOLERANCE = 1e-9;
 const FIELDS = [
@@ -35,6 +60,13 @@ const FIELDS = [
   "power",
   "target_users_per_variant",
   "metric_kinds",
+  "inference",
+  "sequential_tuning",
+  "covariates",
+  "winsorize",
+  "lower_is_better",
+  "min_users_per_variant",
+  "min_days",
 ];
 
 function invalid(message: string): ApiError {
@@ -121,6 +153,60 @@ function metricKinds(value: unknown): Record<string, MetricKind> {
   return result;
 }
 
+function covariates(value: unknown): Record<string, string> {
+  if (!isPlainObject(value)) {
+    throw invalid(
+      `Invalid settings: covariates must be an object of metric → covariate column, got ${
+        describe(value)
+      }`,
+    );
+  }
+  const result: Record<string, string> = {};
+  for (const [metric, column] of Object.entries(value)) {
+    if (typeof column !== "string" || column.length === 0) {
+      throw invalid(
+        `Invalid settings: covariates of "${metric}" must be a column name, got ${
+          describe(column)
+        }`,
+      );
+    }
+    if (column === metric) {
+      throw invalid(`Invalid settings: covariates of "${metric}" cannot be the metric itself`);
+    }
+    result[metric] = column;
+  }
+  return result;
+}
+
+function winsorize(value: unknown): Record<string, number> {
+  if (!isPlainObject(value)) {
+    throw invalid(
+      `Invalid settings: winsorize must be an object of metric → percentile, got ${
+        describe(value)
+      }`,
+    );
+  }
+  const result: Record<string, number> = {};
+  for (const [metric, percentile] of Object.entries(value)) {
+    result[metric] = numberInRange(
+      `winsorize of "${metric}"`,
+      percentile,
+      (x) => x > 0.5 && x < 1,
+      "(a percentile) in (0.5, 1)",
+    );
+  }
+  return result;
+}
+
+function metricList(field: string, value: unknown): string[] {
+  if (!Array.isArray(value)) {
+    throw invalid(
+      `Invalid settings: ${field} must be an array of metric names, got ${describe(value)}`,
+    );
+  }
+  return value.map((name) => nonEmptyString(`each of ${field}`, name));
+}
+
 /**
  * Checks the shape of settings JSON and returns a clean copy. All fields are optional; a field set
  * to null counts as absent; an unknown field is refused (it is most likely a misspelt one).
@@ -165,6 +251,39 @@ export function validateSettings(input: unknown): Settings {
     settings.target_users_per_variant = target;
   }
   if (input.metric_kinds != null) settings.metric_kinds = metricKinds(input.metric_kinds);
+  if (input.inference != null) {
+    if (!INFERENCE_VIEWS.includes(input.inference as InferenceView)) {
+      throw invalid(
+        `Invalid settings: inference must be one of ${
+          INFERENCE_VIEWS.map((v) => `"${v}"`).join(", ")
+        }, got ${describe(input.inference)}`,
+      );
+    }
+    settings.inference = input.inference as InferenceView;
+  }
+  if (input.sequential_tuning != null) {
+    settings.sequential_tuning = numberInRange(
+      "sequential_tuning",
+      input.sequential_tuning,
+      (x) => x > 0,
+      "above 0 (the total number of users where the sequential interval is tightest)",
+    );
+  }
+  if (input.covariates != null) settings.covariates = covariates(input.covariates);
+  if (input.winsorize != null) settings.winsorize = winsorize(input.winsorize);
+  if (input.lower_is_better != null) {
+    settings.lower_is_better = metricList("lower_is_better", input.lower_is_better);
+  }
+  for (const field of ["min_users_per_variant", "min_days"] as const) {
+    const value = input[field];
+    if (value == null) continue;
+    if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
+      throw invalid(
+        `Invalid settings: ${field} must be a whole number of 0 or more, got ${describe(value)}`,
+      );
+    }
+    settings[field] = value;
+  }
   return settings;
 }
 
@@ -187,6 +306,7 @@ export function checkSettingsAgainstData(settings: Settings, aggregate: Aggregat
         `dataset (metric columns: ${quoteList(metricNames)})`,
     );
   }
+  checkInferenceAgainstData(settings, aggregate);
   if (settings.control !== undefined && !aggregate.variants.includes(settings.control)) {
     throw invalid(
       `Invalid settings: control "${settings.control}" is not a variant of the dataset ` +
@@ -223,4 +343,61 @@ export function checkSettingsAgainstData(settings: Settings, aggregate: Aggregat
       );
     }
   }
+}
+
+/**
+ * The inference settings against the data: covariates name metric columns (and a metric that is
+ * not itself another's covariate), the key metric is not a covariate, winsorize names numeric
+ * metrics, lower_is_better names metrics.
+ */
+function checkInferenceAgainstData(settings: Settings, aggregate: Aggregate): void {
+  const metricNames = aggregate.metrics.map((m) => m.name);
+  const columns = `(metric columns: ${quoteList(metricNames)})`;
+  const pairs = covariatePairs(metricNames, settings.covariates);
+  const covariateOf = new Map([...pairs].map(([metric, column]) => [column, metric]));
+  const isMetric = (field: string, name: string) => {
+    if (!metricNames.includes(name)) {
+      throw invalid(
+        `Invalid settings: ${field} names "${name}", which is not a metric column of the ` +
+          `dataset ${columns}`,
+      );
+    }
+    const of = covariateOf.get(name);
+    if (of !== undefined) {
+      throw invalid(
+        `Invalid settings: ${field} names "${name}", which is the covariate of "${of}", not a ` +
+          `metric`,
+      );
+    }
+  };
+  for (const [metric, column] of Object.entries(settings.covariates ?? {})) {
+    if (!metricNames.includes(column)) {
+      throw invalid(
+        `Invalid settings: covariates of "${metric}" names "${column}", which is not a column ` +
+          `of numbers in the dataset ${columns}`,
+      );
+    }
+    isMetric("covariates", metric);
+    if (pairs.get(metric) !== column) {
+      // Left out because `metric` is itself some metric's covariate (e.g. a cycle).
+      throw invalid(
+        `Invalid settings: covariates pairs "${metric}" with "${column}", but "${metric}" is ` +
+          `also named as a covariate; a covariate cannot have one of its own`,
+      );
+    }
+  }
+  if (settings.key_metric !== undefined) isMetric("key_metric", settings.key_metric);
+  for (const [metric] of Object.entries(settings.winsorize ?? {})) {
+    isMetric("winsorize", metric);
+    const found = aggregate.metrics.find((m) => m.name === metric)!;
+    const kinds = settings.metric_kinds ?? {};
+    const kind = Object.hasOwn(kinds, metric) ? kinds[metric] : found.detectedKind;
+    if (kind !== "numeric") {
+      throw invalid(
+        `Invalid settings: winsorize names "${metric}", a conversion metric; only numeric ` +
+          `metrics are capped`,
+      );
+    }
+  }
+  for (const metric of settings.lower_is_better ?? []) isMetric("lower_is_better", metric);
 }

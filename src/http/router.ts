@@ -1,6 +1,8 @@
 /**
  * A tiny router: patterns are paths with `:name` segments; a trailing slash is optional on both
  * sides. `match` answers the handler and decoded parameters, or the allowed methods for a 405.
+ * Fixed paths are found in a map and patterns are compared segment by segment without
+ * allocating, so a request costs one split of its path (the routes are matched on every request).
  */
 
 export type Params = Record<string, string>;
@@ -24,13 +26,15 @@ function split(path: string): string[] {
 
 export class Router<H> {
   #routes: Route<H>[] = [];
-  #fixed: Route<H>[] = [];
+  /** Routes without parameters, by their segments joined with `/`. */
+  #fixed = new Map<string, Route<H>[]>();
 
   add(method: string, pattern: string, handler: H): this {
     const route = { method, segments: split(pattern), handler };
     this.#routes.push(route);
     if (!route.segments.some((s) => s.startsWith(":") || s.startsWith("*"))) {
-      this.#fixed.push(route);
+      const key = route.segments.join("/");
+      this.#fixed.set(key, [...(this.#fixed.get(key) ?? []), route]);
     }
     return this;
   }
@@ -38,21 +42,37 @@ export class Router<H> {
   /** A segment that fails to percent-decode never matches a parameter. */
   match(method: string, path: string): Match<H> {
     const parts = split(path);
-    const allow = new Set<string>();
     // A fixed path (`/datasets/upload/`) wins over a pattern (`/datasets/:id/`) for every method.
-    const fixed = this.#fixed.filter((r) => matchSegments(r.segments, parts) !== null);
-    for (const route of fixed.length > 0 ? fixed : this.#routes) {
-      const params = matchSegments(route.segments, parts);
+    const fixed = this.#fixed.get(parts.join("/"));
+    const candidates = fixed ?? this.#routes;
+    let allow: Set<string> | null = null;
+    for (const route of candidates) {
+      if (fixed === undefined && !literalsMatch(route.segments, parts)) continue;
+      const params = fixed === undefined ? matchSegments(route.segments, parts) : {};
       if (!params) continue;
       if (route.method === method || (method === "HEAD" && route.method === "GET")) {
         return { kind: "found", handler: route.handler, params };
       }
+      allow ??= new Set<string>();
       allow.add(route.method);
       if (route.method === "GET") allow.add("HEAD");
     }
-    if (allow.size > 0) return { kind: "method_not_allowed", allow: [...allow].sort() };
+    if (allow !== null) return { kind: "method_not_allowed", allow: [...allow].sort() };
     return { kind: "not_found" };
   }
+}
+
+/** The segment counts fit and every literal segment is equal (no allocation). */
+function literalsMatch(pattern: string[], parts: string[]): boolean {
+  const last = pattern[pattern.length - 1];
+  const wildcard = last !== undefined && last.charCodeAt(0) === 42; // "*"
+  if (wildcard ? parts.length < pattern.length : pattern.length !== parts.length) return false;
+  for (let i = 0; i < pattern.length; i++) {
+    const p = pattern[i];
+    const c = p.charCodeAt(0);
+    if (c !== 58 && c !== 42 && p !== parts[i]) return false; // not ":" or "*": literal
+  }
+  return true;
 }
 
 function matchSegments(pattern: string[], parts: string[]): Params | null {

@@ -14,6 +14,7 @@
  *   its size, so further large uploads take the batched path.
  */
 import { createHash } from "node:crypto";
+import { sha256Hex } from "../crypto/sha256.ts";
 import { ApiError } from "../http/errors.ts";
 import type { DeliveryHub } from "../deliveries.ts";
 import type { Metrics } from "../metrics.ts";
@@ -25,6 +26,21 @@ import { OffThreadValidator, ValidatorThread } from "./off_thread_validator.ts";
 import type { BatchPool } from "./receive.ts";
 import { receiveBody, receiveIntoFile, tooLargeError } from "./receive.ts";
 import { UploadSlots } from "./upload_slots.ts";
+
+/** The batch buffer of a body without a declared length, or declared this long or longer. */
+const BATCH_BYTES = 1024 * 1024;
+
+/**
+ * The batch buffer for a body of `declared` bytes (0: unknown): a small body gets one just
+ * larger than itself, so that it is read in one buffer and a tiny upload does not allocate (and
+ * zero) a whole MiB, which cost more than the rest of its request.
+ */
+export function batchBytesFor(declared: number): number {
+  return declared > 0 && declared < BATCH_BYTES ? Math.max(4096, declared + 1) : BATCH_BYTES;
+}
+
+/** How long after an upload ended the service still counts as `busy`. */
+const BUSY_AFTER_MS = 50;
 
 /** Bodies declared at least this long are validated on the validator thread. */
 const OFF_THREAD_MIN_BYTES = 8 * 1024 * 1024;
@@ -44,6 +60,40 @@ export interface IngestOptions {
   bodyMinBytesPerSecond: number;
   /** Bodies streaming at once; one more gets 503. 0: no cap. */
   maxConcurrentUploads: number;
+}
+
+/** Bodies up to this size are hashed at the end, in TypeScript (one call, no Buffers). */
+const SMALL_HASH_BYTES = 16 * 1024;
+
+/**
+ * SHA-256 of a body seen chunk by chunk: a small body is kept and hashed at once by
+ * `sha256Hex` (a microsecond or two; each `node:crypto` call costs several under Deno), a larger
+ * one streams through `node:crypto`, faster per byte.
+ */
+class UploadHash {
+  #small: Uint8Array | null = new Uint8Array(0);
+  #stream: ReturnType<typeof createHash> | null = null;
+
+  update(chunk: Uint8Array): void {
+    const small = this.#small;
+    if (small !== null && small.length + chunk.length <= SMALL_HASH_BYTES) {
+      const joined = new Uint8Array(small.length + chunk.length);
+      joined.set(small);
+      joined.set(chunk, small.length);
+      this.#small = joined;
+      return;
+    }
+    if (this.#stream === null) {
+      this.#stream = createHash("sha256");
+      if (small !== null && small.length > 0) this.#stream.update(small);
+      this.#small = null;
+    }
+    this.#stream.update(chunk);
+  }
+
+  digest(): string {
+    return this.#stream === null ? sha256Hex(this.#small!) : this.#stream.digest("hex");
+  }
 }
 
 /** A stored direct upload. */
@@ -84,6 +134,7 @@ export class Ingest {
   readonly #slots: UploadSlots;
   readonly #validator = new ValidatorThread();
   #spooling = 0;
+  #lastDone = -Infinity;
 
   constructor(options: IngestOptions) {
     this.#o = options;
@@ -93,6 +144,14 @@ export class Ingest {
   /** Upload bodies streaming now. */
   get inProgress(): number {
     return this.#slots.inUse;
+  }
+
+  /**
+   * True while bodies stream or one ended in the last `BUSY_AFTER_MS`: a burst of uploads,
+   * whose requests should not wait behind background work.
+   */
+  get busy(): boolean {
+    return this.#slots.inUse > 0 || performance.now() - this.#lastDone < BUSY_AFTER_MS;
   }
 
   /**
@@ -119,6 +178,7 @@ export class Ingest {
         return await this.#receiveUpload(req, target, logFields);
       } finally {
         release();
+        this.#lastDone = performance.now();
       }
     } catch (error) {
       this.reject(error);
@@ -154,6 +214,7 @@ export class Ingest {
         try {
           bytes = await receiveBody(req.body, writer, {
             ...this.#bodyLimits(),
+            batchBytes: batchBytesFor(Number(declared ?? 0)),
             maxBytes: exactBytes !== undefined
               ? Math.min(exactBytes, maxUploadBytes)
               : maxUploadBytes,
@@ -168,7 +229,13 @@ export class Ingest {
           const info = await writer.commit();
           logFields.bytes_in = bytes;
           metrics.uploadsStored.inc({ route: "presigned_put" });
-          deliveries.publish({ ...target, key, info, validated: false, source: "presigned_put" });
+          await deliveries.deliver({
+            ...target,
+            key,
+            info,
+            validated: false,
+            source: "presigned_put",
+          });
           return info;
         } catch (error) {
           logFields.bytes_in = bytes;
@@ -239,7 +306,7 @@ export class Ingest {
         }
         result = await remote.finish(bytes);
       } else {
-        const hash = createHash("sha256");
+        const hash = new UploadHash();
         let pool: BatchPool | null = null;
         const batched = offThread
           ? new OffThreadValidator(
@@ -252,6 +319,7 @@ export class Ingest {
         const inline = batched ? null : new DatasetValidator();
         bytes = await receiveBody(req.body, writer, {
           ...this.#bodyLimits(),
+          batchBytes: batchBytesFor(declared),
           onChunk(chunk) {
             counted += chunk.length;
             if (inline) {
@@ -267,13 +335,21 @@ export class Ingest {
             : undefined,
         });
         result = inline
-          ? { summary: inline.finish(), sha256: hash.digest("hex") }
+          ? { summary: inline.finish(), sha256: hash.digest() }
           : await batched!.finish();
       }
       logFields.bytes_in = bytes;
       const info = await writer.commit();
       metrics.uploadsStored.inc({ route: "upload" });
-      deliveries.publish({ ...target, key, info, validated: true, source: "upload" });
+      // Stored: the catalog row is written (and awaited) before the 201; its failure is logged.
+      await deliveries.deliver({
+        ...target,
+        key,
+        info,
+        validated: true,
+        sha256: result.sha256,
+        source: "upload",
+      });
       return { bytes, summary: result.summary, sha256: result.sha256, info };
     } catch (error) {
       logFields.bytes_in = counted;

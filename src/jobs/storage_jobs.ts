@@ -1,24 +1,24 @@
 /**
- * The embedded timer's two jobs. Scan: notices new or changed datasets (by ETag) that arrived by
- * the two-step route and hands them to the post-delivery hook. Clean-up: deletes datasets above
- * the size limit (so none survives 6 hours) and sweeps leftovers of interrupted writes.
- * Both are idempotent, so several instances sharing one bucket stay correct.
+ * The embedded timer's jobs. Scan (every `ABN_SCAN_INTERVAL_SECONDS`): `head`s the keys of open
+ * upload grants for two-step deliveries (`catalog/grant_scan.ts`) and offers the analysis again
+ * the datasets whose analysis is still pending (a transient failure, a crash); its cost follows
+ * open grants and pending analyses, not stored datasets. Clean-up: deletes datasets above the
+ * size limit (read from the catalog, so none survives 6 hours), sweeps leftovers of interrupted
+ * writes and forgets closed grants. Reconciliation (`catalog/reconcile.ts`) is the only job that
+ * lists storage. All are idempotent, so several instances sharing one bucket stay correct.
  */
-import type { ObjectInfo, ObjectStore } from "../storage/object_store.ts";
+import type { ObjectStore } from "../storage/object_store.ts";
 import type { DeliveryHub } from "../deliveries.ts";
-import { parseDatasetKey } from "../deliveries.ts";
 import type { ControlPlane } from "../db/control_plane.ts";
+import { nowIso } from "../db/control_plane.ts";
 import type { Metrics } from "../metrics.ts";
+import { scanGrants } from "../catalog/grant_scan.ts";
+import { openGrantsSince } from "../catalog/dataset_catalog.ts";
 
-/** Every stored dataset object, page by page. */
-export async function* allDatasets(store: ObjectStore): AsyncGenerator<ObjectInfo> {
-  let cursor: string | null = null;
-  do {
-    const page = await store.list("org/", { limit: 1000, cursor });
-    for (const info of page.objects) if (parseDatasetKey(info.key)) yield info;
-    cursor = page.nextCursor;
-  } while (cursor);
-}
+/** A pending analysis is offered again once its row is this old (its first run had its chance). */
+const PENDING_GRACE_MS = 1_000;
+/** Rows read per run by the scan and the clean-up. */
+const BATCH = 1000;
 
 export interface ScanDeps {
   store: ObjectStore;
@@ -29,30 +29,31 @@ export interface ScanDeps {
   inFlight?: (orgId: string, experimentId: string, etag: string) => boolean;
 }
 
-/** Publishes every dataset whose ETag has no analysis yet (or only a pending one not running). */
-export async function scanDeliveries(deps: ScanDeps): Promise<{ noticed: number }> {
-  const known = await deps.db.analyses.etags();
-  const pending = await deps.db.analyses.pending();
-  let noticed = 0;
-  for await (const info of allDatasets(deps.store)) {
-    if (info.size > deps.maxUploadBytes) continue;
-    const { orgId, experimentId } = parseDatasetKey(info.key)!;
-    const id = `${orgId}/${experimentId}`;
-    const etag = known.get(id);
-    const stale = etag !== info.etag;
-    const stuck = !stale && pending.has(id) && !(deps.inFlight?.(orgId, experimentId, info.etag));
-    if (!stale && !stuck) continue;
-    noticed++;
+/** Heads open grants, then offers pending analyses that nothing runs to the analysis again. */
+export async function scanDeliveries(
+  deps: ScanDeps,
+): Promise<{ grants: number; noticed: number; retried: number }> {
+  const { grants, noticed } = await scanGrants(deps);
+  const before = new Date(Date.now() - PENDING_GRACE_MS).toISOString();
+  let retried = 0;
+  for (const row of await deps.db.datasets.pending(deps.maxUploadBytes, before, BATCH)) {
+    if (deps.inFlight?.(row.org_id, row.experiment_id, row.etag)) continue;
+    retried++;
     deps.deliveries.publish({
-      orgId,
-      experimentId,
-      key: info.key,
-      info,
+      orgId: row.org_id,
+      experimentId: row.experiment_id,
+      key: row.key,
+      info: {
+        key: row.key,
+        size: row.size_bytes,
+        etag: row.etag,
+        lastModified: new Date(row.delivered_at),
+      },
       validated: false,
       source: "scan",
     });
   }
-  return { noticed };
+  return { grants, noticed, retried };
 }
 
 export interface CleanupDeps {
@@ -62,27 +63,35 @@ export interface CleanupDeps {
   maxUploadBytes: number;
 }
 
-/** Deletes datasets above the limit and sweeps temporaries / stale multipart uploads. */
-export async function cleanup(deps: CleanupDeps): Promise<{ deleted: number; swept: number }> {
+/**
+ * Deletes datasets above the limit (as the catalog lists them), sweeps temporaries and stale
+ * multipart uploads, and forgets grants closed for good.
+ */
+export async function cleanup(
+  deps: CleanupDeps,
+): Promise<{ deleted: number; swept: number; grantsPruned: number }> {
   let deleted = 0;
-  for await (const info of allDatasets(deps.store)) {
-    if (info.size <= deps.maxUploadBytes) continue;
-    // Look again right before deleting: a valid re-delivery may have replaced it since the listing.
-    const now = await deps.store.head(info.key);
-    if (!now || now.etag !== info.etag || now.size <= deps.maxUploadBytes) continue;
-    await deps.store.delete(info.key);
-    const { orgId, experimentId } = parseDatasetKey(info.key)!;
-    await deps.db.analyses.delete(orgId, experimentId);
-    deleted++;
-    deps.metrics.cleanupDeletions.inc();
+  for (const row of await deps.db.datasets.larger(deps.maxUploadBytes, BATCH)) {
+    // Look again right before deleting: a valid re-delivery may have replaced it since.
+    const observedAt = nowIso();
+    const now = await deps.store.head(row.key);
+    if (now && (now.etag !== row.etag || now.size <= deps.maxUploadBytes)) continue;
+    if (now) {
+      await deps.store.delete(row.key);
+      await deps.db.analyses.delete(row.org_id, row.experiment_id);
+      await deps.db.history.delete(row.org_id, row.experiment_id);
+      await deps.db.deliverySummaries.delete(row.org_id, row.experiment_id);
+      deleted++;
+      deps.metrics.cleanupDeletions.inc();
+    }
+    await deps.db.datasets.remove(row.org_id, row.experiment_id, observedAt);
   }
   const swept = await deps.store.sweep();
-  return { deleted, swept };
+  const grantsPruned = await deps.db.grants.prune(openGrantsSince());
+  return { deleted, swept, grantsPruned };
 }
 
-/** Counts stored datasets above the limit (start-up warns about them). */
-export async function countOversize(store: ObjectStore, maxUploadBytes: number): Promise<number> {
-  let n = 0;
-  for await (const info of allDatasets(store)) if (info.size > maxUploadBytes) n++;
-  return n;
+/** Counts stored datasets above the limit, as the catalog knows them (start-up warns). */
+export async function countOversize(db: ControlPlane, maxUploadBytes: number): Promise<number> {
+  return (await db.datasets.larger(maxUploadBytes, BATCH)).length;
 }

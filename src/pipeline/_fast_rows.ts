@@ -11,14 +11,10 @@
  * state machine in `csv_scanner.ts` handles that row and reports any error. Whatever the fast
  * path accepts, the state machine accepts too; the tests compare the two.
  */
-import {
-  daysInMonth,
-  DIGIT_VALUES,
-  hasText,
-  isDate,
-  MAX_CHECKED_CELL,
-  numberKind,
-} from "./cell_checks.ts";
+import { daysInMonth, DIGIT_VALUES, isDate } from "../csv/calendar_date.ts";
+import { hasText } from "../csv/has_text.ts";
+import { MAX_CHECKED_CELL } from "../csv/limits.ts";
+import { numberKind } from "../csv/number_kind.ts";
 import { type ColumnChecks, DATE, METRIC, REQUIRED } from "./column_checks.ts";
 import type { Utf8Check } from "./utf8_check.ts";
 
@@ -146,6 +142,12 @@ function required(field: string): string {
       }`;
 }
 
+/**
+ * A date cell: `readDay`'s rule inlined on exactly ten bytes (a call per row costs about 7% of
+ * the validator's speed), with the rule's own digit table and month lengths; anything else, a
+ * quoted cell aside, goes to the state machine, which calls `isDate`. A test holds the two
+ * together on every year, month and day form.
+ */
 function date(field: string): string {
   return `if (i + 10 >= n || buf[i + 4] !== 45 || buf[i + 7] !== 45) {
         ${quoted(field, DATE)}

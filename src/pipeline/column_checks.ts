@@ -1,14 +1,9 @@
-import {
-  BINARY,
-  hasText,
-  isDate,
-  MAX_CHECKED_CELL,
-  NUMBER,
-  numberKind,
-  TEXT,
-} from "./cell_checks.ts";
-import { excerpt } from "./_bytes.ts";
-import { ValidationError } from "./validation_error.ts";
+import { invalidDateError, isDate } from "../csv/calendar_date.ts";
+import type { CsvError } from "../csv/csv_error.ts";
+import { decimalComma, type Delimiter } from "../csv/delimiter.ts";
+import { emptyCellError, hasText } from "../csv/has_text.ts";
+import { MAX_CHECKED_CELL } from "../csv/limits.ts";
+import { BINARY, NUMBER, numberKind, TEXT } from "../csv/number_kind.ts";
 
 /** What a column's cells are checked for; the CSV scanner skips `SKIP` columns. */
 export const SKIP = 0;
@@ -40,7 +35,7 @@ export class ColumnChecks {
   readonly kinds: Uint8Array;
   readonly names: readonly string[];
   /** The first failed check of the current row, if any. */
-  rowError: ValidationError | null = null;
+  rowError: CsvError | null = null;
 
   /** A decimal comma is accepted in numbers (semicolon-delimited files). */
   readonly decimalComma: boolean;
@@ -54,9 +49,9 @@ export class ColumnChecks {
   #partial = false;
 
   /** `names` are the trimmed header names; `maxColumns` bounds the field index the scanner passes. */
-  constructor(names: readonly string[], delimiter: "," | ";", maxColumns: number) {
+  constructor(names: readonly string[], delimiter: Delimiter, maxColumns: number) {
     this.names = names;
-    this.decimalComma = delimiter === ";";
+    this.decimalComma = decimalComma(delimiter);
     this.kinds = new Uint8Array(Math.max(maxColumns, names.length) + 2);
     this.found = new Uint8Array(names.length);
     this.#text = new Uint8Array(names.length);
@@ -134,19 +129,11 @@ export class ColumnChecks {
   }
 
   #badDate(value: Uint8Array, line: number): void {
-    this.rowError ??= new ValidationError(
-      "invalid_date",
-      `Invalid date on line ${line}: "${excerpt(value)}" is not a calendar date written YYYY-MM-DD`,
-      line,
-    );
+    this.rowError ??= invalidDateError(value, line);
   }
 
   #empty(field: number, line: number): void {
-    this.rowError ??= new ValidationError(
-      "invalid_csv",
-      `Cannot parse line ${line}: ${this.names[field]} is empty`,
-      line,
-    );
+    this.rowError ??= emptyCellError(this.names[field], line);
   }
 
   /** Columns (other than `user_id`, `variant`, `date`) whose non-empty cells are all numbers, with at least one. */

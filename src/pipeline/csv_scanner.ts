@@ -1,4 +1,16 @@
-import { COMMA, CR, LF, NUL, QUOTE, SEMICOLON } from "./_bytes.ts";
+import { CR, LF, NUL, QUOTE } from "../csv/bytes.ts";
+import {
+  type CsvError,
+  fieldCountError,
+  lineTooLongError,
+  loneCarriageReturnError,
+  strayQuoteError,
+  textAfterQuoteError,
+  tooManyColumnsError,
+  unclosedQuoteError,
+} from "../csv/csv_error.ts";
+import { type Delimiter, delimiterByte } from "../csv/delimiter.ts";
+import { MAX_COLUMNS, MAX_LINE_BYTES } from "../csv/limits.ts";
 import type { ColumnChecks } from "./column_checks.ts";
 import { compileFastRows, type FastRows, type FastRowsContext } from "./_fast_rows.ts";
 import type { Utf8Check } from "./utf8_check.ts";
@@ -6,7 +18,7 @@ import { ValidationError } from "./validation_error.ts";
 
 /** Options of `CsvScanner`. */
 export interface CsvScannerOptions {
-  delimiter: "," | ";";
+  delimiter: Delimiter;
   /** Fields every row must have: the header's count. */
   fieldCount: number;
   /** Cell checks per column; `cells.kinds` says which fields to hand over. */
@@ -17,9 +29,9 @@ export interface CsvScannerOptions {
   line?: number;
   /** Byte offset of the first byte in the upload; default 0. */
   offset?: number;
-  /** Longest row in bytes, line end excluded; default 1 MiB. */
+  /** Longest row in bytes, line end excluded; default `MAX_LINE_BYTES` (1 MiB). */
   maxLineBytes?: number;
-  /** Most fields in a row; default 1000. */
+  /** Most fields in a row; default `MAX_COLUMNS` (1000). */
   maxColumns?: number;
   /** Use the compiled fast path for plain rows; default true (tests compare both). */
   fastPath?: boolean;
@@ -50,7 +62,8 @@ function byteClasses(delimiter: number): Uint8Array {
  * LF line ends, the field count of every row, NUL bytes, UTF-8 (bytes `>= 0x80` only), the row
  * and column limits, and blank lines (skipped, still counted). Complete cells of checked
  * columns go to `ColumnChecks`; cells cut by a chunk end are carried over there. Chunks are
- * never kept. Errors are `ValidationError`s naming the physical line.
+ * never kept. Errors name the physical line: `CsvError`s for broken CSV rules, `ValidationError`s
+ * for NUL bytes and bad UTF-8.
  */
 export class CsvScanner {
   readonly #delimiter: number;
@@ -74,13 +87,13 @@ export class CsvScanner {
   readonly #context: FastRowsContext;
 
   constructor(options: CsvScannerOptions) {
-    this.#delimiter = options.delimiter === ";" ? SEMICOLON : COMMA;
+    this.#delimiter = delimiterByte(options.delimiter);
     this.#classes = byteClasses(this.#delimiter);
     this.#fieldCount = options.fieldCount;
     this.#cells = options.cells;
     this.#utf8 = options.utf8;
-    this.#maxLineBytes = options.maxLineBytes ?? 1_048_576;
-    this.#maxColumns = options.maxColumns ?? 1000;
+    this.#maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
+    this.#maxColumns = options.maxColumns ?? MAX_COLUMNS;
     this.#line = options.line ?? 2;
     this.#offset = options.offset ?? 0;
     this.#rowStart = this.#offset;
@@ -114,7 +127,7 @@ export class CsvScanner {
     return atLineStart ? this.#line - 1 : this.#line;
   }
 
-  /** Scans `buf[from..]`. Throws a `ValidationError` at the first problem. */
+  /** Scans `buf[from..]`. Throws at the first problem. */
   push(buf: Uint8Array, from = 0): void {
     const n = buf.length;
     const classes = this.#classes;
@@ -136,8 +149,10 @@ export class CsvScanner {
     let quoteAt = from;
 
     if (this.#utf8.pending) {
+      // A sequence cut by the chunk end is reported where it starts, as it is in one chunk.
+      const open = this.#utf8.openBytes;
       i = this.#utf8.resume(buf, i);
-      if (i < 0) throw this.#invalidUtf8(line, base + from);
+      if (i < 0) throw this.#invalidUtf8(line, base + from - open);
     }
 
     while (i < n) {
@@ -193,10 +208,7 @@ export class CsvScanner {
           if (next < 0) throw this.#unless(base + i - rowStart, this.#invalidUtf8(line, base + i));
           i = next;
         } else if (b === QUOTE) {
-          throw this.#unless(
-            base + i - rowStart,
-            this.#syntax(line, "unexpected quote in an unquoted field"),
-          );
+          throw this.#unless(base + i - rowStart, strayQuoteError(line));
         } else {
           throw this.#unless(base + i - rowStart, this.#nul(line));
         }
@@ -251,12 +263,12 @@ export class CsvScanner {
           }
           i++;
         } else {
-          throw this.#unless(base + i - rowStart, this.#syntax(line, "text after a closing quote"));
+          throw this.#unless(base + i - rowStart, textAfterQuoteError(line));
         }
         continue;
       }
       // CR_SEEN
-      if (buf[i] !== LF) throw this.#syntax(line, "carriage return not followed by a line feed");
+      if (buf[i] !== LF) throw loneCarriageReturnError(line);
       line++;
       i++;
       rowStart = base + i;
@@ -285,9 +297,7 @@ export class CsvScanner {
     if (this.#utf8.pending) throw this.#invalidUtf8(line, this.#offset);
     const state = this.#state;
     const field = this.#field;
-    if (state === QUOTED) {
-      throw this.#syntax(this.#quoteLine, "a quoted field is not closed");
-    }
+    if (state === QUOTED) throw unclosedQuoteError(this.#quoteLine);
     const empty = new Uint8Array(0);
     if (state === UNQUOTED || state === QUOTE_SEEN || (state === FIELD && field !== 0)) {
       if (this.#cells.kinds[field] !== 0) this.#cells.cell(field, empty, 0, 0, line);
@@ -301,9 +311,7 @@ export class CsvScanner {
   #endRow(field: number, length: number): void {
     const line = this.#rowLine;
     if (length > this.#maxLineBytes) throw this.#tooLong();
-    if (field + 1 !== this.#fieldCount) {
-      throw this.#syntax(line, `expected ${this.#fieldCount} fields, got ${field + 1}`);
-    }
+    if (field + 1 !== this.#fieldCount) throw fieldCountError(line, this.#fieldCount, field + 1);
     const error = this.#cells.rowError;
     if (error !== null) throw error;
     this.#rows++;
@@ -313,20 +321,16 @@ export class CsvScanner {
    * The error found `length` bytes into the current row, unless the row was already too long
    * there: then the length is the first problem, as it is when a chunk end comes between.
    */
-  #unless(length: number, error: ValidationError): ValidationError {
+  #unless(length: number, error: CsvError | ValidationError): CsvError | ValidationError {
     return length > this.#maxLineBytes ? this.#tooLong() : error;
   }
 
-  #syntax(line: number, detail: string): ValidationError {
-    return new ValidationError("invalid_csv", `Cannot parse line ${line}: ${detail}`, line);
+  #tooLong(): CsvError {
+    return lineTooLongError(this.#rowLine, this.#maxLineBytes);
   }
 
-  #tooLong(): ValidationError {
-    return this.#syntax(this.#rowLine, `line is longer than ${this.#maxLineBytes} bytes`);
-  }
-
-  #tooManyColumns(): ValidationError {
-    return this.#syntax(this.#rowLine, `more than ${this.#maxColumns} columns`);
+  #tooManyColumns(): CsvError {
+    return tooManyColumnsError(this.#rowLine, this.#maxColumns);
   }
 
   #nul(line: number): ValidationError {

@@ -1,16 +1,18 @@
+import type { Delimiter } from "../csv/delimiter.ts";
+import type { Header } from "../csv/header.ts";
+import { MAX_COLUMNS, MAX_LINE_BYTES } from "../csv/limits.ts";
 import { ColumnChecks, type MetricColumn } from "./column_checks.ts";
 import { CsvScanner } from "./csv_scanner.ts";
-import type { Header } from "./header.ts";
 import { HeaderReader } from "./header_reader.ts";
 import { SignatureCheck } from "./signature_check.ts";
 import { Utf8Check } from "./utf8_check.ts";
-import { ValidationError } from "./validation_error.ts";
+import { toValidationError, ValidationError } from "./validation_error.ts";
 
 /** Options of `DatasetValidator` and `validationStream`. */
 export interface DatasetValidatorOptions {
-  /** Longest line (a row, line end excluded) in bytes; default 1_048_576 (1 MiB). */
+  /** Longest line (a row, line end excluded) in bytes; default `MAX_LINE_BYTES` (1 MiB). */
   maxLineBytes?: number;
-  /** Most columns in the header or any row; default 1000. */
+  /** Most columns in the header or any row; default `MAX_COLUMNS` (1000). */
   maxColumns?: number;
 }
 
@@ -22,7 +24,7 @@ export interface ValidationSummary {
   lines: number;
   /** Data rows (not the header, not blank lines). */
   rows: number;
-  delimiter: "," | ";";
+  delimiter: Delimiter;
   /** Trimmed header names, BOM stripped. */
   columns: string[];
   /** Columns whose non-empty cells are all numbers: all 0/1 is `conversion`, else `numeric`. */
@@ -33,10 +35,12 @@ export interface ValidationSummary {
 
 /**
  * Validates an upload as its bytes arrive: archive and encoding signatures, NUL bytes, UTF-8,
- * CSV structure, the header, the cells, and the limits (see DESIGN.md, "What a direct upload
- * checks"). `push` is synchronous and throws a `ValidationError` at the first problem; after an
- * error every call throws it again. Chunks are neither kept nor copied, apart from the first
- * bytes while the signature is undecided, the header line, and the carry-over of a cut cell.
+ * CSV structure, the header, the cells, and the limits (see docs/api.md, "What a direct upload
+ * checks"; the CSV rules are those of `src/csv/`, whose `CsvError`s are answered as
+ * `ValidationError`s of the same code, message and line). `push` is synchronous and throws a
+ * `ValidationError` at the first problem; after an error every call throws it again. Chunks are
+ * neither kept nor copied, apart from the first bytes while the signature is undecided, the
+ * header line, and the carry-over of a cut cell.
  */
 export class DatasetValidator {
   readonly #maxLineBytes: number;
@@ -53,8 +57,8 @@ export class DatasetValidator {
   #summary: ValidationSummary | null = null;
 
   constructor(options: DatasetValidatorOptions = {}) {
-    this.#maxLineBytes = positive("maxLineBytes", options.maxLineBytes ?? 1_048_576);
-    this.#maxColumns = positive("maxColumns", options.maxColumns ?? 1000);
+    this.#maxLineBytes = positive("maxLineBytes", options.maxLineBytes ?? MAX_LINE_BYTES);
+    this.#maxColumns = positive("maxColumns", options.maxColumns ?? MAX_COLUMNS);
     this.#header = new HeaderReader(this.#utf8, {
       maxLineBytes: this.#maxLineBytes,
       maxColumns: this.#maxColumns,
@@ -81,8 +85,7 @@ export class DatasetValidator {
       }
       if (from < chunk.length) this.#csv(chunk, from);
     } catch (error) {
-      this.#error = error;
-      throw error;
+      throw this.#error = toValidationError(error);
     }
   }
 
@@ -94,8 +97,7 @@ export class DatasetValidator {
       this.#summary = this.#finish();
       return this.#summary;
     } catch (error) {
-      this.#error = error;
-      throw error;
+      throw this.#error = toValidationError(error);
     }
   }
 

@@ -1,21 +1,24 @@
-import { CR, LF, NUL, QUOTE } from "./_bytes.ts";
-import { type Header, parseHeader } from "./header.ts";
+import { LF, NUL, QUOTE } from "../csv/bytes.ts";
+import { lineTooLongError, unclosedQuoteError } from "../csv/csv_error.ts";
+import { type Header, headerContent, parseHeader } from "../csv/header.ts";
+import { MAX_COLUMNS, MAX_LINE_BYTES } from "../csv/limits.ts";
 import type { Utf8Check } from "./utf8_check.ts";
 import { ValidationError } from "./validation_error.ts";
 
 /** Options of `HeaderReader`. */
 export interface HeaderReaderOptions {
-  /** Longest header line in bytes; default 1 MiB. */
+  /** Longest header line in bytes; default `MAX_LINE_BYTES` (1 MiB). */
   maxLineBytes?: number;
-  /** Most columns; default 1000. */
+  /** Most columns; default `MAX_COLUMNS` (1000). */
   maxColumns?: number;
 }
 
 /**
  * Collects the header: the first non-blank line, which ends at the first line feed outside
- * quotes. Skips a leading UTF-8 BOM and blank lines before it (they still count as lines),
- * checks its bytes for NUL and UTF-8 as they arrive, and refuses it once it passes
- * `maxLineBytes`. Only the header's bytes are copied.
+ * quotes. Skips a leading UTF-8 BOM and blank lines before it (they still count as lines; see
+ * `headerContent`), checks its bytes for NUL and UTF-8 as they arrive, and refuses it once it
+ * passes `maxLineBytes`. Only the header's bytes are copied. Broken CSV rules throw `CsvError`s,
+ * NUL and bad UTF-8 `ValidationError`s.
  */
 export class HeaderReader {
   readonly #utf8: Utf8Check;
@@ -34,8 +37,8 @@ export class HeaderReader {
 
   constructor(utf8: Utf8Check, options: HeaderReaderOptions = {}) {
     this.#utf8 = utf8;
-    this.#maxLineBytes = options.maxLineBytes ?? 1_048_576;
-    this.#maxColumns = options.maxColumns ?? 1000;
+    this.#maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
+    this.#maxColumns = options.maxColumns ?? MAX_COLUMNS;
   }
 
   /** The parsed header, once complete. */
@@ -50,7 +53,7 @@ export class HeaderReader {
 
   /**
    * Reads header bytes from `buf[from..]`. Answers the index just after the header's line feed,
-   * or `-1` when the chunk ended first. Throws a `ValidationError` on a bad header.
+   * or `-1` when the chunk ended first. Throws on a bad header.
    */
   push(buf: Uint8Array, from = 0): number {
     const n = buf.length;
@@ -100,13 +103,7 @@ export class HeaderReader {
   /** End of input: completes a header without a final line feed. Answers `null` when there is none. */
   finish(): Header | null {
     if (this.#utf8.pending) throw this.#invalidUtf8();
-    if (this.#quoted) {
-      throw new ValidationError(
-        "invalid_csv",
-        `Cannot parse line ${this.#quoteLine}: a quoted field is not closed`,
-        this.#quoteLine,
-      );
-    }
+    if (this.#quoted) throw unclosedQuoteError(this.#quoteLine);
     this.#complete();
     return this.#header;
   }
@@ -122,11 +119,7 @@ export class HeaderReader {
   /** Throws when the header is already too long `pending` bytes past what was appended. */
   #tooLongAt(pending: number): void {
     if (this.#length + pending > this.#maxLineBytes + 1) {
-      throw new ValidationError(
-        "invalid_csv",
-        `Cannot parse line ${this.#startLine}: line is longer than ${this.#maxLineBytes} bytes`,
-        this.#startLine,
-      );
+      throw lineTooLongError(this.#startLine, this.#maxLineBytes);
     }
   }
 
@@ -144,20 +137,12 @@ export class HeaderReader {
 
   /** A line ended: parses it as the header unless it is blank. */
   #complete(): boolean {
-    let line = this.#bytes.subarray(0, this.#length);
-    if (line.length > 0 && line[line.length - 1] === CR) line = line.subarray(0, line.length - 1);
-    if (this.#firstLine && line[0] === 0xef && line[1] === 0xbb && line[2] === 0xbf) {
-      line = line.subarray(3); // a leading UTF-8 BOM is not part of the first name
-    }
+    const line = headerContent(this.#bytes.subarray(0, this.#length), this.#firstLine);
     this.#firstLine = false;
     this.#length = 0;
     if (line.length === 0) return false;
     if (line.length > this.#maxLineBytes) {
-      throw new ValidationError(
-        "invalid_csv",
-        `Cannot parse line ${this.#startLine}: line is longer than ${this.#maxLineBytes} bytes`,
-        this.#startLine,
-      );
+      throw lineTooLongError(this.#startLine, this.#maxLineBytes);
     }
     this.#header = parseHeader(line, this.#startLine, this.#maxColumns);
     return true;

@@ -12,10 +12,20 @@ export class Utf8Check {
   /** Bounds of the next continuation byte (narrower after E0, ED, F0, F4). */
   #lo = 0x80;
   #hi = 0xbf;
+  /** Bytes of the open sequence already read, its lead byte included. */
+  #seen = 0;
 
   /** True when the last chunk ended inside a multibyte sequence. */
   get pending(): boolean {
     return this.#need !== 0;
+  }
+
+  /**
+   * Bytes of the sequence left open by the last chunk (its lead byte included): where it started,
+   * counted back from the next chunk's first byte. Read it before `resume`.
+   */
+  get openBytes(): number {
+    return this.#need !== 0 ? this.#seen : 0;
   }
 
   /**
@@ -42,23 +52,32 @@ export class Utf8Check {
     } else {
       return -1;
     }
-    return this.#continuation(buf, i + 1, need, lo, hi);
+    return this.#continuation(buf, i + 1, need, lo, hi, 1);
   }
 
   /** Continues a sequence left open by the previous chunk from `buf[i]`; answers as `sequence`. */
   resume(buf: Uint8Array, i: number): number {
     const need = this.#need;
     this.#need = 0;
-    return this.#continuation(buf, i, need, this.#lo, this.#hi);
+    return this.#continuation(buf, i, need, this.#lo, this.#hi, this.#seen);
   }
 
-  #continuation(buf: Uint8Array, i: number, need: number, lo: number, hi: number): number {
+  /** `seen`: bytes of the sequence before `buf[i]`. */
+  #continuation(
+    buf: Uint8Array,
+    i: number,
+    need: number,
+    lo: number,
+    hi: number,
+    seen: number,
+  ): number {
     const n = buf.length;
     while (need > 0) {
       if (i >= n) {
         this.#need = need;
         this.#lo = lo;
         this.#hi = hi;
+        this.#seen = seen;
         return n;
       }
       const c = buf[i];
@@ -67,6 +86,7 @@ export class Utf8Check {
       hi = 0xbf;
       need--;
       i++;
+      seen++;
     }
     return i;
   }

@@ -1,3 +1,4 @@
+import { CsvError, withLine } from "../csv/csv_error.ts";
 import type { ErrorCode } from "../http/errors.ts";
 import { ApiError } from "../http/errors.ts";
 
@@ -10,12 +11,18 @@ export class ValidationError extends ApiError {
    * `Cannot parse line 12: expected 5 fields, got 3`.
    */
   constructor(code: ErrorCode, message: string, line: number | null = null) {
-    super(code, line === null || namesLine(message, line) ? message : `${message} (line ${line})`);
+    super(code, withLine(message, line));
     this.name = "ValidationError";
     this.line = line;
   }
+
+  /** The answer to a broken CSV rule: the same code (an error code of its own name), message and line. */
+  static fromCsvError(error: CsvError): ValidationError {
+    return new ValidationError(error.code, error.message, error.line);
+  }
 }
 
-function namesLine(message: string, line: number): boolean {
-  return new RegExp(`\\bline ${line}\\b`).test(message);
+/** `error` as the pipeline reports it: a `CsvError` becomes its `ValidationError`, anything else stays. */
+export function toValidationError(error: unknown): unknown {
+  return error instanceof CsvError ? ValidationError.fromCsvError(error) : error;
 }

@@ -1,5 +1,6 @@
 /**
- * `GET /datasets/{id}/analysis/` and `GET|PUT /datasets/{id}/settings/`.
+ * `GET /datasets/{id}/analysis/` (JSON, or with `?format=csv` one row per metric × variant) and
+ * `GET|PUT /datasets/{id}/settings/`.
  */
 import type { AppCtx, AppRoutes } from "./deps.ts";
 import { json } from "../http/context.ts";
@@ -9,6 +10,8 @@ import type { Aggregate } from "../analysis/aggregate/aggregate_types.ts";
 import { datasetKey } from "../storage/object_store.ts";
 import { requireDataset } from "./datasets.ts";
 import { readJsonObject } from "./initiate.ts";
+import { csvResponse, responseFormat } from "./history.ts";
+import { analysisCsv } from "../analysis/csv_export.ts";
 
 const EMPTY = {
   control: null,
@@ -19,11 +22,14 @@ const EMPTY = {
   metrics: null,
   win_probability: null,
   daily: null,
+  dimensions: null,
+  changes: null,
   warnings: [],
 };
 
 async function analysis(ctx: AppCtx): Promise<Response> {
   const principal = await ctx.auth();
+  const format = responseFormat(ctx.url);
   const { experimentId, key, info } = await requireDataset(ctx, principal.orgId);
   const row = await ctx.deps.db.analyses.get(principal.orgId, experimentId);
   const current = row !== null && row.etag === info.etag;
@@ -49,6 +55,12 @@ async function analysis(ctx: AppCtx): Promise<Response> {
   const { _data: _, ...result } = current && row.status === "ready" && row.result
     ? JSON.parse(row.result)
     : EMPTY;
+  if (format === "csv") {
+    // Until the analysis is ready: the header alone, and the status in a header.
+    return csvResponse(ctx, analysisCsv(result), `${experimentId}-analysis.csv`, {
+      "x-analysis-status": status,
+    });
+  }
   return json(ctx, {
     experiment_id: experimentId,
     status,

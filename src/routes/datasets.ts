@@ -1,6 +1,10 @@
 /**
- * The organization's datasets, read live from storage (so a two-step delivery shows at once):
- * `GET /datasets/`, `GET|DELETE /datasets/{id}/`, `GET /datasets/{id}/file/`.
+ * The organization's datasets: `GET /datasets/`, `GET|DELETE /datasets/{id}/`,
+ * `GET /datasets/{id}/file/`. The list and the show read the dataset catalog, so their cost
+ * follows what is asked for, not what is stored; a two-step delivery shows at once because the
+ * keys of the organization's open upload grants are `head`ed first (S3 only: local upload URLs
+ * are PUT through this process, which records them at commit). Until the first reconciliation
+ * after start-up has finished, the list reads storage instead and the show confirms with a head.
  */
 import type { AppCtx, AppRoutes } from "./deps.ts";
 import { json } from "../http/context.ts";
@@ -8,10 +12,13 @@ import { ApiError } from "../http/errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
 import type { ObjectInfo } from "../storage/object_store.ts";
 import { Buffer } from "node:buffer";
-import { datasetKey, orgPrefix } from "../storage/object_store.ts";
+import { datasetKey, orgPrefix, parseDatasetKey } from "../storage/object_store.ts";
 import type { UrlSigner } from "../crypto/url_signer.ts";
-import { parseDatasetKey } from "../deliveries.ts";
-import type { ControlPlane } from "../db/control_plane.ts";
+import type { AnalysisStatus, DatasetRow } from "../db/control_plane.ts";
+import { nowIso } from "../db/control_plane.ts";
+import { openGrantsSince } from "../catalog/dataset_catalog.ts";
+import { headGrants } from "../catalog/grant_scan.ts";
+import type { AppDeps } from "./deps.ts";
 
 export function notFound(experimentId: string): ApiError {
   return new ApiError(
@@ -29,23 +36,79 @@ export function tooLarge(experimentId: string, size: number, limit: number): Api
   );
 }
 
-export async function describe(
-  db: ControlPlane,
-  orgId: string,
-  experimentId: string,
-  info: ObjectInfo,
-  limit: number,
-) {
+/** A stored dataset as the list and the show describe it. */
+export interface StoredDataset {
+  experimentId: string;
+  key: string;
+  info: ObjectInfo;
+  /** The analysis status of this object (`pending` until its analysis is saved). */
+  status: AnalysisStatus;
+}
+
+function fromRow(row: DatasetRow): StoredDataset {
   return {
-    experiment_id: experimentId,
+    experimentId: row.experiment_id,
+    key: row.key,
+    info: {
+      key: row.key,
+      size: row.size_bytes,
+      etag: row.etag,
+      lastModified: new Date(row.delivered_at),
+    },
+    status: row.analysis_status,
+  };
+}
+
+export function describe(dataset: StoredDataset, limit: number) {
+  const { info } = dataset;
+  return {
+    experiment_id: dataset.experimentId,
     size_bytes: info.size,
     size_mb: info.size / 1048576,
     updated_at: info.lastModified.toISOString(),
     etag: info.etag,
-    analysis_status: info.size > limit
-      ? "too_large"
-      : await db.analyses.status(orgId, experimentId, info.etag),
+    analysis_status: info.size > limit ? "too_large" : dataset.status,
   };
+}
+
+/**
+ * The stored dataset of an experiment, or null. Reads the catalog and confirms with one `head`
+ * only where the catalog may not know yet: no row, an open upload grant for the key, or no
+ * reconciliation since start-up. What the head finds is delivered (recorded and analysed);
+ * a row whose object is gone is removed.
+ */
+export async function findDataset(
+  deps: AppDeps,
+  orgId: string,
+  experimentId: string,
+): Promise<StoredDataset | null> {
+  const { db, store, deliveries } = deps;
+  const key = datasetKey(orgId, experimentId);
+  const row = await db.datasets.get(orgId, experimentId);
+  const confirm = row === null || !deps.catalog.ready || await hasOpenGrant(deps, key);
+  if (!confirm) return fromRow(row);
+  const observedAt = nowIso();
+  const info = await store.head(key);
+  if (info === null) {
+    if (row !== null) await db.datasets.remove(orgId, experimentId, observedAt);
+    return null;
+  }
+  if (row !== null && row.etag === info.etag && row.size_bytes === info.size) return fromRow(row);
+  await deliveries.deliver(
+    { orgId, experimentId, key, info, validated: false, source: "scan" },
+    observedAt,
+  );
+  const recorded = await db.datasets.get(orgId, experimentId);
+  return recorded?.etag === info.etag
+    ? fromRow(recorded)
+    : { experimentId, key, info, status: await db.analyses.status(orgId, experimentId, info.etag) };
+}
+
+/** True when an upload grant for `key` is open (S3; grants not yet written included). */
+async function hasOpenGrant(deps: AppDeps, key: string): Promise<boolean> {
+  if (deps.grants === undefined) return false;
+  await deps.grants.flush();
+  return await deps.db.grants.get(key, openGrantsSince()) !== null;
 }
 
 /** The stored dataset of the path's experiment: 404 when none, 400 when over the limit. */
@@ -53,37 +116,51 @@ export async function requireDataset(
   ctx: AppCtx,
   orgId: string,
   options: { allowTooLarge?: boolean } = {},
-): Promise<{ experimentId: string; key: string; info: ObjectInfo }> {
+): Promise<StoredDataset> {
   const experimentId = parseExperimentId(ctx.params.experiment_id);
   ctx.logFields.experiment_id = experimentId;
-  const key = datasetKey(orgId, experimentId);
-  const info = await ctx.deps.store.head(key);
-  if (!info) throw notFound(experimentId);
-  if (!options.allowTooLarge && info.size > ctx.deps.config.maxUploadBytes) {
-    throw tooLarge(experimentId, info.size, ctx.deps.config.maxUploadBytes);
+  const dataset = await findDataset(ctx.deps, orgId, experimentId);
+  if (!dataset) throw notFound(experimentId);
+  const size = dataset.info.size;
+  if (!options.allowTooLarge && size > ctx.deps.config.maxUploadBytes) {
+    throw tooLarge(experimentId, size, ctx.deps.config.maxUploadBytes);
   }
-  return { experimentId, key, info };
+  return dataset;
 }
 
 /**
- * List cursors are the store's own (a key on disk, an S3 continuation token), sealed with the
- * service's HMAC and bound to the organization: a cursor the service did not issue to this
- * organization is refused with 400 before storage sees it (S3 would answer an invalid token
- * with an error that looks like an outage).
+ * A list cursor is the last item of the previous page (an experiment_id; a snapshot number for
+ * the history), sealed with the service's HMAC and bound to the organization: a cursor the service
+ * did not issue to this organization is refused with 400. The same cursor continues a page read
+ * from the catalog or from storage. `scope` keeps the cursors of different lists apart (`LIST`
+ * for this one; the history's are its own).
  */
-function sealCursor(signer: UrlSigner, orgId: string, cursor: string): string {
-  const signature = new URLSearchParams(signer.sign("LIST", `${orgId}\n${cursor}`, 0))
+export function sealCursor(
+  signer: UrlSigner,
+  orgId: string,
+  cursor: string,
+  scope = "LIST",
+): string {
+  const signature = new URLSearchParams(signer.sign(scope, `${orgId}\n${cursor}`, 0))
     .get("signature");
   return `${Buffer.from(cursor).toString("base64url")}.${signature}`;
 }
 
-function openCursor(signer: UrlSigner, orgId: string, sealed: string): string {
+export function openCursor(
+  signer: UrlSigner,
+  orgId: string,
+  sealed: string,
+  scope = "LIST",
+): string {
   const m = /^([A-Za-z0-9_-]{1,2048})\.([A-Za-z0-9_-]{43})$/.exec(sealed);
   if (m) {
     const cursor = Buffer.from(m[1], "base64url").toString();
     const params = new URLSearchParams({ expires: "0", signature: m[2] });
     // The signature matched when the only complaint is the (deliberately past) expiry.
-    if (signer.verify("LIST", `${orgId}\n${cursor}`, params).result === "expired") return cursor;
+    if (signer.verify(scope, `${orgId}\n${cursor}`, params).result === "expired") {
+      // A storage key (the local driver's cursor before the catalog): its experiment.
+      return parseDatasetKey(cursor)?.experimentId ?? cursor;
+    }
   }
   throw new ApiError(
     "invalid_json",
@@ -91,51 +168,87 @@ function openCursor(signer: UrlSigner, orgId: string, sealed: string): string {
   );
 }
 
-async function list(ctx: AppCtx): Promise<Response> {
-  const principal = await ctx.auth();
-  const limitText = ctx.url.searchParams.get("limit");
+/** A page of the catalog, after the org's open grants were looked at. */
+async function catalogPage(
+  deps: AppDeps,
+  orgId: string,
+  after: string | null,
+  limit: number,
+): Promise<{ datasets: StoredDataset[]; last: string | null }> {
+  if (deps.grants !== undefined) {
+    await deps.grants.flush(); // grants handed out in the last 50 ms too
+    const grants = await deps.db.grants.open(openGrantsSince(), orgId);
+    if (grants.length > 0) {
+      // The page is still right without them: a failing head is the timer's to retry.
+      await headGrants(deps, grants).catch((error) => {
+        deps.log.warn("open grants not looked at for the list", {
+          org_id: orgId,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      });
+    }
+  }
+  const rows = await deps.db.datasets.page(orgId, { after, limit: limit + 1 });
+  const datasets = rows.slice(0, limit).map(fromRow);
+  return { datasets, last: rows.length > limit ? datasets[limit - 1].experimentId : null };
+}
+
+/** A page of a storage listing (before the first reconciliation), after the same cursor. */
+async function storagePage(
+  deps: AppDeps,
+  orgId: string,
+  after: string | null,
+  limit: number,
+): Promise<{ datasets: StoredDataset[]; last: string | null }> {
+  const page = await deps.store.list(orgPrefix(orgId), {
+    limit,
+    startAfter: after === null ? null : datasetKey(orgId, after),
+  });
+  const datasets: StoredDataset[] = [];
+  for (const info of page.objects) {
+    const parsed = parseDatasetKey(info.key);
+    if (!parsed || parsed.orgId !== orgId) continue;
+    const status = await deps.db.analyses.status(orgId, parsed.experimentId, info.etag);
+    datasets.push({ experimentId: parsed.experimentId, key: info.key, info, status });
+  }
+  const lastKey = page.objects.at(-1)?.key;
+  const last = page.nextCursor === null || lastKey === undefined
+    ? null
+    : parseDatasetKey(lastKey)?.experimentId ?? null;
+  return { datasets, last };
+}
+
+/** The `limit` of a paged list: 1 to 1000, 1000 when absent (400 `invalid_json` otherwise). */
+export function pageLimit(url: URL): number {
+  const limitText = url.searchParams.get("limit");
   const limit = limitText === null ? 1000 : Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
     throw new ApiError("invalid_json", "limit must be a whole number from 1 to 1000");
   }
+  return limit;
+}
+
+async function list(ctx: AppCtx): Promise<Response> {
+  const principal = await ctx.auth();
+  const limit = pageLimit(ctx.url);
   const signer = ctx.deps.signer;
   const given = ctx.url.searchParams.get("cursor") || null;
-  const cursor = given === null ? null : openCursor(signer, principal.orgId, given);
-  const page = await ctx.deps.store.list(orgPrefix(principal.orgId), { limit, cursor });
-  const datasets = [];
-  for (const info of page.objects) {
-    const parsed = parseDatasetKey(info.key);
-    if (!parsed || parsed.orgId !== principal.orgId) continue;
-    datasets.push(
-      await describe(
-        ctx.deps.db,
-        principal.orgId,
-        parsed.experimentId,
-        info,
-        ctx.deps.config.maxUploadBytes,
-      ),
-    );
-  }
+  const after = given === null ? null : openCursor(signer, principal.orgId, given);
+  const read = ctx.deps.catalog.ready ? catalogPage : storagePage;
+  const { datasets, last } = await read(ctx.deps, principal.orgId, after, limit);
+  const maxBytes = ctx.deps.config.maxUploadBytes;
   return json(ctx, {
-    datasets,
-    next_cursor: page.nextCursor === null
-      ? null
-      : sealCursor(signer, principal.orgId, page.nextCursor),
+    datasets: datasets.map((dataset) => describe(dataset, maxBytes)),
+    next_cursor: last === null ? null : sealCursor(signer, principal.orgId, last),
   });
 }
 
 async function show(ctx: AppCtx): Promise<Response> {
   const principal = await ctx.auth();
-  const { experimentId, key, info } = await requireDataset(ctx, principal.orgId);
+  const dataset = await requireDataset(ctx, principal.orgId);
   return json(ctx, {
-    ...await describe(
-      ctx.deps.db,
-      principal.orgId,
-      experimentId,
-      info,
-      ctx.deps.config.maxUploadBytes,
-    ),
-    key,
+    ...describe(dataset, ctx.deps.config.maxUploadBytes),
+    key: dataset.key,
   });
 }
 
@@ -160,11 +273,24 @@ async function download(ctx: AppCtx): Promise<Response> {
 
 async function remove(ctx: AppCtx): Promise<Response> {
   const principal = await ctx.auth();
-  const { experimentId, key } = await requireDataset(ctx, principal.orgId, { allowTooLarge: true });
-  // The analysis first: when the database cannot be written, nothing is deleted (503, retry);
+  const { db, store } = ctx.deps;
+  const experimentId = parseExperimentId(ctx.params.experiment_id);
+  ctx.logFields.experiment_id = experimentId;
+  const key = datasetKey(principal.orgId, experimentId);
+  // Storage decides whether there is something to delete.
+  const checkedAt = nowIso();
+  if (!(await store.head(key))) {
+    await db.datasets.remove(principal.orgId, experimentId, checkedAt);
+    throw notFound(experimentId);
+  }
+  // The analysis and the history first: when the database cannot be written, nothing is deleted (503, retry);
   // when storage then fails, the file stays and the timer analyses it again.
-  await ctx.deps.db.analyses.delete(principal.orgId, experimentId);
-  await ctx.deps.store.delete(key);
+  await db.analyses.delete(principal.orgId, experimentId);
+  await db.history.delete(principal.orgId, experimentId);
+  await db.deliverySummaries.delete(principal.orgId, experimentId);
+  await store.delete(key);
+  // A delivery committed after this keeps its row (it is observed later).
+  await db.datasets.remove(principal.orgId, experimentId, nowIso());
   return json(ctx, { deleted: true, experiment_id: experimentId });
 }
 

@@ -6,6 +6,8 @@ import type { Config } from "../config.ts";
 import type { ControlPlane } from "../db/control_plane.ts";
 import type { LastUsedRecorder } from "../db/api_keys.ts";
 import type { DeliveryHub } from "../deliveries.ts";
+import type { DatasetCatalog } from "../catalog/dataset_catalog.ts";
+import type { GrantRecorder } from "../catalog/grant_recorder.ts";
 import type { UrlSigner } from "../crypto/url_signer.ts";
 import type { Ctx, Handler, RouteTable } from "../http/context.ts";
 import type { RateLimiter } from "../http/rate_limiter.ts";
@@ -21,8 +23,12 @@ export interface AppDeps {
   metrics: Metrics;
   /** Records when keys were last used, in batches. */
   recorder: LastUsedRecorder;
-  /** Announces stored datasets (the analysis listens). */
+  /** Records stored datasets in the catalog and announces them (the analysis listens). */
   deliveries: DeliveryHub;
+  /** The dataset catalog (whether it is complete yet). */
+  catalog: DatasetCatalog;
+  /** Records upload grants (S3 only: local upload URLs are PUT through this process). */
+  grants?: GrantRecorder;
   /** Signs local upload URLs and list cursors. */
   signer: UrlSigner;
   /** Receives datasets: direct uploads and local upload URLs. */

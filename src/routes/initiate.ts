@@ -82,6 +82,13 @@ async function initiate(ctx: AppCtx): Promise<Response> {
     expiresInSeconds: config.presignTtlSeconds,
     contentLength: sizeBytes,
   });
+  // The timer heads this key while the grant is open (written within 50 ms, not awaited).
+  ctx.deps.grants?.record(
+    key,
+    principal.orgId,
+    experimentId,
+    Date.now() + config.presignTtlSeconds * 1000,
+  );
   return json(ctx, {
     upload_url: uploadUrl,
     bucket: store.bucket,

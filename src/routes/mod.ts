@@ -4,6 +4,7 @@ import { initiateRoutes } from "./initiate.ts";
 import { datasetRoutes } from "./datasets.ts";
 import { keyRoutes } from "./keys.ts";
 import { analysisRoutes } from "./analysis.ts";
+import { historyRoutes } from "./history.ts";
 import { storageEventRoutes } from "./storage_events.ts";
 import { storagePutRoutes } from "./storage_put.ts";
 import { uiRoutes } from "./ui.ts";
@@ -16,6 +17,7 @@ export const apiRoutes: AppRoutes[] = [
   initiateRoutes,
   datasetRoutes,
   analysisRoutes,
+  historyRoutes,
   keyRoutes,
   storagePutRoutes,
   storageEventRoutes,

@@ -8,8 +8,9 @@ import { timingSafeEqualText } from "../db/api_keys.ts";
 import type { AppCtx, AppRoutes } from "./deps.ts";
 import { json } from "../http/context.ts";
 import { ApiError } from "../http/errors.ts";
-import { parseDatasetKey } from "../deliveries.ts";
+import { parseDatasetKey } from "../storage/object_store.ts";
 import { readJsonObject } from "./initiate.ts";
+import { nowIso } from "../db/control_plane.ts";
 
 async function storageEvents(ctx: AppCtx): Promise<Response> {
   const expected = ctx.deps.config.storageEventsToken;
@@ -37,10 +38,12 @@ async function storageEvents(ctx: AppCtx): Promise<Response> {
     }
     const target = parseDatasetKey(key);
     if (!target) continue;
+    const observedAt = nowIso();
     const info = await ctx.deps.store.head(key);
-    if (!info || info.size > ctx.deps.config.maxUploadBytes) continue;
-    ctx.deps.deliveries.publish({ ...target, key, info, validated: false, source: "event" });
-    accepted++;
+    if (!info) continue;
+    // Recorded even over the limit (the clean-up deletes it from the catalog's list).
+    await ctx.deps.deliveries.notice(info, observedAt, "event");
+    if (info.size <= ctx.deps.config.maxUploadBytes) accepted++;
   }
   return json(ctx, { accepted });
 }

@@ -4,7 +4,7 @@
  */
 import type { AppCtx, AppRoutes } from "./deps.ts";
 import { ApiError } from "../http/errors.ts";
-import { parseDatasetKey } from "../deliveries.ts";
+import { parseDatasetKey } from "../storage/object_store.ts";
 
 async function storagePut(ctx: AppCtx): Promise<Response> {
   const { store, db, signer, ingest } = ctx.deps;

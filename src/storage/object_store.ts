@@ -54,6 +54,8 @@ export interface ListOptions {
   limit?: number;
   /** Opaque cursor from a previous page's `nextCursor`. */
   cursor?: string | null;
+  /** Without a cursor: start after this key (exclusive). */
+  startAfter?: string | null;
 }
 
 export interface ListPage {
@@ -102,4 +104,10 @@ export function datasetKey(orgId: string, experimentId: string): string {
 /** The prefix under which all of an organization's datasets live. */
 export function orgPrefix(orgId: string): string {
   return `org/${orgId}/experiments/`;
+}
+
+/** Parses `org/{org}/experiments/{id}/latest.csv`; null for any other key. */
+export function parseDatasetKey(key: string): { orgId: string; experimentId: string } | null {
+  const m = /^org\/([^/]+)\/experiments\/([A-Za-z0-9._-]{1,128})\/latest\.csv$/.exec(key);
+  return m ? { orgId: m[1], experimentId: m[2] } : null;
 }

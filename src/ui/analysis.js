@@ -1,13 +1,18 @@
 /**
- * The analysis of one experiment as the page shows it: dataset facts, the SRM verdict, the
- * accumulated sample against its target, the win probability on the key metric, charts over
- * time, the per-metric table, and the states before and around it (loading, pending, failed,
- * the errors of the analysis page: 404 no dataset, 400 over the limit).
+ * The analysis of one experiment as the page shows it: dataset facts, the decision on the key
+ * metric, the SRM verdict, the accumulated sample against its target, every metric's lift over
+ * the control with its intervals, the win probability, charts over time, the per-metric table,
+ * and the states before and around it (loading, pending, failed, the errors of the analysis page:
+ * 404 no dataset, 400 over the limit).
  */
-import { ApiError } from "./api.js";
+import { ApiError, datasetPath, download } from "./api.js";
 import { colorOf } from "./charts.js";
+import { comparisonsCard } from "./comparisons_card.js";
+import { decisionCard } from "./decision_card.js";
 import { h, replace } from "./dom.js";
 import { formatDateTime, formatInteger, formatSize } from "./format.js";
+import { breakdownCard, healthCard } from "./health_card.js";
+import { historyCard } from "./history_card.js";
 import { metricsCard } from "./metrics_card.js";
 import { overTimeCard } from "./over_time_card.js";
 import { sampleCard } from "./sample_card.js";
@@ -186,6 +191,43 @@ function head(a) {
 }
 
 /**
+ * The download buttons of the two CSV exports; a failure is said next to them.
+ * @param {any} a a ready analysis
+ */
+function downloads(a) {
+  const status = h("span", { class: "download-status muted small", role: "status" });
+  /**
+   * @param {string} id
+   * @param {string} label
+   * @param {string} path
+   */
+  const button = (id, label, path) =>
+    h("button", {
+      id,
+      type: "button",
+      class: "quiet",
+      onclick: async () => {
+        status.textContent = "";
+        try {
+          const name = await download(`${datasetPath(a.experiment_id)}${path}`);
+          status.textContent = `Downloaded ${name}`;
+        } catch (error) {
+          status.textContent = `The download failed: ${
+            error instanceof Error ? error.message : String(error)
+          }`;
+        }
+      },
+    }, label);
+  return h(
+    "div",
+    { class: "downloads", role: "group", "aria-label": "Downloads" },
+    button("download-analysis", "Analysis as CSV", "analysis/?format=csv"),
+    button("download-history", "History as CSV", "history/?format=csv"),
+    status,
+  );
+}
+
+/**
  * @param {HTMLElement} root
  * @param {any} a a pending analysis
  * @param {any} previous the last ready analysis of the same experiment, or null
@@ -306,9 +348,17 @@ function readyView(a, options) {
         h("ul", {}, warnings.map((/** @type {string} */ w) => h("li", {}, w))),
       )
       : null,
+    downloads(a),
+    decisionCard(a),
     h("div", { class: "cards" }, srmCard(a), sampleCard(a, options?.saved ?? {})),
-    winCard(a),
+    healthCard(a),
+    breakdownCard(a),
+    // The Bayesian view puts the chances before the intervals.
+    a.inference === "bayesian"
+      ? [winCard(a), comparisonsCard(a, colors)]
+      : [comparisonsCard(a, colors), winCard(a)],
     overTimeCard(a, colors),
+    historyCard(a, colors),
     metricsCard(a),
     options ? settingsCard(a, options.saved, options.flash, options.onSaved) : null,
   );

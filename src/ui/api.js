@@ -107,3 +107,51 @@ export async function api(path, options = {}) {
 export function datasetPath(experimentId) {
   return `/datasets/${encodeURIComponent(experimentId)}/`;
 }
+
+/**
+ * Fetches an export with the key in the header (a link could not carry it) and hands it to the
+ * browser as a download named as the service names it (`Content-Disposition`).
+ * @param {string} path below `/api/v1`, e.g. `/datasets/x/history/?format=csv`
+ * @returns {Promise<string>} the file name
+ * @throws {ApiError}
+ */
+export async function download(path) {
+  const key = storedKey();
+  let response;
+  try {
+    response = await fetch(BASE + path, {
+      headers: key ? { authorization: `Bearer ${key}` } : {},
+      cache: "no-store",
+      credentials: "omit",
+    });
+  } catch {
+    throw new ApiError(0, "network", "The service cannot be reached.", null);
+  }
+  if (!response.ok) {
+    /** @type {any} */
+    let body = null;
+    try {
+      body = await response.json();
+    } catch {
+      body = null;
+    }
+    throw new ApiError(
+      response.status,
+      body?.error?.code ?? "http_" + response.status,
+      body?.error?.message ?? `The service answered ${response.status}.`,
+      body?.error?.request_id ?? response.headers.get("x-request-id"),
+    );
+  }
+  const disposition = response.headers.get("content-disposition") ?? "";
+  const filename = /filename="([^"]+)"/.exec(disposition)?.[1] ?? "export.csv";
+  const url = URL.createObjectURL(await response.blob());
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = filename;
+  link.hidden = true;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  return filename;
+}

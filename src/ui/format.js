@@ -84,6 +84,25 @@ export function formatLift(x) {
 }
 
 /**
+ * An interval of relative changes: `+1.50 % to +12.10 %`.
+ * @param {[number, number] | null | undefined} ci
+ */
+export function formatLiftInterval(ci) {
+  return Array.isArray(ci) ? `${formatLift(ci[0])} to ${formatLift(ci[1])}` : DASH;
+}
+
+/**
+ * A relative change for a sentence, with fewer digits: `0.0684` → `+6.8 %`.
+ * @param {number | null | undefined} x
+ */
+export function formatLiftShort(x) {
+  if (!isNumber(x)) return DASH;
+  const n = /** @type {number} */ (x) * 100;
+  const text = n.toFixed(Math.abs(n) < 1 ? 2 : 1);
+  return (text.startsWith("-") ? MINUS + text.slice(1) : "+" + text) + " %";
+}
+
+/**
  * A p-value: three significant digits, in exponent form below 0.0001 (`7.74e-6`); a p-value
  * below the smallest double arrives as 0.
  * @param {number | null | undefined} p

@@ -1,9 +1,11 @@
 /**
- * The metrics card: users, mean and variance of every metric column per variant.
+ * The metrics card: users, mean and variance of every metric per variant (capped values where
+ * the metric is capped; CUPED and capping named by tags).
  */
 import { h } from "./dom.js";
 import { formatInteger, formatShare, formatStat } from "./format.js";
 import { card, scrollTable } from "./widgets.js";
+import { metricTags } from "./comparisons_card.js";
 
 /** @param {any} a */
 export function metricsCard(a) {
@@ -41,6 +43,7 @@ export function metricsCard(a) {
                 h("span", { class: "metric-name" }, m.name),
                 h("span", { class: "tag" }, m.kind),
                 m.name === a.key_metric ? h("span", { class: "tag tag-key" }, "key metric") : null,
+                metricTags(m),
               ),
             ),
             (m.variants ?? []).map((/** @type {any} */ v) =>

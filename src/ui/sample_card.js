@@ -1,9 +1,9 @@
 /**
- * The accumulated-sample card: users so far and the share of the target sample reached (which
- * may pass 100 %, or be unknown).
+ * The accumulated-sample card: users so far, the share of the target sample reached (which may
+ * pass 100 %, or be unknown) and, beside the bar, the days left at the recent pace.
  */
 import { h } from "./dom.js";
-import { formatInteger, formatPercent, formatShare } from "./format.js";
+import { formatInteger, formatPercent, formatShare, formatStat } from "./format.js";
 
 /**
  * @param {any} a
@@ -18,6 +18,15 @@ export function sampleCard(a, saved) {
   const fill = h("div", { class: "progress-fill" });
   fill.style.width = `${known ? Math.min(100, Math.max(0, pct)) : 0}%`;
   const reached = known && pct >= 100;
+  const days = sample.days_left;
+  const rate = sample.users_per_day;
+  const daysText = reached
+    ? "target reached"
+    : typeof days === "number"
+    ? `${formatInteger(days)} ${days === 1 ? "day" : "days"} left`
+    : known
+    ? "days left unknown"
+    : "";
   const source = typeof saved.target_users_per_variant === "number"
     ? "Target set in the settings."
     : `Target from a power calculation on ${a.key_metric ?? "the key metric"}: MDE ${
@@ -35,16 +44,23 @@ export function sampleCard(a, saved) {
     ),
     h(
       "div",
-      {
-        class: `progress${reached ? " complete" : ""}`,
-        role: "progressbar",
-        "aria-labelledby": "sample-title",
-        "aria-valuemin": 0,
-        "aria-valuemax": 100,
-        "aria-valuenow": known ? Math.min(100, Math.round(pct * 10) / 10) : null,
-        "aria-valuetext": known ? `${formatPercent(pct)} of the target` : "no target",
-      },
-      fill,
+      { class: "progress-row" },
+      h(
+        "div",
+        {
+          class: `progress${reached ? " complete" : ""}`,
+          role: "progressbar",
+          "aria-labelledby": "sample-title",
+          "aria-valuemin": 0,
+          "aria-valuemax": 100,
+          "aria-valuenow": known ? Math.min(100, Math.round(pct * 10) / 10) : null,
+          "aria-valuetext": known
+            ? `${formatPercent(pct)} of the target${daysText ? `, ${daysText}` : ""}`
+            : "no target",
+        },
+        fill,
+      ),
+      daysText ? h("span", { class: "days-left", id: "sample-days-left" }, daysText) : null,
     ),
     known
       ? h(
@@ -73,6 +89,13 @@ export function sampleCard(a, saved) {
           "No target sample could be computed (see the warnings); set a target in the settings below.",
         ),
       ),
+    known && typeof rate === "number"
+      ? h(
+        "p",
+        { class: "muted small", id: "sample-rate" },
+        `At ${formatStat(rate)} new users a day in the smallest variant (the last 7 dates).`,
+      )
+      : null,
     known ? h("p", { class: "muted small" }, source) : null,
   );
 }

@@ -1,8 +1,9 @@
 /**
  * The analysis settings of an experiment (`PUT /datasets/{experiment_id}/settings/`): key metric,
- * control, expected split, and the target sample from an MDE or as a number of users. Fields the
- * form does not show (alpha, power, metric kinds) are kept as they were saved; a field the reader
- * left at its default is not pinned.
+ * control, expected split, the target sample from an MDE or as a number of users, the view the
+ * page leads with and the sequential tuning, and per metric: lower is better, a CUPED covariate
+ * column and a cap. Fields the form does not show (alpha, power, metric kinds) are kept as they
+ * were saved; a field the reader left at its default is not pinned.
  */
 import { api, ApiError, datasetPath } from "./api.js";
 import { h } from "./dom.js";
@@ -136,6 +137,62 @@ export function settingsCard(a, saved, flash, onSaved) {
     value: saved.target_users_per_variant ?? a.sample?.target_users_per_variant ?? "",
     "aria-describedby": "set-target-hint",
   });
+  const inference = h(
+    "select",
+    { id: "set-inference", name: "inference", "aria-describedby": "set-inference-hint" },
+    [
+      ["sequential", "Always-valid decision (safe at every look)"],
+      ["frequentist", "Fixed-horizon test (one look, at the planned sample)"],
+      ["bayesian", "Chance to beat the control (Bayesian)"],
+    ].map(([value, text]) =>
+      h("option", { value, selected: value === (saved.inference ?? "sequential") }, text)
+    ),
+  );
+  const tuning = h("input", {
+    id: "set-tuning",
+    type: "number",
+    inputmode: "numeric",
+    min: 1,
+    step: "any",
+    placeholder: "5000",
+    value: saved.sequential_tuning ?? "",
+    "aria-describedby": "set-tuning-hint",
+  });
+  /** @type {Record<string, string>} */
+  const savedCovariates = saved.covariates ?? {};
+  /** @type {Record<string, number>} */
+  const savedCaps = saved.winsorize ?? {};
+  /** @type {string[]} */
+  const savedLower = saved.lower_is_better ?? [];
+  /** @type {{ name: string, lower: HTMLInputElement, covariate: HTMLInputElement, cap: HTMLInputElement | null }[]} */
+  const perMetric = metrics.map((/** @type {any} */ m, /** @type {number} */ i) => ({
+    name: /** @type {string} */ (m.name),
+    lower: h("input", {
+      type: "checkbox",
+      id: `set-lower-${i}`,
+      checked: savedLower.includes(m.name),
+    }),
+    covariate: h("input", {
+      id: `set-covariate-${i}`,
+      type: "text",
+      spellcheck: "false",
+      autocomplete: "off",
+      value: Object.hasOwn(savedCovariates, m.name) ? savedCovariates[m.name] : "",
+      placeholder: m.covariate ? `${m.covariate} (found)` : "none",
+    }),
+    cap: m.kind === "numeric"
+      ? h("input", {
+        id: `set-cap-${i}`,
+        type: "number",
+        inputmode: "decimal",
+        min: 50,
+        max: 100,
+        step: "any",
+        placeholder: "off",
+        value: Object.hasOwn(savedCaps, m.name) ? round(savedCaps[m.name] * 100, 6) : "",
+      })
+      : null,
+  }));
   const hasSaved = Object.keys(saved).length > 0;
   const error = h("p", { class: "form-error", role: "alert", id: "settings-error" });
   const ok = h("p", { class: "form-ok", role: "status", id: "settings-status" }, flash);
@@ -177,6 +234,46 @@ export function settingsCard(a, saved, flash, onSaved) {
         variants.map((/** @type {string} */ v, /** @type {number} */ i) => [v, shares[i] / sum]),
       );
     }
+    if (inference.value !== "sequential" || "inference" in saved) {
+      next.inference = inference.value;
+    }
+    if (tuning.value.trim() === "") {
+      delete next.sequential_tuning;
+    } else {
+      const value = tuning.valueAsNumber;
+      if (!Number.isFinite(value) || value <= 0) {
+        return "The sequential tuning must be a number of users above 0.";
+      }
+      next.sequential_tuning = value;
+    }
+    const listed = new Set(perMetric.map((p) => p.name));
+    const lower = perMetric.filter((p) => p.lower.checked).map((p) => p.name);
+    const keptLower = savedLower.filter((name) => !listed.has(name));
+    if (lower.length + keptLower.length > 0) next.lower_is_better = [...keptLower, ...lower];
+    else delete next.lower_is_better;
+    /** @type {Record<string, string>} */
+    const covariates = {};
+    /** @type {Record<string, number>} */
+    const caps = {};
+    for (const [name, column] of Object.entries(savedCovariates)) {
+      if (!listed.has(name)) covariates[name] = column;
+    }
+    for (const [name, cap] of Object.entries(savedCaps)) if (!listed.has(name)) caps[name] = cap;
+    for (const p of perMetric) {
+      const column = p.covariate.value.trim();
+      if (column !== "") covariates[p.name] = column;
+      if (p.cap && p.cap.value.trim() !== "") {
+        const percent = p.cap.valueAsNumber;
+        if (!Number.isFinite(percent) || percent <= 50 || percent >= 100) {
+          return `The cap of ${p.name} must be a percentile above 50 and below 100 (e.g. 99).`;
+        }
+        caps[p.name] = round(percent / 100, 10);
+      }
+    }
+    if (Object.keys(covariates).length > 0) next.covariates = covariates;
+    else delete next.covariates;
+    if (Object.keys(caps).length > 0) next.winsorize = caps;
+    else delete next.winsorize;
     if (modeMde.checked) {
       const value = mde.valueAsNumber;
       if (!Number.isFinite(value) || value <= 0 || value > 1000) {
@@ -287,6 +384,63 @@ export function settingsCard(a, saved, flash, onSaved) {
             { class: "hint", id: "set-target-hint" },
             "Used as it is, instead of a power calculation.",
           ),
+        ),
+      ),
+      h(
+        "fieldset",
+        { class: "inference" },
+        h("legend", {}, "Inference"),
+        field(
+          "Lead with",
+          inference,
+          "set-inference",
+          "What the page shows first. Only the always-valid decision may be read after every " +
+            "delivery; the fixed-horizon test holds at the planned sample alone.",
+        ),
+        field(
+          "Sequential tuning, users",
+          tuning,
+          "set-tuning",
+          "The total number of users where the always-valid interval is narrowest (default " +
+            "5000): larger makes it narrower late and wider early.",
+        ),
+      ),
+      h(
+        "fieldset",
+        { class: "per-metric wide" },
+        h("legend", {}, "Per metric"),
+        perMetric.map((p) =>
+          h(
+            "div",
+            { class: "metric-settings", dataset: { metric: p.name } },
+            h("p", { class: "metric-settings-name" }, p.name),
+            h(
+              "div",
+              { class: "choice" },
+              p.lower,
+              h("label", { for: p.lower.id }, "Lower is better"),
+            ),
+            h(
+              "div",
+              { class: "field nested" },
+              h("label", { for: p.covariate.id }, "CUPED covariate column"),
+              p.covariate,
+            ),
+            p.cap
+              ? h(
+                "div",
+                { class: "field nested" },
+                h("label", { for: p.cap.id }, "Cap at percentile, %"),
+                p.cap,
+              )
+              : null,
+          )
+        ),
+        h(
+          "p",
+          { class: "hint" },
+          "A column named <metric>_pre is that metric's covariate unless another is named here; " +
+            "a cap (e.g. 99) replaces each user's value above that percentile of all users by it.",
         ),
       ),
     ),

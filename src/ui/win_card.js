@@ -1,10 +1,11 @@
 /**
  * The win-probability card: each variant's chance to beat the control and to be best on the key
- * metric, with the lift and its 95 % interval.
+ * metric, with the lift and its fixed-horizon interval (the same as in the comparisons).
  */
 import { h } from "./dom.js";
 import { formatLift, formatShare } from "./format.js";
 import { scrollTable } from "./widgets.js";
+import { levelText } from "./comparisons_card.js";
 
 /**
  * A chance as text over a bar.
@@ -70,7 +71,7 @@ export function winCard(a) {
             h("th", { scope: "col" }, "Variant"),
             h("th", { scope: "col" }, "Chance to beat control"),
             h("th", { scope: "col" }, "Chance to be best"),
-            h("th", { scope: "col" }, "Lift (95 % interval)"),
+            h("th", { scope: "col" }, `Lift (fixed-horizon ${levelText(a)} interval)`),
           ),
         ),
         h(

@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { ApiError } from "../../src/http/errors.ts";
 import type { Aggregate } from "../../src/analysis/aggregate/aggregate_types.ts";
-import { checkSettingsAgainstData, validateSettings } from "../../src/analysis/settings.ts";
+import {
+  checkSettingsAgainstData,
+  type Settings,
+  validateSettings,
+} from "../../src/analysis/settings.ts";
 
 function assertInvalid(run: () => unknown, message: RegExp): void {
   assert.throws(run, (error: unknown) => {
@@ -72,6 +76,46 @@ Deno.test("validateSettings rejects each malformed field", () => {
   for (const [input, message] of cases) assertInvalid(() => validateSettings(input), message);
 });
 
+Deno.test("validateSettings accepts the inference settings of the design document", () => {
+  const settings = {
+    inference: "frequentist",
+    sequential_tuning: 20000,
+    covariates: { revenue: "revenue_last_month" },
+    winsorize: { revenue: 0.99 },
+    lower_is_better: ["load_time"],
+  };
+  assert.deepEqual(validateSettings(settings), settings);
+  for (const view of ["sequential", "frequentist", "bayesian"]) {
+    assert.deepEqual(validateSettings({ inference: view }), { inference: view });
+  }
+});
+
+Deno.test("validateSettings rejects malformed inference settings with a clear message", () => {
+  const cases: [Record<string, unknown>, RegExp][] = [
+    [{ inference: "bayes" }, /inference must be one of "sequential", "frequentist", "bayesian"/],
+    [{ sequential_tuning: 0 }, /sequential_tuning must be a number above 0 .*, got 0/],
+    [{ sequential_tuning: -5 }, /sequential_tuning must be a number above 0/],
+    [{ sequential_tuning: "5000" }, /sequential_tuning must be a number/],
+    [{ covariates: ["revenue_pre"] }, /covariates must be an object of metric → covariate column/],
+    [{ covariates: { revenue: "" } }, /covariates of "revenue" must be a column name/],
+    [{ covariates: { revenue: 3 } }, /covariates of "revenue" must be a column name, got 3/],
+    [{ covariates: { revenue: "revenue" } }, /covariates of "revenue" cannot be the metric itself/],
+    [{ winsorize: 0.99 }, /winsorize must be an object of metric → percentile/],
+    [
+      { winsorize: { revenue: 0.5 } },
+      /winsorize of "revenue" must be a number \(a percentile\) in \(0.5, 1\), got 0.5/,
+    ],
+    [
+      { winsorize: { revenue: 1 } },
+      /winsorize of "revenue" must be a number .* in \(0.5, 1\), got 1/,
+    ],
+    [{ winsorize: { revenue: 99 } }, /winsorize of "revenue" must be/],
+    [{ lower_is_better: "load_time" }, /lower_is_better must be an array of metric names/],
+    [{ lower_is_better: ["load_time", ""] }, /each of lower_is_better must be a non-empty string/],
+  ];
+  for (const [input, message] of cases) assertInvalid(() => validateSettings(input), message);
+});
+
 Deno.test("validateSettings accepts the edges of each range", () => {
   assert.deepEqual(validateSettings({ mde: 10, alpha: 1e-9, power: 0.999999 }), {
     mde: 10,
@@ -91,8 +135,12 @@ const data: Aggregate = {
   metrics: [
     { name: "converted", kind: "conversion", detectedKind: "conversion" },
     { name: "revenue", kind: "numeric", detectedKind: "numeric" },
+    { name: "revenue_pre", kind: "numeric", detectedKind: "numeric" },
+    { name: "visits", kind: "numeric", detectedKind: "numeric" },
   ],
   stats: {},
+  covariates: {},
+  winsorized: {},
   daily: [],
 };
 
@@ -109,7 +157,7 @@ Deno.test("checkSettingsAgainstData accepts settings that fit the data", () => {
 Deno.test("checkSettingsAgainstData rejects names the data does not have", () => {
   assertInvalid(
     () => checkSettingsAgainstData({ key_metric: "clicks" }, data),
-    /key_metric "clicks" is not a metric column of the dataset \(metric columns: "converted", "revenue"\)/,
+    /key_metric "clicks" is not a metric column of the dataset \(metric columns: "converted", "revenue", "revenue_pre", "visits"\)/,
   );
   assertInvalid(
     () => checkSettingsAgainstData({ control: "C" }, data),
@@ -137,4 +185,82 @@ Deno.test("checkSettingsAgainstData requires the split to name exactly the varia
     () => checkSettingsAgainstData({ expected_split: { A: 0.4, B: 0.3, C: 0.3 } }, data),
     /\(not in the data "C"\)/,
   );
+});
+
+Deno.test("checkSettingsAgainstData accepts inference settings that fit the data", () => {
+  checkSettingsAgainstData({
+    covariates: { converted: "visits" },
+    winsorize: { revenue: 0.99 },
+    lower_is_better: ["revenue"],
+    key_metric: "converted",
+  }, data);
+  // A conversion column declared numeric may be capped.
+  checkSettingsAgainstData({
+    metric_kinds: { converted: "numeric" },
+    winsorize: { converted: 0.95 },
+  }, data);
+  // Another column for revenue: revenue_pre is a metric of its own again.
+  checkSettingsAgainstData({ covariates: { revenue: "visits" }, key_metric: "revenue_pre" }, data);
+});
+
+Deno.test("checkSettingsAgainstData refuses inference settings the data does not fit", () => {
+  const cases: [Settings, RegExp][] = [
+    [
+      { covariates: { revenue: "revenue_before" } },
+      /covariates of "revenue" names "revenue_before", which is not a column of numbers in the dataset \(metric columns: "converted", "revenue", "revenue_pre", "visits"\)/,
+    ],
+    [
+      { covariates: { clicks: "visits" } },
+      /covariates names "clicks", which is not a metric column/,
+    ],
+    [
+      { covariates: { revenue_pre: "visits" } },
+      /covariates names "revenue_pre", which is the covariate of "revenue", not a metric/,
+    ],
+    [
+      { covariates: { converted: "visits", visits: "converted" } },
+      /covariates pairs "converted" with "visits", but "converted" is also named as a covariate/,
+    ],
+    [
+      { key_metric: "revenue_pre" },
+      /key_metric names "revenue_pre", which is the covariate of "revenue"/,
+    ],
+    [
+      { winsorize: { converted: 0.99 } },
+      /winsorize names "converted", a conversion metric; only numeric metrics are capped/,
+    ],
+    [{ winsorize: { clicks: 0.99 } }, /winsorize names "clicks", which is not a metric column/],
+    [
+      { winsorize: { revenue_pre: 0.99 } },
+      /winsorize names "revenue_pre", which is the covariate of "revenue"/,
+    ],
+    [
+      { lower_is_better: ["revenue", "clicks"] },
+      /lower_is_better names "clicks", which is not a metric column/,
+    ],
+  ];
+  for (const [settings, message] of cases) {
+    assertInvalid(() => checkSettingsAgainstData(settings, data), message);
+  }
+});
+
+Deno.test("validateSettings takes the alert minimums as whole numbers of 0 or more", () => {
+  assert.deepEqual(validateSettings({ min_users_per_variant: 500, min_days: 7 }), {
+    min_users_per_variant: 500,
+    min_days: 7,
+  });
+  assert.deepEqual(validateSettings({ min_users_per_variant: 0, min_days: 0 }), {
+    min_users_per_variant: 0,
+    min_days: 0,
+  });
+  for (const bad of [-1, 1.5, "7", true, Infinity]) {
+    assertInvalid(
+      () => validateSettings({ min_days: bad }),
+      /^Invalid settings: min_days must be a whole number of 0 or more, got /,
+    );
+    assertInvalid(
+      () => validateSettings({ min_users_per_variant: bad }),
+      /^Invalid settings: min_users_per_variant must be a whole number of 0 or more/,
+    );
+  }
 });

@@ -3,7 +3,7 @@
  * this test computes itself from the same CSV with plain code (Map per user, closed forms).
  */
 import { assert, assertApiError, assertEquals } from "../_assert.ts";
-import { driverTest } from "../_drivers.ts";
+import { driverTest, driverTestWithRgw } from "../_drivers.ts";
 import type { DriverServer } from "../_drivers.ts";
 import { generateCsv } from "../../bench/generate_csv.ts";
 
@@ -88,7 +88,7 @@ function upload(server: DriverServer, id: string, body: Uint8Array<ArrayBuffer>)
   });
 }
 
-driverTest(
+driverTestWithRgw(
   "a direct upload is analysed: users, SRM, target, chances and daily series match an independent computation",
   async (server) => {
     const csv = await bytesOf(30_000, 7);
@@ -210,6 +210,79 @@ driverTest(
       body: JSON.stringify({ expected_split: { A: 0.5, B: 0.6 } }),
     });
     await assertApiError(split, 400, "invalid_settings");
+  },
+);
+
+driverTest(
+  "comparisons, CUPED and capping over HTTP; inference settings that do not fit are refused",
+  async (server) => {
+    const csv = await Deno.readFile(new URL("../testdata/heavy_tail.csv", import.meta.url));
+    const res = await upload(server, "heavy", csv);
+    assertEquals(res.status, 201);
+    const a = await ready(server, "heavy", (await res.json()).etag);
+    assertEquals(a.status, "ready", a.error);
+    assertEquals(a.analysis_version, 3);
+    assertEquals(a.inference, "sequential");
+    assertEquals(a.confidence_level, 0.95);
+    assertEquals(a.key_metric, "converted");
+    // revenue_pre is revenue's covariate, not a metric.
+    assertEquals(a.metrics.map((m: { name: string }) => m.name), ["converted", "revenue"]);
+    const [converted, revenue] = a.metrics;
+    assertEquals(revenue.covariate, "revenue_pre");
+    assertEquals(revenue.winsorized, null);
+    assertEquals(revenue.comparisons[0].cuped.covariate, "revenue_pre");
+    assert(["better", "worse", "inconclusive"].includes(converted.comparisons[0].decision));
+    assertEquals("decision" in revenue.comparisons[0], false);
+    const winB = a.win_probability.variants[1];
+    assertEquals(winB.lift_ci95, converted.comparisons[0].ci);
+    assert(typeof a.sample.users_per_day === "number" && a.sample.users_per_day > 0);
+
+    const put = (body: unknown) =>
+      fetch(`${server.api}/datasets/heavy/settings/`, {
+        method: "PUT",
+        headers: { authorization: `Bearer ${server.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const settings = {
+      key_metric: "revenue",
+      winsorize: { revenue: 0.99 },
+      inference: "frequentist",
+      sequential_tuning: 2000,
+      lower_is_better: ["converted"],
+    };
+    const saved = await put(settings);
+    assertEquals(saved.status, 200, await saved.text());
+    const deadline = Date.now() + 10_000;
+    let b;
+    do {
+      b = await (await analysisOf(server, "heavy")).json();
+      if (b.status === "ready" && b.key_metric === "revenue") break;
+      await new Promise((r) => setTimeout(r, 100));
+    } while (Date.now() < deadline);
+    assertEquals(b.key_metric, "revenue");
+    assertEquals(b.inference, "frequentist");
+    // The cap NumPy computes for this file (tests/analysis/report_dataset_test.ts).
+    assert(Math.abs(b.metrics[1].winsorized.cap - 124.80819999999989) < 1e-9);
+    assert(typeof b.metrics[1].comparisons[0].decision === "string");
+    assertEquals("decision" in b.metrics[0].comparisons[0], false);
+    const got = await fetch(`${server.api}/datasets/heavy/settings/`, {
+      headers: { authorization: `Bearer ${server.apiKey}` },
+    });
+    assertEquals(await got.json(), settings);
+
+    const refused: [unknown, RegExp][] = [
+      [{ winsorize: { converted: 0.99 } }, /conversion metric; only numeric metrics are capped/],
+      [{ winsorize: { revenue: 1 } }, /in \(0\.5, 1\), got 1/],
+      [{ covariates: { revenue: "nope" } }, /"nope", which is not a column of numbers/],
+      [{ key_metric: "revenue_pre" }, /"revenue_pre", which is the covariate of "revenue"/],
+      [{ sequential_tuning: 0 }, /sequential_tuning must be a number above 0/],
+      [{ lower_is_better: ["clicks"] }, /lower_is_better names "clicks"/],
+      [{ inference: "bayes" }, /inference must be one of/],
+    ];
+    for (const [body, message] of refused) {
+      const error = await assertApiError(await put(body), 400, "invalid_settings");
+      assert(message.test(error.message), error.message);
+    }
   },
 );
 

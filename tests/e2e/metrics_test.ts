@@ -229,6 +229,8 @@ Deno.test("GET /metrics is valid Prometheus text and counts requests, bytes, rej
     ABN_MAX_UPLOAD_BYTES: String(LIMIT),
     ABN_SCAN_INTERVAL_SECONDS: "1",
     ABN_CLEANUP_INTERVAL_SECONDS: "1",
+    // The oversize object below is written straight into storage: reconciliation finds it.
+    ABN_RECONCILE_INTERVAL_SECONDS: "1",
   });
   const auth = { authorization: `Bearer ${server.apiKey}` };
   try {

@@ -1,5 +1,5 @@
 import { assert, assertApiError, assertEquals } from "../_assert.ts";
-import { driverTest } from "../_drivers.ts";
+import { driverTest, driverTestWithRgw, rgwTest } from "../_drivers.ts";
 import type { DriverServer } from "../_drivers.ts";
 
 const VALID = await Deno.readFile(new URL("../testdata/small.csv", import.meta.url));
@@ -40,14 +40,14 @@ async function waitFor<T>(
   throw new Error("timed out waiting");
 }
 
-driverTest(
+driverTestWithRgw(
   "initiate answers the upload grant and the PUT stores the file at the key",
   async (server) => {
     const g = await grant(server, "exp-2s");
     assertEquals(g.experiment_id, "exp-2s");
     assertEquals(g.key, `org/${server.orgId}/experiments/exp-2s/latest.csv`);
     assertEquals(g.expires_in, 900);
-    assertEquals(g.bucket, server.driver === "s3" ? server.s3!.bucket : "local");
+    assertEquals(g.bucket, server.s3 ? server.s3.bucket : "local");
     assertEquals(typeof g.upload_url, "string");
     assertEquals(/x-amz-checksum/i.test(g.upload_url), false);
     const res = await put(g.upload_url, VALID);
@@ -79,7 +79,7 @@ driverTest(
   },
 );
 
-driverTest("a two-step delivery is analysed without any further call", async (server) => {
+driverTestWithRgw("a two-step delivery is analysed without any further call", async (server) => {
   const g = await grant(server, "auto");
   assertEquals((await put(g.upload_url, VALID)).status, 200);
   const result = await waitFor(async () => {
@@ -110,7 +110,7 @@ driverTest("initiate refuses bad JSON and invalid experiment ids with 400", asyn
   );
 });
 
-driverTest("initiate answers 413 for a declared size over the limit", async (server) => {
+driverTestWithRgw("initiate answers 413 for a declared size over the limit", async (server) => {
   await assertApiError(
     await initiate(server, { experiment_id: "big", size_bytes: 1025 }),
     413,
@@ -120,22 +120,32 @@ driverTest("initiate answers 413 for a declared size over the limit", async (ser
   assertEquals((await put(g.upload_url, VALID)).status, 200);
 }, { ABN_MAX_UPLOAD_BYTES: "1024" });
 
-driverTest("an expired upload URL answers 403 and leaves the file unchanged", async (server) => {
-  const first = await grant(server, "exp");
-  assertEquals((await put(first.upload_url, VALID)).status, 200);
-  const g = await grant(server, "exp");
-  assertEquals(g.expires_in, 1);
-  await new Promise((r) => setTimeout(r, 2200));
-  const res = await put(
-    g.upload_url,
-    new TextEncoder().encode("user_id,variant,date,m\nq,A,2026-01-01,1\n"),
-  );
-  assertEquals(res.status, 403);
-  await res.body?.cancel();
-  assertEquals(await server.stored(server.orgId, "exp"), VALID);
-}, { ABN_PRESIGN_TTL_SECONDS: "1" });
+driverTestWithRgw(
+  "an expired upload URL answers 403 and leaves the file unchanged",
+  async (server) => {
+    // The first file comes by the direct route: a 1 s URL signed at hh:mm:ss.9 (X-Amz-Date has
+    // whole seconds) has only 0.1 s left, which a busy machine missed.
+    const first = await fetch(`${server.api}/datasets/upload/?experiment_id=exp`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.apiKey}`, "content-type": "text/csv" },
+      body: VALID,
+    });
+    assertEquals(first.status, 201, await first.text());
+    const g = await grant(server, "exp");
+    assertEquals(g.expires_in, 1);
+    await new Promise((r) => setTimeout(r, 2200));
+    const res = await put(
+      g.upload_url,
+      new TextEncoder().encode("user_id,variant,date,m\nq,A,2026-01-01,1\n"),
+    );
+    assertEquals(res.status, 403);
+    await res.body?.cancel();
+    assertEquals(await server.stored(server.orgId, "exp"), VALID);
+  },
+  { ABN_PRESIGN_TTL_SECONDS: "1" },
+);
 
-driverTest(
+driverTestWithRgw(
   "an oversize two-step delivery answers 400 and is deleted by the timer",
   async (server) => {
     const g = await grant(server, "huge");
@@ -171,6 +181,60 @@ driverTest(
     );
   },
   { ABN_MAX_UPLOAD_BYTES: "1024", ABN_CLEANUP_INTERVAL_SECONDS: "1" },
+);
+
+// s3rver checks no signature: only a real store can show that an altered upload URL is refused.
+rgwTest(
+  "an upload URL altered to another key, a longer life, another type or another length is refused by the storage",
+  async (server) => {
+    const other = await server.newOrg("other");
+    const g = await grant(server, "mine");
+    const url = new URL(g.upload_url);
+    const altered = (edit: (u: URL) => void) => {
+      const copy = new URL(url);
+      edit(copy);
+      return copy.href;
+    };
+    const refused: [string, () => Promise<Response>][] = [
+      [
+        "another org",
+        () =>
+          put(altered((u) => u.pathname = u.pathname.replace(server.orgId, other.orgId)), VALID),
+      ],
+      [
+        "another experiment",
+        () => put(altered((u) => u.pathname = u.pathname.replace("/mine/", "/yours/")), VALID),
+      ],
+      [
+        "a longer life",
+        () => put(altered((u) => u.searchParams.set("X-Amz-Expires", "604800")), VALID),
+      ],
+      [
+        "another type",
+        () =>
+          fetch(url, {
+            method: "PUT",
+            headers: { "content-type": "application/zip" },
+            body: VALID,
+          }),
+      ],
+    ];
+    const sized = await grant(server, "sized", { size_bytes: VALID.length });
+    refused.push(["another length", () => put(sized.upload_url, VALID.subarray(1))]);
+    for (const [what, send] of refused) {
+      const res = await send();
+      const text = await res.text();
+      assertEquals(res.status, 403, `${what}: ${text}`);
+      assert(text.includes("<Code>SignatureDoesNotMatch</Code>"), `${what}: ${text}`);
+    }
+    assertEquals(await server.stored(other.orgId, "mine"), null);
+    assertEquals(await server.stored(server.orgId, "yours"), null);
+    assertEquals(await server.stored(server.orgId, "mine"), null);
+    assertEquals(await server.stored(server.orgId, "sized"), null);
+    assertEquals((await put(g.upload_url, VALID)).status, 200);
+    assertEquals((await put(sized.upload_url, VALID)).status, 200);
+    assertEquals(await server.stored(server.orgId, "mine"), VALID);
+  },
 );
 
 Deno.test("a local upload URL altered to another key, expiry or method answers 403 and writes nothing", async () => {

@@ -1,5 +1,5 @@
 import { assert, assertApiError, assertEquals } from "../_assert.ts";
-import { driverTest, startDriverServer } from "../_drivers.ts";
+import { driverTest, driverTestWithRgw, startDriverServer } from "../_drivers.ts";
 import type { DriverServer } from "../_drivers.ts";
 
 const encoder = new TextEncoder();
@@ -24,7 +24,7 @@ async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-driverTest(
+driverTestWithRgw(
   "direct upload stores the file and answers 201 with the upload result",
   async (server) => {
     const res = await upload(server, "exp-1", VALID);
@@ -48,15 +48,18 @@ driverTest(
   },
 );
 
-driverTest("direct upload replaces the previous file of the same experiment", async (server) => {
-  assertEquals((await upload(server, "exp", VALID)).status, 201);
-  const second = encoder.encode("user_id;variant;date;m\nx;A;2026-02-01;1,5\n");
-  const res = await upload(server, "exp", second);
-  assertEquals(res.status, 201, await res.text());
-  assertEquals(await server.stored(server.orgId, "exp"), second);
-});
+driverTestWithRgw(
+  "direct upload replaces the previous file of the same experiment",
+  async (server) => {
+    assertEquals((await upload(server, "exp", VALID)).status, 201);
+    const second = encoder.encode("user_id;variant;date;m\nx;A;2026-02-01;1,5\n");
+    const res = await upload(server, "exp", second);
+    assertEquals(res.status, 201, await res.text());
+    assertEquals(await server.stored(server.orgId, "exp"), second);
+  },
+);
 
-driverTest("direct upload streams a chunked multi-megabyte body", async (server) => {
+driverTestWithRgw("direct upload streams a chunked multi-megabyte body", async (server) => {
   const rows: string[] = ["user_id,variant,date,converted,revenue"];
   for (let i = 0; i < 200_000; i++) {
     rows.push(
@@ -255,7 +258,7 @@ async function refusalsKeepStored(
   assertEquals(await server.stored(server.orgId, id), good);
 }
 
-driverTest(
+driverTestWithRgw(
   "a large declared-length upload is validated off-thread: stored whole, or refused with the line",
   async (server) => {
     const good = bigCsv(400_000); // ~16 MB: above the off-thread threshold

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { CsvError } from "../../src/csv/csv_error.ts";
 import { ColumnChecks } from "../../src/pipeline/column_checks.ts";
 import { CsvScanner, type CsvScannerOptions } from "../../src/pipeline/csv_scanner.ts";
 import { Utf8Check } from "../../src/pipeline/utf8_check.ts";
@@ -34,11 +35,16 @@ function scan(
   return { rows: scanner.rows, lines: scanner.lines, cells };
 }
 
-function scanError(data: string | Uint8Array, size = 0, options = {}): ValidationError {
+/** The scanner's error: a `CsvError` for a broken CSV rule, a `ValidationError` for NUL or UTF-8. */
+function scanError(
+  data: string | Uint8Array,
+  size = 0,
+  options = {},
+): CsvError | ValidationError {
   try {
     scan(data, size, options);
   } catch (error) {
-    assert.ok(error instanceof ValidationError);
+    assert.ok(error instanceof CsvError || error instanceof ValidationError);
     return error;
   }
   throw new assert.AssertionError({ message: "the scan did not fail" });

@@ -4,9 +4,11 @@
  */
 import assert from "node:assert/strict";
 import { mulberry32 } from "../../bench/generate_csv.ts";
+import { readDay } from "../../src/csv/calendar_date.ts";
+import { CsvError } from "../../src/csv/csv_error.ts";
+import { parseHeader } from "../../src/csv/header.ts";
 import { ColumnChecks } from "../../src/pipeline/column_checks.ts";
 import { CsvScanner } from "../../src/pipeline/csv_scanner.ts";
-import { parseHeader } from "../../src/pipeline/header.ts";
 import { Utf8Check } from "../../src/pipeline/utf8_check.ts";
 import { ValidationError } from "../../src/pipeline/validation_error.ts";
 import { bytes, chunked } from "./_helpers.ts";
@@ -48,7 +50,7 @@ function outcome(
       dimensions: cells.dimensions(),
     });
   } catch (error) {
-    if (!(error instanceof ValidationError)) throw error;
+    if (!(error instanceof ValidationError || error instanceof CsvError)) throw error;
     return `${error.code} ${error.message}`;
   }
 }
@@ -250,6 +252,37 @@ Deno.test("CsvScanner's fast path skips long plain cells a word at a time and st
     }
   }
   assert.ok(accepted > 50 && rejected > 50, `${accepted} accepted, ${rejected} rejected`);
+});
+
+Deno.test("CsvScanner's fast path and readDay agree on every year, month and day form", () => {
+  const years = ["0000", "0001", "0004", "0100", "0400", "1900", "2000", "2024", "2025", "9999"];
+  const twoDigits = Array.from({ length: 34 }, (_, n) => String(n).padStart(2, "0"));
+  const dates = years.flatMap((year) =>
+    twoDigits.slice(0, 14).flatMap((month) => twoDigits.map((day) => `${year}-${month}-${day}`))
+  );
+  // Bytes next to the digits, a sign and a space in every place.
+  for (const odd of ["/", ":", "+", " "]) {
+    for (let at = 0; at < 10; at++) {
+      if (at !== 4 && at !== 7) {
+        dates.push(`2024-02-29`.slice(0, at) + odd + `2024-02-29`.slice(at + 1));
+      }
+    }
+  }
+  const valid = dates.filter((date) => readDay(bytes(date), 0, 10) >= 0);
+  // Nine real years (0000 is none), four of them leap years (0004, 0400, 2000, 2024).
+  assert.equal(valid.length, 5 * 365 + 4 * 366, "the days of the years sampled");
+  const header = "user_id,variant,date,m";
+  // Every valid date in one input, each taken by both paths.
+  const rows = bytes(valid.map((date) => `u,A,${date},1\n`).join(""));
+  assert.equal(outcome(header, rows, 0, true, 4000), outcome(header, rows, 0, false, 4000));
+  assert.match(outcome(header, rows, 0, true, 4000), new RegExp(`"rows":${valid.length}\\b`));
+  // Every other form refused by both, with the same error.
+  for (const date of dates.filter((date) => !valid.includes(date))) {
+    const row = bytes(`u,A,2026-01-01,1\nu,A,${date},1\n`);
+    const fast = outcome(header, row, 0, true, 4000);
+    assert.equal(fast, outcome(header, row, 0, false, 4000), date);
+    assert.match(fast, /^invalid_date /, date);
+  }
 });
 
 Deno.test("CsvScanner's fast path takes plain rows and hands the rest on", () => {

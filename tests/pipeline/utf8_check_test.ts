@@ -142,3 +142,20 @@ Deno.test("DatasetValidator rejects invalid UTF-8 in the header", () => {
   rejects(concat("user_id,vari", [0xff], "ant,date,x\nu1,A,2026-01-01,1\n"), "invalid_utf8", 1);
   rejects(concat("user_id,variant,date,x", [0xc3]), "invalid_utf8", 1, { chunk: 1 });
 });
+
+Deno.test("DatasetValidator names the byte where a bad sequence starts however the chunks cut it", () => {
+  const data = concat(
+    `${HEADER}u1,A,2026-01-01,1,2\nu2,x`,
+    [0xf0, 0x9f, 0x41],
+    ",2026-01-01,1,2\n",
+  );
+  const start = data.indexOf(0xf0);
+  for (const size of [0, 1, 2, 3, 5, 7]) {
+    const error = rejects(data, "invalid_utf8", 3, { chunk: size });
+    assert.equal(
+      error.message,
+      `Cannot decode line 3: the file is not valid UTF-8 (byte ${start})`,
+      `chunks of ${size}`,
+    );
+  }
+});

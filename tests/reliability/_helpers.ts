@@ -2,12 +2,14 @@
  * Shared pieces of the reliability tests: requests, the in-process verdict of the validator,
  * and servers whose storage can be made to fail.
  */
+import { ListMultipartUploadsCommand, S3Client } from "@aws-sdk/client-s3";
 import { assertEquals } from "../_assert.ts";
-import type { DriverServer } from "../_drivers.ts";
+import type { Driver, DriverServer } from "../_drivers.ts";
 import type { TestServer } from "../_server.ts";
 import { freePort, runMain, startTestServer } from "../_server.ts";
 import type { S3rverFixture } from "../_s3rver.ts";
 import { startS3rver } from "../_s3rver.ts";
+import { startRgw } from "../_rgw.ts";
 import type { FaultProxy } from "../_faults.ts";
 import {
   abandonUpload,
@@ -117,6 +119,7 @@ export function stallingBody(first: Uint8Array): {
 }
 
 export interface FaultyServer extends TestServer {
+  driver: Driver;
   faulty: FaultyStore;
   s3?: S3rverFixture;
   proxy?: FaultProxy;
@@ -126,10 +129,10 @@ export interface FaultyServer extends TestServer {
 
 /**
  * The real service on one driver with its store wrapped in a `FaultyStore`; on S3 the driver
- * talks to s3rver through a `FaultProxy` (pass mode until a test changes it).
+ * talks to s3rver (or Ceph's gateway) through a `FaultProxy` (pass mode until a test changes it).
  */
 export async function startFaultyServer(
-  driver: "local" | "s3",
+  driver: Driver,
   env: Record<string, string> = {},
   s3Options: { requestDeadlineMs?: number } = {},
 ): Promise<FaultyServer> {
@@ -139,8 +142,8 @@ export async function startFaultyServer(
   let proxy: FaultProxy | undefined;
   let inner;
   let direct;
-  if (driver === "s3") {
-    s3 = await startS3rver();
+  if (driver !== "local") {
+    s3 = driver === "s3" ? await startS3rver() : await startRgw();
     proxy = startFaultProxy(Number(new URL(s3.endpoint).port));
     const options = {
       region: s3.region,
@@ -164,6 +167,7 @@ export async function startFaultyServer(
   const server = await startTestServer(env, { port, dataDir, store: faulty });
   return {
     ...server,
+    driver,
     dataDir,
     faulty,
     s3,
@@ -185,6 +189,29 @@ export async function startFaultyServer(
       await s3?.stop();
     },
   };
+}
+
+/**
+ * The keys of the bucket's incomplete multipart uploads, on Ceph's gateway; null on the other
+ * drivers (s3rver cannot list them, the local driver has none).
+ */
+export async function pendingUploads(
+  server: { driver: Driver; s3?: S3rverFixture },
+): Promise<string[] | null> {
+  const s3 = server.s3;
+  if (server.driver !== "s3-rgw" || s3 === undefined) return null;
+  const client = new S3Client({
+    endpoint: s3.endpoint,
+    region: s3.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+  });
+  try {
+    const listed = await client.send(new ListMultipartUploadsCommand({ Bucket: s3.bucket }));
+    return (listed.Uploads ?? []).map((upload) => upload.Key ?? "");
+  } finally {
+    client.destroy();
+  }
 }
 
 /**
@@ -274,6 +301,8 @@ export async function disconnectTrials(
   await again.body?.cancel();
   if (again.status !== 201) throw new Error(`the upload after the trials answered ${again.status}`);
   assertSameBytes(await server.stored(server.orgId, "victim"), body);
+  // On the gateway: every abandoned upload's multipart upload was aborted, none is left over.
+  assertEquals(await pendingUploads(server) ?? [], []);
 }
 
 /** An organization and its key made through the admin CLI, as an operator would. */

@@ -25,6 +25,7 @@ const COVERED = new Set([
   "DELETE /api/v1/datasets/:experiment_id/",
   "GET /api/v1/datasets/:experiment_id/file/",
   "GET /api/v1/datasets/:experiment_id/analysis/",
+  "GET /api/v1/datasets/:experiment_id/history/",
   "GET /api/v1/datasets/:experiment_id/settings/",
   "PUT /api/v1/datasets/:experiment_id/settings/",
   "GET /api/v1/keys/",
@@ -91,16 +92,35 @@ driverTest(
         "invalid_json",
       );
     }
-    // Reads, downloads, analysis: 404 as if nothing existed.
-    for (const id of ["secret", "twostep"]) {
+    // A's history: two deliveries of `paged`, and one of each other dataset, analysed.
+    assertEquals((await upload(server, "paged", VALID)).status, 201);
+    await historyLength(server, a.apiKey, "paged", 1);
+    assertEquals((await upload(server, "paged", OTHER)).status, 201);
+    await historyLength(server, a.apiKey, "paged", 2);
+    await historyLength(server, a.apiKey, "secret", 1);
+    await historyLength(server, a.apiKey, "twostep", 1);
+    const historyPage = await (await authed(server, a.apiKey, "/datasets/paged/history/?limit=1"))
+      .json();
+    assert(typeof historyPage.next_cursor === "string", JSON.stringify(historyPage));
+    // Reads, downloads, analysis, history and exports: 404 as if nothing existed.
+    for (const id of ["secret", "twostep", "paged"]) {
       await assertApiError(await asB(`/datasets/${id}/`), 404, "not_found");
       await assertApiError(await asB(`/datasets/${id}/file/`), 404, "not_found");
       await assertApiError(await asB(`/datasets/${id}/analysis/`), 404, "not_found");
+      await assertApiError(await asB(`/datasets/${id}/analysis/?format=csv`), 404, "not_found");
+      await assertApiError(await asB(`/datasets/${id}/history/`), 404, "not_found");
+      await assertApiError(await asB(`/datasets/${id}/history/?format=csv`), 404, "not_found");
       const head = await asB(`/datasets/${id}/file/`, { method: "HEAD" });
       assertEquals(head.status, 404);
       await head.body?.cancel();
       await assertApiError(await asB(`/datasets/${id}/`, { method: "DELETE" }), 404, "not_found");
     }
+    // A's history cursor means nothing to B.
+    await assertApiError(
+      await asB(`/datasets/paged/history/?limit=1&cursor=${historyPage.next_cursor}`),
+      400,
+      "invalid_json",
+    );
     // Settings: B sees only its own (none), and writing them does not touch A's.
     const settingsB = await asB("/datasets/secret/settings/");
     assertEquals(await settingsB.json(), {});
@@ -123,6 +143,11 @@ driverTest(
     const putB = await fetch(gB.upload_url, { method: "PUT", body: OTHER });
     assertEquals(putB.status, 200);
     await putB.body?.cancel();
+    // B's own `secret` has B's history only.
+    await historyLength(server, b.apiKey, "secret", 1);
+    const historyB = await (await asB("/datasets/secret/history/?format=csv")).text();
+    const historyA = await (await authed(server, a.apiKey, "/datasets/secret/history/")).json();
+    assert(!historyB.includes(historyA.snapshots[0].etag), "A's snapshot in B's history");
     // Keys: B sees its organization and keys only.
     const keys = await (await asB("/keys/")).json();
     assertEquals(keys.organization.org_id, b.orgId);
@@ -134,12 +159,30 @@ driverTest(
     const listA = await (await authed(server, a.apiKey, "/datasets/")).json();
     assertEquals(
       listA.datasets.map((d: { experiment_id: string }) => d.experiment_id).sort(),
-      ["secret", "twostep"],
+      ["paged", "secret", "twostep"],
     );
     const fileA = await authed(server, a.apiKey, "/datasets/secret/file/");
     assertSameBytes(new Uint8Array(await fileA.arrayBuffer()), VALID, "A's download");
   },
 );
+
+/** Waits until the experiment's history has `length` snapshots. */
+async function historyLength(
+  server: { api: string },
+  apiKey: string,
+  experimentId: string,
+  length: number,
+): Promise<void> {
+  await waitFor(
+    async () => {
+      const res = await authed(server, apiKey, `/datasets/${experimentId}/history/`);
+      const body = await res.json();
+      return res.status === 200 && body.snapshots.length === length;
+    },
+    `${length} snapshots of ${experimentId}`,
+    30_000,
+  );
+}
 
 // ---------------------------------------------------------------------------------------------
 // Keys at rest

@@ -1,5 +1,5 @@
 import { assert, assertEquals } from "../_assert.ts";
-import { LocalStore } from "../../src/storage/local_store.ts";
+import { DirectorySyncs, LocalStore } from "../../src/storage/local_store.ts";
 import { StorageError } from "../../src/storage/object_store.ts";
 import { UrlSigner } from "../../src/crypto/url_signer.ts";
 
@@ -130,6 +130,18 @@ Deno.test("LocalStore sweep removes stale temporaries but not open ones", async 
   await Deno.remove(dir, { recursive: true });
 });
 
+Deno.test("LocalStore sweep during a commit leaves the committing temporary alone", async () => {
+  const { dir, store } = await newStore();
+  const w = await store.createWriter("org/o/experiments/e/latest.csv");
+  await w.write(new TextEncoder().encode("user_id,variant,date,x\n"));
+  const committing = w.commit();
+  assertEquals(await store.sweep(), 0);
+  const info = await committing;
+  assertEquals(info.size, 23);
+  assertEquals((await Array.fromAsync(Deno.readDir(store.tmpDir))).length, 0);
+  await Deno.remove(dir, { recursive: true });
+});
+
 Deno.test("LocalStore refuses keys that would leave the storage folder", async () => {
   const { dir, store } = await newStore();
   for (const key of ["../x", "org/../../x", "/etc/passwd", "org//x", "org/./x"]) {
@@ -169,4 +181,102 @@ Deno.test("UrlSigner accepts its own signature and refuses altered, expired or r
   assertEquals(signer.verify("PUT", "k/x", sized, now).result, "invalid");
   const other = new UrlSigner(new Uint8Array(32).fill(4));
   assertEquals(other.verify("PUT", "org/a/experiments/e/latest.csv", q, now).result, "invalid");
+});
+
+Deno.test("LocalStore lists in key order across folders whose names prefix each other, from any cursor", async () => {
+  const { dir, store } = await newStore();
+  // "x-1/…" and "x.y/…" sort before "x/…" ('-' and '.' are below '/'), "x0/…" after.
+  const ids = ["x", "x-1", "x.y", "x0", "X", "_a", "a", "xa"];
+  for (const id of ids) {
+    const w = await store.createWriter(`org/o/experiments/${id}/latest.csv`);
+    await w.write(new Uint8Array([49]));
+    await w.commit();
+  }
+  const keys = ids.map((id) => `org/o/experiments/${id}/latest.csv`).sort();
+  const all = await store.list("org/o/experiments/");
+  assertEquals(all.objects.map((o) => o.key), keys);
+  for (const limit of [1, 2, 3]) {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: Awaited<ReturnType<typeof store.list>> = await store.list("org/", {
+        limit,
+        cursor,
+      });
+      seen.push(...page.objects.map((o) => o.key));
+      cursor = page.nextCursor;
+    } while (cursor);
+    assertEquals(seen, keys, `limit ${limit}`);
+  }
+  // startAfter: any key, stored or not.
+  const after = await store.list("org/o/", { startAfter: "org/o/experiments/x/latest.csv" });
+  assertEquals(
+    after.objects.map((o) => o.key),
+    keys.filter((k) => k > "org/o/experiments/x/latest.csv"),
+  );
+  const between = await store.list("org/o/", { startAfter: "org/o/experiments/x-0" });
+  assertEquals(between.objects[0].key, "org/o/experiments/x-1/latest.csv");
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("LocalStore answers a page without reading the folders before its cursor", async () => {
+  const { dir, store } = await newStore();
+  for (const org of ["a", "b", "c"]) {
+    for (const id of ["e1", "e2"]) {
+      const w = await store.createWriter(`org/${org}/experiments/${id}/latest.csv`);
+      await w.write(new Uint8Array([49]));
+      await w.commit();
+    }
+  }
+  const read: string[] = [];
+  const readDir = Deno.readDir;
+  Deno.readDir = (path: string | URL) => {
+    read.push(String(path).slice(dir.length + "/storage".length) || "/");
+    return readDir(path);
+  };
+  try {
+    const page = await store.list("org/", { limit: 1, cursor: "org/b/experiments/e2/latest.csv" });
+    assertEquals(page.objects.map((o) => o.key), ["org/c/experiments/e1/latest.csv"]);
+    // The root, org/, and what leads to the first key after the cursor: nothing of org/a.
+    assertEquals(read, [
+      "/org",
+      "/org/b",
+      "/org/b/experiments",
+      "/org/b/experiments/e2",
+      "/org/c",
+      "/org/c/experiments",
+      "/org/c/experiments/e1",
+      "/org/c/experiments/e2",
+    ]);
+  } finally {
+    Deno.readDir = readDir;
+  }
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("DirectorySyncs shares one fsync among the requests made while one runs", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "abn-dirsync-" });
+  const syncs = new DirectorySyncs();
+  await syncs.sync(dir);
+  assertEquals(syncs.started, 1);
+  // The first starts at once; the nine made while it runs share the next one.
+  await Promise.all(Array.from({ length: 10 }, () => syncs.sync(dir)));
+  assertEquals(syncs.started, 3);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("LocalStore reads a small object whole, from the descriptor it stat'ed", async () => {
+  const { dir, store } = await newStore();
+  const key = "org/o/experiments/e/latest.csv";
+  for (const size of [0, 5, 64 * 1024, 64 * 1024 + 1, 300_000]) {
+    const bytes = new Uint8Array(size).map((_, i) => i % 251);
+    const w = await store.createWriter(key);
+    await w.write(bytes);
+    const info = await w.commit();
+    const got = (await store.get(key))!;
+    assertEquals(got.info, info);
+    assertEquals(new Uint8Array(await new Response(got.body).arrayBuffer()), bytes);
+  }
+  assertEquals(await store.get("org/o/experiments/none/latest.csv"), null);
+  await Deno.remove(dir, { recursive: true });
 });

@@ -41,6 +41,30 @@ const share = (x: number) => `${(x * 100).toFixed(1).replace("-", "−")} %`;
 const percent = (x: number) => `${x.toFixed(1).replace("-", "−")} %`;
 const pValue = (p: number) =>
   p === 0 ? "< 1e-300" : p < 0.0001 ? p.toExponential(2) : String(Number(p.toPrecision(3)));
+const signed = (text: string) => (text.startsWith("-") ? "−" + text.slice(1) : "+" + text) + " %";
+const lift = (x: number) => signed((x * 100).toFixed(2));
+const liftShort = (x: number) => signed((x * 100).toFixed(Math.abs(x * 100) < 1 ? 2 : 1));
+
+interface Comparison {
+  name: string;
+  lift: number;
+  ci: [number, number];
+  p_value: number;
+  sequential_ci: [number, number];
+  sequential_p_value: number;
+  decision?: string;
+}
+
+/** The decision on the key metric in the page's words, from the API's JSON. */
+function decisionText(a: { control: string; key_metric: string }, c: Comparison): string {
+  const head = `${c.name} is ${c.decision} than ${a.control} on ${a.key_metric}: `;
+  if (c.decision === "better" || c.decision === "worse") {
+    return `${head}${liftShort(c.lift)}, safe to act on at any look`;
+  }
+  return `No decision yet on ${c.name} against ${a.control} on ${a.key_metric}: ` +
+    `${liftShort(c.lift)}, the always-valid interval (${lift(c.sequential_ci[0])} to ` +
+    `${lift(c.sequential_ci[1])}) still includes 0`;
+}
 
 async function csv(options: Parameters<typeof generateCsv>[0]): Promise<Uint8Array<ArrayBuffer>> {
   const parts: Uint8Array[] = [];
@@ -109,6 +133,68 @@ async function waitReady(page: Page, experimentId: string) {
   await waitForText(page, "#result-title", experimentId);
   await page.waitForSelector("#result .result-head .badge-ready", { timeout: 15_000 });
   await page.waitForSelector("#result .ready:not(.stale) #srm-p-value", { timeout: 15_000 });
+}
+
+/**
+ * The decision card and every metric's interval chart and table show what the API answers: one
+ * chart row per compared variant with its two intervals and its point, in the API's order.
+ */
+async function checkComparisons(page: Page, a: {
+  control: string;
+  key_metric: string;
+  inference: string;
+  metrics: { name: string; comparisons: Comparison[] }[];
+}) {
+  const key = a.metrics.find((m) => m.name === a.key_metric)!;
+  for (const c of key.comparisons) {
+    const shown = await text(page, `.decision-item[data-variant="${c.name}"] .decision-text`);
+    if (a.inference === "frequentist") {
+      const figures = `: ${liftShort(c.lift)} (95 % interval ${lift(c.ci[0])} to ${
+        lift(c.ci[1])
+      }, p = ${pValue(c.p_value)})`;
+      assert.ok(shown.includes(figures), `"${shown}" does not include "${figures}"`);
+      continue;
+    }
+    const expected = decisionText(a, c);
+    if (c.decision === "inconclusive") {
+      assert.ok(shown.startsWith(expected), `"${shown}" does not start with "${expected}"`);
+    } else {
+      assert.equal(shown, expected);
+    }
+  }
+  for (const m of a.metrics) {
+    const block = `.metric-comparison[data-metric="${m.name}"]`;
+    const rows = await page.$$eval(
+      `${block} .interval-chart g.interval-row`,
+      (gs) =>
+        gs.map((g) => ({
+          variant: g.getAttribute("data-variant"),
+          lift: Number(g.getAttribute("data-lift")),
+          parts: [
+            g.querySelectorAll("rect.sequential").length,
+            g.querySelectorAll("rect.fixed").length,
+            g.querySelectorAll("circle.point").length,
+          ],
+        })),
+    );
+    assert.deepEqual(
+      rows,
+      m.comparisons.map((c) => ({ variant: c.name, lift: c.lift, parts: [1, 1, 1] })),
+    );
+    for (const c of m.comparisons) {
+      const row = `${block} tr[data-variant="${c.name}"]`;
+      assert.equal(await text(page, `${row} [data-cell="lift"]`), lift(c.lift));
+      assert.equal(
+        await text(page, `${row} [data-cell="ci"]`),
+        `${lift(c.ci[0])} to ${lift(c.ci[1])}`,
+      );
+      assert.equal(
+        await text(page, `${row} [data-cell="sequential-ci"]`),
+        `${lift(c.sequential_ci[0])} to ${lift(c.sequential_ci[1])}`,
+      );
+      assert.equal(await text(page, `${row} [data-cell="p"]`), pValue(c.p_value));
+    }
+  }
 }
 
 async function shoot(page: Page, name: string) {
@@ -226,6 +312,7 @@ Deno.test({
             variants: ["A", "B", "C"],
             days: 10,
             seed: 3,
+            conversion: [0.1, 0.17, 0.1], // B wins clearly: a decision to show
           }),
         });
         assert.equal(put.status, 200);
@@ -303,6 +390,12 @@ Deno.test({
           (svgs) => svgs.map((svg) => svg.querySelectorAll("g.series path").length),
         );
         assert.deepEqual(lines, [a.variants.length, a.variants.length]);
+        // Two arms: the decision in words, one interval row per metric.
+        await checkComparisons(page, a);
+        assert.equal(
+          await text(page, "#sample-days-left"),
+          a.sample.days_left === 0 ? "target reached" : `${integer(a.sample.days_left)} days left`,
+        );
         await shoot(page, "analysis");
       });
 
@@ -318,6 +411,15 @@ Deno.test({
           );
         }
         assert.equal(await text(page, "#sample-percent"), percent(a.sample.percent_of_target));
+        // Three arms: two rows per interval chart, and B's win said as the issue words it.
+        const key = a.metrics.find((m: { name: string }) => m.name === a.key_metric);
+        assert.equal(key.comparisons[0].decision, "better", JSON.stringify(key.comparisons[0]));
+        await checkComparisons(page, a);
+        assert.match(
+          await text(page, '.decision-item[data-variant="B"] .decision-text'),
+          /^B is better than A on converted: \+[0-9.]+ %, safe to act on at any look$/,
+        );
+        await shoot(page, "three-arms");
       });
 
       await t.step("a sample ratio mismatch is flagged with the observed split", async () => {
@@ -424,6 +526,37 @@ Deno.test({
         assert.equal(await text(page, '[data-field="control"]'), "B");
         await waitForText(page, "#settings-status", "Settings saved");
         await shoot(page, "settings");
+      });
+
+      await t.step("the settings lead with another view and cap a metric", async () => {
+        // A cap outside (50, 100) is refused before anything is sent; one the server refuses
+        // shows the server's message.
+        await page.type("#set-cap-1", "40");
+        await page.click(".settings-form button[type=submit]");
+        await waitForText(page, "#settings-error", "must be a percentile above 50 and below 100");
+        await page.$eval("#set-cap-1", (el) => (el as unknown as PageElement).value = "");
+        await page.type("#set-cap-1", "99");
+        await page.type("#set-covariate-1", "no_such_column");
+        await page.click(".settings-form button[type=submit]");
+        await waitForText(page, "#settings-error", '"no_such_column", which is not a column');
+        await page.$eval("#set-covariate-1", (el) => (el as unknown as PageElement).value = "");
+        await page.select("#set-inference", "frequentist");
+        await page.click(".settings-form button[type=submit]");
+        await page.waitForSelector("#result .decision.view-frequentist", { timeout: 15_000 });
+        await waitReady(page, "checkout_test");
+        const saved = await (await call(server, "/datasets/checkout_test/settings/")).json();
+        assert.deepEqual(saved, {
+          control: "B",
+          inference: "frequentist",
+          winsorize: { revenue: 0.99 },
+        });
+        const a = await readyAnalysis(server, "checkout_test");
+        const revenue = a.metrics.find((m: { name: string }) => m.name === "revenue");
+        assert.equal(revenue.winsorized.percentile, 0.99);
+        await waitForText(page, '.metric-comparison[data-metric="revenue"] h4', "capped at p99");
+        assert.ok((await text(page, "#decision-title")).startsWith("Fixed-horizon test on"));
+        await checkComparisons(page, a);
+        await shoot(page, "settings-inference");
       });
 
       await t.step(

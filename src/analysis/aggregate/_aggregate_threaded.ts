@@ -11,12 +11,11 @@
  * input ends first, lane 1 is added here too. The answer is the same either way, and the same as
  * `CsvAggregator`'s (which keeps the two lanes in two tallies on one thread).
  */
-import type { Aggregate } from "./aggregate_types.ts";
-import type { AggregateOptions } from "./aggregate.ts";
+import type { Aggregate, AggregateOptions } from "./aggregate_types.ts";
 import { CsvRowSplitter } from "./_csv_rows.ts";
 import { batchBuffers, newBatch, type RowBatch } from "./_row_batch.ts";
 import { type BatchSink, type MetricKind, RowReader } from "./_row_reader.ts";
-import { summarize } from "./_summary.ts";
+import { summarize, type SummaryOptions, summaryOptions } from "./_summary.ts";
 import { type TallyState, UserTally } from "./_user_tally.ts";
 import type { WorkerReply, WorkerRequest } from "./_user_worker.ts";
 
@@ -33,8 +32,9 @@ const START_TIMEOUT_MS = 5000;
 const WORKER_URL = new URL("./_user_worker.ts", import.meta.url);
 
 /**
- * Aggregates `chunks` as `aggregateCsv` does. For tests: `workerUrl` replaces the worker module,
- * and `onMode` hears when the run turns "threaded" (the worker is up) or "local".
+ * Aggregates `chunks` as `aggregateCsv` does; without a worker when `options.worker` is false.
+ * For tests: `workerUrl` replaces the worker module, and `onMode` hears when the run turns
+ * "threaded" (the worker is up) or "local".
  */
 export async function aggregateThreaded(
   chunks: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,
@@ -42,7 +42,12 @@ export async function aggregateThreaded(
   workerUrl: URL = WORKER_URL,
   onMode: (mode: "threaded" | "local") => void = () => {},
 ): Promise<Aggregate> {
-  const run = new ThreadedRun(options.metricKinds ?? {}, workerUrl, onMode);
+  const run = new ThreadedRun(
+    options,
+    summaryOptions(options),
+    options.worker === false ? null : workerUrl,
+    onMode,
+  );
   try {
     for await (const chunk of chunks) {
       options.onChunk?.(chunk);
@@ -57,9 +62,12 @@ export async function aggregateThreaded(
 
 class ThreadedRun {
   readonly #kinds: Readonly<Record<string, MetricKind>>;
+  readonly #options: SummaryOptions;
+  readonly #onHeader: AggregateOptions["onHeader"];
   readonly #reader: RowReader;
   readonly #splitter: CsvRowSplitter;
   readonly #onMode: (mode: "threaded" | "local") => void;
+  readonly #dimensions: boolean;
   #worker: Worker | null = null;
   #mode: "starting" | "threaded" | "local" = "starting";
   #startTimer: ReturnType<typeof setTimeout> | undefined;
@@ -76,15 +84,26 @@ class ThreadedRun {
   #wake: (() => void) | null = null;
 
   constructor(
-    kinds: Readonly<Record<string, MetricKind>>,
-    workerUrl: URL,
+    options: AggregateOptions,
+    summary: SummaryOptions,
+    workerUrl: URL | null,
     onMode: (mode: "threaded" | "local") => void,
   ) {
-    this.#kinds = kinds;
+    this.#kinds = options.metricKinds ?? {};
+    this.#options = summary;
+    this.#onHeader = options.onHeader;
     this.#onMode = onMode;
+    this.#dimensions = options.dimensions ?? true;
     const rows = [LOCAL_BATCH_ROWS, WORKER_BATCH_ROWS] as const;
-    this.#reader = new RowReader(kinds, rows, (forced) => this.#open(forced));
+    this.#reader = new RowReader(this.#kinds, rows, (forced, header) => {
+      this.#onHeader?.(header);
+      return this.#open(forced);
+    }, this.#dimensions);
     this.#splitter = new CsvRowSplitter(this.#reader);
+    if (workerUrl === null) {
+      this.#goLocal();
+      return;
+    }
     try {
       const worker = new Worker(workerUrl.href, { type: "module" });
       worker.onmessage = (event: MessageEvent<WorkerReply>) => this.#receive(event.data);
@@ -133,7 +152,7 @@ class ThreadedRun {
       }
       states.push(this.#workerState);
     }
-    return summarize(this.#reader, this.#tallies[0].layout, states, this.#kinds);
+    return summarize(this.#reader, this.#tallies[0].layout, states, this.#kinds, this.#options);
   }
 
   close(): void {
@@ -145,8 +164,10 @@ class ThreadedRun {
   /** The header is read: where the batches of each lane go from now on. */
   #open(forcedConversion: Uint8Array): [BatchSink, BatchSink] {
     this.#forcedConversion = forcedConversion;
-    this.#tallies.push(new UserTally(forcedConversion));
-    if (this.#mode === "local") this.#tallies.push(new UserTally(forcedConversion));
+    this.#tallies.push(new UserTally(forcedConversion, this.#dimensions));
+    if (this.#mode === "local") {
+      this.#tallies.push(new UserTally(forcedConversion, this.#dimensions));
+    }
     if (this.#mode === "threaded") this.#start(forcedConversion);
     const local = (batch: RowBatch) => {
       this.#tallies[0].add(batch);
@@ -159,13 +180,16 @@ class ThreadedRun {
       }
       if (this.#mode === "starting") this.#waiting.push(batch);
       else this.#send(batch);
-      return this.#spare.pop() ?? newBatch(WORKER_BATCH_ROWS, forcedConversion.length);
+      return this.#spare.pop() ??
+        newBatch(WORKER_BATCH_ROWS, forcedConversion.length, this.#dimensions);
     };
     return [local, remote];
   }
 
   #start(forcedConversion: Uint8Array): void {
-    this.#worker!.postMessage({ type: "start", forcedConversion } satisfies WorkerRequest);
+    this.#worker!.postMessage(
+      { type: "start", forcedConversion, dimensions: this.#dimensions } satisfies WorkerRequest,
+    );
   }
 
   #send(batch: RowBatch): void {
@@ -207,7 +231,7 @@ class ThreadedRun {
     this.#mode = "local";
     this.#onMode("local");
     if (this.#forcedConversion) {
-      const tally = new UserTally(this.#forcedConversion);
+      const tally = new UserTally(this.#forcedConversion, this.#dimensions);
       this.#tallies.push(tally);
       for (const batch of this.#waiting.splice(0)) tally.add(batch);
     }

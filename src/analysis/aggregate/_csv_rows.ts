@@ -1,26 +1,35 @@
 /**
- * Splits CSV bytes pushed in chunks into rows of field ranges, RFC 4180 style, without decoding:
- * `,` or `;` delimiter sniffed from the header, quoted fields with `""` escapes and line ends
- * inside, CRLF or LF, blank lines skipped, a leading UTF-8 BOM stripped. Only a row split over
- * chunks is copied (to a carry buffer); every other row is handed over as ranges of the chunk.
+ * Splits CSV bytes pushed in chunks into rows of field ranges, RFC 4180 style, without decoding,
+ * by the CSV rules of `src/csv/`: the header parsed and checked by `parseHeader` (delimiter
+ * sniffed, names trimmed, required columns), blank lines before it and a leading BOM skipped
+ * as `headerContent` says; then quoted fields with `""` escapes and line ends inside, CRLF or
+ * LF, blank lines skipped. Only a row split over chunks is copied (to a carry buffer); every
+ * other row is handed over as ranges of the chunk.
  *
- * Input that the upload checks would refuse (a stray quote, a wrong field count, an unclosed
- * quote, a row over `MAX_ROW_BYTES`) throws an `Error` naming the physical line.
+ * Input that breaks a rule this loop meets (a stray quote, a wrong field count, an unclosed quote,
+ * a bad header) throws the rule's `CsvError` naming the physical line. It leaves to the upload
+ * validator what reading does not need: NUL bytes, UTF-8, lone carriage returns and the line and
+ * column limits (a row over `MAX_ROW_BYTES` is refused only to bound the carry's memory).
  */
+import { CR, LF, QUOTE } from "../../csv/bytes.ts";
+import {
+  fieldCountError,
+  lineTooLongError,
+  noHeaderError,
+  strayQuoteError,
+  textAfterQuoteError,
+  unclosedQuoteError,
+} from "../../csv/csv_error.ts";
+import { type Delimiter, delimiterByte } from "../../csv/delimiter.ts";
+import { headerContent, parseHeader } from "../../csv/header.ts";
 
-const LF = 0x0a;
-const CR = 0x0d;
-const QUOTE = 0x22;
-const COMMA = 0x2c;
-const SEMICOLON = 0x3b;
-
-/** Longest row kept across chunks (the upload checks refuse lines over 1 MiB). */
+/** Longest row kept across chunks: a bound on memory (the line limit is 1 MiB). */
 export const MAX_ROW_BYTES = 16 * 1024 * 1024;
 
 /** Receives the header and then each data row. */
 export interface CsvRowSink {
-  /** The trimmed header names and the sniffed delimiter. */
-  header(names: string[], delimiter: "," | ";"): void;
+  /** The trimmed header names and the sniffed delimiter (as `parseHeader` answers them). */
+  header(names: string[], delimiter: Delimiter): void;
   /**
    * One data row: field `i` is `buf[start[i]..end[i])`, quotes removed and escapes undone. The
    * arrays and `buf` are reused after the call returns. `line` is the row's first physical line.
@@ -30,7 +39,7 @@ export interface CsvRowSink {
 
 export class CsvRowSplitter {
   readonly #sink: CsvRowSink;
-  #delimiter = COMMA;
+  #delimiter = delimiterByte(",");
   /** Fields per row; 0 until the header is read. */
   #fields = 0;
   #start = new Int32Array(0);
@@ -43,8 +52,8 @@ export class CsvRowSplitter {
   /** Physical line on which the next row starts. */
   #line = 1;
   #firstRow = true;
+  #empty = true;
   #finished = false;
-  readonly #decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
   constructor(sink: CsvRowSink) {
     this.#sink = sink;
@@ -52,8 +61,9 @@ export class CsvRowSplitter {
 
   /** Splits `chunk`; only an incomplete last row is copied, so the caller may reuse `chunk`. */
   push(chunk: Uint8Array): void {
-    if (this.#finished) throw new Error("Cannot read CSV: the input was already finished");
+    if (this.#finished) throw new TypeError("Cannot read CSV: the input was already finished");
     const end = chunk.length;
+    if (end > 0) this.#empty = false;
     let pos = 0;
     while (pos < end) {
       if (this.#carryLength > 0 || this.#fields === 0) {
@@ -85,7 +95,7 @@ export class CsvRowSplitter {
     if (this.#finished) return;
     this.#finished = true;
     if (this.#carryLength > 0) this.#takeCarry(true);
-    if (this.#fields === 0) throw new Error("Cannot read CSV: there is no header row");
+    if (this.#fields === 0) throw noHeaderError(this.#empty);
   }
 
   /** Index of the line feed ending the row that continues at `buf[pos]`, or -1. */
@@ -102,11 +112,7 @@ export class CsvRowSplitter {
 
   #keep(buf: Uint8Array, from: number, to: number): void {
     const length = this.#carryLength + to - from;
-    if (length > MAX_ROW_BYTES) {
-      throw new Error(
-        `Cannot parse line ${this.#line}: the row is longer than ${MAX_ROW_BYTES} bytes`,
-      );
-    }
+    if (length > MAX_ROW_BYTES) throw lineTooLongError(this.#line, MAX_ROW_BYTES);
     if (length > this.#carry.length) {
       const carry = new Uint8Array(Math.max(length, 2 * this.#carry.length));
       carry.set(this.#carry.subarray(0, this.#carryLength));
@@ -127,28 +133,22 @@ export class CsvRowSplitter {
     let pos = 0;
     while (pos < length) {
       const next = this.#row(carry, pos, length, final);
-      if (next < 0) throw new Error(`Cannot parse line ${this.#line}: unbalanced quotes`);
+      if (next < 0) throw unclosedQuoteError(this.#line);
       pos = next;
     }
   }
 
   #header(bytes: Uint8Array): void {
-    let start = 0;
-    if (this.#firstRow && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) start = 3;
-    this.#firstRow = false;
     const line = this.#line;
     for (const b of bytes) if (b === LF) this.#line++;
-    let end = bytes.length;
-    if (end > start && bytes[end - 1] === LF) end--;
-    if (end > start && bytes[end - 1] === CR) end--;
-    if (end === start) return; // a blank line before the header
-    const text = this.#decoder.decode(bytes.subarray(start, end));
-    const delimiter = sniffDelimiter(text);
-    if (delimiter === null) {
-      throw new Error(`Cannot parse line ${line}: the delimiter must be a comma or a semicolon`);
-    }
-    const names = splitHeader(text, delimiter, line).map((name) => name.trim());
-    this.#delimiter = delimiter === "," ? COMMA : SEMICOLON;
+    const end = bytes.length > 0 && bytes[bytes.length - 1] === LF
+      ? bytes.length - 1
+      : bytes.length;
+    const content = headerContent(bytes.subarray(0, end), this.#firstRow);
+    this.#firstRow = false;
+    if (content.length === 0) return; // a blank line before the header
+    const { names, delimiter } = parseHeader(content, line);
+    this.#delimiter = delimiterByte(delimiter);
     this.#fields = names.length;
     this.#start = new Int32Array(names.length);
     this.#end = new Int32Array(names.length);
@@ -179,9 +179,7 @@ export class CsvRowSplitter {
         let j = i + 1;
         for (;;) {
           if (j >= end) {
-            if (final) {
-              throw new Error(`Cannot parse line ${this.#line}: a quoted field is not closed`);
-            }
+            if (final) throw unclosedQuoteError(this.#line);
             return -1;
           }
           b = buf[j];
@@ -219,18 +217,14 @@ export class CsvRowSplitter {
           i = Math.min(i + 2, end);
           break;
         }
-        throw new Error(`Cannot parse line ${this.#line + lines - 1}: text after a closing quote`);
+        throw textAfterQuoteError(this.#line + lines - 1);
       }
       let j = i;
       for (; j < end; j++) {
         b = buf[j];
         if (b > delimiter) continue; // most bytes, with a comma delimiter
         if (b === delimiter || b === LF) break;
-        if (b === QUOTE) {
-          throw new Error(
-            `Cannot parse line ${this.#line + lines - 1}: unexpected quote in an unquoted field`,
-          );
-        }
+        if (b === QUOTE) throw strayQuoteError(this.#line + lines - 1);
       }
       if (j >= end && !final) return -1;
       if (f < fields) {
@@ -247,9 +241,7 @@ export class CsvRowSplitter {
     }
     const line = this.#line;
     this.#line += lines;
-    if (f !== fields) {
-      throw new Error(`Cannot parse line ${line}: expected ${fields} fields, got ${f}`);
-    }
+    if (f !== fields) throw fieldCountError(line, fields, f);
     this.#sink.row(escaped ? this.#unescape(buf) : buf, start, stop, line);
     return i;
   }
@@ -276,55 +268,5 @@ export class CsvRowSplitter {
       end[f] = o;
     }
     return out;
-  }
-}
-
-/**
- * The delimiter of a header line: the one of `,` and `;` that occurs more often outside quotes,
- * comma on a tie, as the upload checks pick it; `null` when neither occurs.
- */
-function sniffDelimiter(text: string): "," | ";" | null {
-  let commas = 0;
-  let semicolons = 0;
-  let quoted = false;
-  for (const c of text) {
-    if (c === '"') quoted = !quoted;
-    else if (quoted) continue;
-    else if (c === ",") commas++;
-    else if (c === ";") semicolons++;
-  }
-  if (commas === 0 && semicolons === 0) return null;
-  return semicolons > commas ? ";" : ",";
-}
-
-/** Splits the header line into its unquoted fields. */
-function splitHeader(text: string, delimiter: string, line: number): string[] {
-  const fields: string[] = [];
-  let i = 0;
-  for (;;) {
-    if (text[i] === '"') {
-      let j = i + 1;
-      for (;;) {
-        j = text.indexOf('"', j);
-        if (j < 0) throw new Error(`Cannot parse line ${line}: a quoted field is not closed`);
-        if (text[j + 1] !== '"') break;
-        j += 2;
-      }
-      fields.push(text.slice(i + 1, j).replaceAll('""', '"'));
-      i = j + 1;
-      if (i < text.length && text[i] !== delimiter) {
-        throw new Error(`Cannot parse line ${line}: text after a closing quote`);
-      }
-    } else {
-      let j = text.indexOf(delimiter, i);
-      if (j < 0) j = text.length;
-      if (text.slice(i, j).includes('"')) {
-        throw new Error(`Cannot parse line ${line}: unexpected quote in an unquoted field`);
-      }
-      fields.push(text.slice(i, j));
-      i = j;
-    }
-    if (i >= text.length) return fields;
-    i++;
   }
 }

@@ -19,10 +19,18 @@ export interface RowBatch {
   values: Float64Array;
   /** Per metric column: 1 while its cells were all numbers when the batch was handed over. */
   candidate: Uint8Array;
+  /**
+   * Per row then metric column: the cell's value id in the column's `ValueDictionary`, -1 when
+   * not kept; empty when the batch's reader does not track dimensions.
+   */
+  dims: Int32Array;
 }
 
-/** An empty batch for `rows` rows of `metrics` metric columns. */
-export function newBatch(rows: number, metrics: number): RowBatch {
+/**
+ * An empty batch for `rows` rows of `metrics` metric columns (with their value ids when
+ * `dimensions`).
+ */
+export function newBatch(rows: number, metrics: number, dimensions: boolean): RowBatch {
   return {
     size: 0,
     ids: new Int32Array(8 * rows),
@@ -33,6 +41,7 @@ export function newBatch(rows: number, metrics: number): RowBatch {
     day: new Int32Array(rows),
     values: new Float64Array(rows * metrics),
     candidate: new Uint8Array(metrics),
+    dims: new Int32Array(dimensions ? rows * metrics : 0),
   };
 }
 
@@ -47,5 +56,6 @@ export function batchBuffers(batch: RowBatch): ArrayBuffer[] {
     batch.day,
     batch.values,
     batch.candidate,
+    batch.dims,
   ].map((array) => array.buffer as ArrayBuffer);
 }

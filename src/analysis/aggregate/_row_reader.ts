@@ -1,18 +1,32 @@
 /**
  * The first half of the aggregation: receives CSV rows as byte ranges and reads the cells the
  * user pass needs into `RowBatch`es (the id, copied and hashed; the variant as an index; the date
- * as a day number; each metric candidate's value), and learns along the way which columns are
- * numbers (metric candidates), which hold only 0/1, which variants and days occur.
+ * as a day number; each metric candidate's value; with dimensions tracked, each column's value
+ * id in its `ValueDictionary`), and learns along the way which columns are numbers (metric
+ * candidates), which hold only 0/1, which variants and days occur and how many rows each day has.
+ * Cells are read
+ * by the rules of `src/csv/` (`hasText`'s blanks, `readDay`, `numberKind`), so a column is a
+ * metric of a kind exactly when the upload checks say so; a cell that breaks a rule throws its
+ * `CsvError`, naming the row's first line.
  *
  * Rows go to one of two lanes by the hash of their user id, so each user's rows stay in one lane,
  * in order: lane 0 takes `LANE_0_SHARE` of the users, lane 1 the rest. Full batches of a lane go
  * to its `BatchSink` (a `UserTally`; with a worker, lane 1's is in the worker, and lane 0's share
  * balances the two threads).
  */
-import { DAY_LIMIT, hasText, isBinaryCell, readDay, readNumber } from "./_csv_cells.ts";
+import { DAY_LIMIT, invalidDateError, readDay } from "../../csv/calendar_date.ts";
+import { decimalComma, type Delimiter } from "../../csv/delimiter.ts";
+import { emptyCellError, isBlank } from "../../csv/has_text.ts";
+import type { Header } from "../../csv/header.ts";
+import { BINARY, NUMBER, numberKind, TEXT } from "../../csv/number_kind.ts";
 import type { CsvRowSink } from "./_csv_rows.ts";
 import { newBatch, type RowBatch } from "./_row_batch.ts";
 import { copyId } from "./_user_table.ts";
+import {
+  DIMENSION_VALUE_LIMIT,
+  DISTINCT_COUNT_LIMIT,
+  ValueDictionary,
+} from "./_value_dictionary.ts";
 
 /** Share of the users (by id hash) in lane 0. */
 export const LANE_0_SHARE = 1 / 8;
@@ -23,12 +37,15 @@ export type MetricKind = "conversion" | "numeric";
 /** Takes a full batch and answers an empty one to fill next. */
 export type BatchSink = (batch: RowBatch) => RowBatch;
 
-/** What the reader learned, as the summary needs it (plain data, so it can go to a worker). */
+/** What the reader learned, as the summary needs it. */
 export interface ReaderFindings {
   rows: number;
   variantNames: string[];
   /** Days seen, in order of appearance. */
   days: number[];
+  /** Rows per day: day `d`'s count is `dayRows[d - dayBase]` (a window over the days seen). */
+  dayRows: Int32Array;
+  dayBase: number;
   /** Every column but user_id, variant and date, in header order. */
   metricNames: string[];
   /** Per metric column: 1 while every non-empty cell was a number. */
@@ -37,10 +54,16 @@ export interface ReaderFindings {
   hasValue: Uint8Array;
   /** Per metric column: 1 while every value was written as 0 or 1. */
   binary: Uint8Array;
+  /**
+   * Per metric column: its distinct values (with the dimension's per-user values in the batches),
+   * or empty when dimensions are not tracked. A numeric column's values are no longer counted
+   * once it has more than `DIMENSION_VALUE_LIMIT` of them, unless it turns out to hold text.
+   */
+  dictionaries: ValueDictionary[];
 }
 
-const SPACE = 0x20;
-const TAB = 0x09;
+/** Days on either side of the first date read that the window of days seen starts with. */
+const DAY_WINDOW = 4 * 372;
 /** Variants compared byte by byte before falling back to a `Map` of decoded names. */
 const LINEAR_VARIANTS = 64;
 
@@ -52,10 +75,14 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   candidate = new Uint8Array(0);
   hasValue = new Uint8Array(0);
   binary = new Uint8Array(0);
+  /** Rows per day from day `dayBase` on (a window that grows as dates need). */
+  dayRows = new Int32Array(0);
+  dayBase = 0;
+  dictionaries: ValueDictionary[] = [];
 
   readonly #kinds: Readonly<Record<string, MetricKind>>;
   readonly #batchRows: readonly number[];
-  readonly #open: (forcedConversion: Uint8Array) => BatchSink[];
+  readonly #open: (forcedConversion: Uint8Array, header: Header) => BatchSink[];
   /** Per lane: where full batches go, the batch being filled, and where its next id goes. */
   #sinks: BatchSink[] = [];
   readonly #batches: RowBatch[] = [];
@@ -65,7 +92,9 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   #dayField = 0;
   #metricField = new Int32Array(0);
   #decimalComma = false;
-  #daySeen = new Uint8Array(0);
+  /** Where `numberKind` writes a number's value. */
+  readonly #value = new Float64Array(1);
+  readonly #dimensions: boolean;
   readonly #variantBytes: Uint8Array[] = [];
   readonly #variantIndex = new Map<string, number>();
   #lastVariant = -1;
@@ -74,35 +103,27 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   /**
    * `kinds` are the caller's metric kinds by column name; batches of lane i hold `batchRows[i]`
    * rows; `open` is called once the header is read, with 1 per metric column read as conversion
-   * by `kinds`, and answers where full batches of each lane go.
+   * by `kinds` and the header, and answers where full batches of each lane go. With
+   * `dimensions`, every metric column's values are looked up in its dictionary as well.
    */
   constructor(
     kinds: Readonly<Record<string, MetricKind>>,
     batchRows: readonly [number, number],
-    open: (forcedConversion: Uint8Array) => [BatchSink, BatchSink],
+    open: (forcedConversion: Uint8Array, header: Header) => [BatchSink, BatchSink],
+    dimensions = false,
   ) {
     this.#kinds = kinds;
     this.#batchRows = batchRows;
     this.#open = open;
+    this.#dimensions = dimensions;
   }
 
-  header(names: string[], delimiter: "," | ";"): void {
-    const field = (name: string): number => {
-      const found = names.indexOf(name);
-      if (found < 0) throw new Error(`Cannot read CSV: the header has no ${name} column`);
-      return found;
-    };
-    const seen = new Set<string>();
-    for (const name of names) {
-      if (seen.has(name)) {
-        throw new Error(`Cannot read CSV: the column name "${name}" appears twice`);
-      }
-      seen.add(name);
-    }
-    this.#userField = field("user_id");
-    this.#variantField = field("variant");
-    this.#dayField = field("date");
-    this.#decimalComma = delimiter === ";";
+  /** The header, checked by `parseHeader`: the names are unique and include the required ones. */
+  header(names: string[], delimiter: Delimiter): void {
+    this.#userField = names.indexOf("user_id");
+    this.#variantField = names.indexOf("variant");
+    this.#dayField = names.indexOf("date");
+    this.#decimalComma = decimalComma(delimiter);
     const metricFields = names.flatMap((name, i) =>
       name === "user_id" || name === "variant" || name === "date" ? [] : [i]
     );
@@ -112,13 +133,15 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     this.candidate = new Uint8Array(count).fill(1);
     this.hasValue = new Uint8Array(count);
     this.binary = new Uint8Array(count).fill(1);
-    this.#daySeen = new Uint8Array(DAY_LIMIT);
+    this.dictionaries = this.#dimensions ? this.metricNames.map(() => new ValueDictionary()) : [];
     const forced = Uint8Array.from(
       this.metricNames,
       (name) => Object.hasOwn(this.#kinds, name) && this.#kinds[name] === "conversion" ? 1 : 0,
     );
-    this.#sinks = this.#open(forced);
-    for (let lane = 0; lane < 2; lane++) this.#take(lane, newBatch(this.#batchRows[lane], count));
+    this.#sinks = this.#open(forced, { delimiter, names });
+    for (let lane = 0; lane < 2; lane++) {
+      this.#take(lane, newBatch(this.#batchRows[lane], count, this.#dimensions));
+    }
   }
 
   /**
@@ -129,9 +152,10 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     this.rows++;
     let s = start[this.#userField];
     let e = end[this.#userField];
-    if (s < e && (isBlank(buf[s]) || isBlank(buf[e - 1]))) {
+    if (s === e || isBlank(buf[s]) || isBlank(buf[e - 1])) {
       while (s < e && isBlank(buf[s])) s++;
       while (e > s && isBlank(buf[e - 1])) e--;
+      if (s === e) throw emptyCellError("user_id", line);
     }
     // The id is read into lane 1's batch (most rows go there), then moved if the hash says lane 0.
     const length = e - s;
@@ -154,38 +178,50 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     batch.hash[r] = hash;
     batch.idStart[r] = at;
     batch.idLength[r] = length;
-    batch.variant[r] = this.#variant(buf, start[this.#variantField], end[this.#variantField]);
+    batch.variant[r] = this.#variant(buf, start[this.#variantField], end[this.#variantField], line);
     const day = readDay(buf, start[this.#dayField], end[this.#dayField]);
     if (day < 0) {
-      const text = this.#decoder.decode(buf.subarray(start[this.#dayField], end[this.#dayField]));
-      throw new Error(`Cannot parse line ${line}: the date "${text}" is not written YYYY-MM-DD`);
+      throw invalidDateError(buf.subarray(start[this.#dayField], end[this.#dayField]), line);
     }
-    if (this.#daySeen[day] === 0) {
-      this.#daySeen[day] = 1;
-      this.days.push(day);
-    }
+    const seen = day - this.dayBase;
+    if (seen < 0 || seen >= this.dayRows.length) this.#widenDays(day);
+    else if (this.dayRows[seen]++ === 0) this.days.push(day);
     batch.day[r] = day;
     const candidate = this.candidate;
     const metricField = this.#metricField;
     const count = metricField.length;
     const values = batch.values;
+    const hasValue = this.hasValue;
+    const binary = this.binary;
+    const decimalComma = this.#decimalComma;
+    const value = this.#value;
+    const dictionaries = this.dictionaries;
+    const dims = dictionaries.length > 0 ? batch.dims : null;
     for (let k = 0; k < count; k++) {
       let x = NaN;
       s = start[metricField[k]];
       e = end[metricField[k]];
       if (candidate[k] === 1 && s !== e) {
-        x = readNumber(buf, s, e, this.#decimalComma);
-        if (x !== x) {
-          if (hasText(buf, s, e)) candidate[k] = 0; // a dimension: no longer read
-        } else {
-          this.hasValue[k] = 1;
-          if (
-            this.binary[k] === 1 &&
-            ((x !== 0 && x !== 1) || (e - s > 1 && !isBinaryCell(buf, s, e, this.#decimalComma)))
-          ) this.binary[k] = 0;
+        const kind = numberKind(buf, s, e, decimalComma, value);
+        if (kind === NUMBER || kind === BINARY) {
+          x = value[0];
+          hasValue[k] = 1;
+          if (kind === NUMBER && binary[k] === 1) binary[k] = 0;
+        } else if (kind === TEXT) {
+          candidate[k] = 0; // a dimension: no longer read
         }
       }
       values[r * count + k] = x;
+      if (dims !== null) {
+        // A column of numbers with many values cannot be a dimension to report: not counted
+        // further unless it turns out to hold text.
+        const dictionary = dictionaries[k];
+        const size = dictionary.size;
+        dims[r * count + k] =
+          size < DISTINCT_COUNT_LIMIT && (size <= DIMENSION_VALUE_LIMIT || candidate[k] === 0)
+            ? dictionary.id(buf, s, e)
+            : -1;
+      }
     }
     if (++batch.size === this.#batchRows[lane]) this.#handOver(lane);
   }
@@ -209,6 +245,26 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     this.#idFill[lane] = 0;
   }
 
+  /**
+   * Records a first day outside the window of days seen: the window grows to cover it (a few
+   * years at first, then doubling), so a small file never pays for the whole calendar.
+   */
+  #widenDays(day: number): void {
+    const old = this.dayRows;
+    const oldBase = this.dayBase;
+    const low = old.length === 0 ? day - DAY_WINDOW : Math.min(oldBase, day - old.length);
+    const high = old.length === 0
+      ? day + DAY_WINDOW
+      : Math.max(oldBase + old.length, day + old.length);
+    const base = Math.max(0, low);
+    const rows = new Int32Array(Math.min(DAY_LIMIT, high) - base);
+    if (old.length > 0) rows.set(old, oldBase - base);
+    this.dayRows = rows;
+    this.dayBase = base;
+    rows[day - base] = 1;
+    this.days.push(day);
+  }
+
   /** Makes room for `words` more words of ids in lane `lane`'s batch. */
   #growIds(lane: number, words: number): void {
     const batch = this.#batches[lane];
@@ -217,10 +273,11 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     batch.ids = ids;
   }
 
-  /** The index of the variant named `buf[start..end)`, registering a new one. */
-  #variant(buf: Uint8Array, start: number, end: number): number {
+  /** The index of the variant named `buf[start..end)` (on the row of `line`), registering a new one. */
+  #variant(buf: Uint8Array, start: number, end: number, line: number): number {
     while (start < end && isBlank(buf[start])) start++;
     while (end > start && isBlank(buf[end - 1])) end--;
+    if (start === end) throw emptyCellError("variant", line);
     const known = this.#variantBytes;
     const last = this.#lastVariant;
     if (last >= 0 && sameBytes(known[last], buf, start, end)) return last;
@@ -238,10 +295,6 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     }
     return this.#lastVariant = v;
   }
-}
-
-function isBlank(b: number): boolean {
-  return b === SPACE || b === TAB;
 }
 
 function sameBytes(a: Uint8Array, buf: Uint8Array, start: number, end: number): boolean {

@@ -3,13 +3,34 @@
  * `Aggregate`: one walk over each tally's records (users per variant, per-metric stats, and first
  * days counted per day and variant), one over each numeric metric's value logs (daily sums, users
  * seen in two variants skipped), then running totals over the sorted days. The tallies hold
- * disjoint sets of users.
+ * disjoint sets of users. Metrics the settings cap or give a covariate take the extra walks of
+ * `_adjustments.ts`; the others cost nothing more. Dimension columns take one more walk
+ * (`_dimensions.ts`), and the user summary for the next delivery's comparison one more
+ * (`_user_hashes.ts`), when asked for.
  */
-import type { Aggregate, DailyVariantPoint, MetricVariantStats } from "./aggregate_types.ts";
-import { DAY_LIMIT, formatDay } from "./_csv_cells.ts";
+import type {
+  Aggregate,
+  CovariateMoments,
+  DailyVariantPoint,
+  MetricVariantStats,
+} from "./aggregate_types.ts";
+import { covariatePairs } from "../covariates.ts";
+import { linearQuantile } from "../stats/quantile.ts";
+import {
+  addAdjustedMoments,
+  addCappedLoggedValues,
+  collectUserValues,
+  type MomentTotals,
+  newMomentTotals,
+  valueSource,
+} from "./_adjustments.ts";
+import { DAY_LIMIT, formatDay } from "../../csv/calendar_date.ts";
+import { addDimensionUsers, dimensionAggregates, dimensionTotals } from "./_dimensions.ts";
+import { userHashes } from "./_user_hashes.ts";
 import type { MetricKind, ReaderFindings } from "./_row_reader.ts";
 import { EXCLUDED, type RecordLayout, type TallyState, VARIANT_WORD } from "./_user_tally.ts";
 import { nextRecord } from "./_user_table.ts";
+import { DayCells } from "./_day_cells.ts";
 import { blockSize, type LogEntries } from "./_value_log.ts";
 
 /** Per metric: per variant stats, and per (day, variant) counts and sums before running totals. */
@@ -25,43 +46,37 @@ interface MetricTotals {
   dailySum: Float64Array;
 }
 
-/** Indexes the per-(day, variant) tables: rows are days in order, columns variants in order. */
-class DayCells {
-  readonly days: number[];
-  readonly variantCount: number;
-  /** Column of each variant index. */
-  readonly position: Int32Array;
-  readonly #firstDay: number;
-  readonly #rank: Int32Array;
+/** What the summary does beyond the plain sums (see `AggregateOptions`). */
+export interface SummaryOptions {
+  covariates: Readonly<Record<string, string>>;
+  winsorize: Readonly<Record<string, number>>;
+  keyMetric: string | undefined;
+  userSummary: boolean;
+}
 
-  constructor(days: number[], position: Int32Array) {
-    this.days = days.slice().sort((a, b) => a - b);
-    this.variantCount = position.length;
-    this.position = position;
-    this.#firstDay = this.days[0] ?? 0;
-    const span = this.days.length === 0 ? 0 : this.days[this.days.length - 1] - this.#firstDay + 1;
-    this.#rank = new Int32Array(span);
-    this.days.forEach((day, rank) => this.#rank[day - this.#firstDay] = rank);
-  }
+export function summaryOptions(
+  options: {
+    covariates?: Readonly<Record<string, string>>;
+    winsorize?: Readonly<Record<string, number>>;
+    keyMetric?: string;
+    userSummary?: boolean;
+  },
+): SummaryOptions {
+  return {
+    covariates: options.covariates ?? {},
+    winsorize: options.winsorize ?? {},
+    keyMetric: options.keyMetric,
+    userSummary: options.userSummary ?? false,
+  };
+}
 
-  get size(): number {
-    return this.days.length * this.variantCount;
-  }
-
-  /** The cell of `day` and variant index `variant`. */
-  of(day: number, variant: number): number {
-    return this.#rank[day - this.#firstDay] * this.variantCount + this.position[variant];
-  }
-
-  /** Day ranks by stored first day (`DAY_LIMIT - day`): the rank of `stored` is `rank[base - stored]`. */
-  storedRanks(): { rank: Int32Array; base: number } {
-    return { rank: this.#rank, base: DAY_LIMIT - this.#firstDay };
-  }
-
-  /** Turns per-cell counts into running totals over days. */
-  accumulate(table: Float64Array): void {
-    for (let i = this.variantCount; i < table.length; i++) table[i] += table[i - this.variantCount];
-  }
+/** A metric the settings adjust: its cap (Infinity: none) and its covariate (null: none). */
+interface AdjustedMetric {
+  metric: MetricTotals;
+  percentile: number | null;
+  cap: number;
+  covariate: MetricTotals | null;
+  totals: MomentTotals;
 }
 
 export function summarize(
@@ -69,6 +84,7 @@ export function summarize(
   layout: RecordLayout,
   tallies: TallyState[],
   kinds: Readonly<Record<string, MetricKind>>,
+  options: SummaryOptions = summaryOptions({}),
 ): Aggregate {
   const names = reader.variantNames;
   const order = names.map((_, v) => v).sort((a, b) => names[a] < names[b] ? -1 : 1);
@@ -96,6 +112,34 @@ export function summarize(
     });
   });
 
+  const adjusted = adjustedMetrics(metrics, options, variants.length);
+  const capped = adjusted.filter((entry) => entry.percentile !== null);
+  if (capped.length > 0) {
+    const values = new Float64Array(tallies.reduce((sum, tally) => sum + tally.users, 0));
+    for (const entry of capped) {
+      const source = valueSource(layout, entry.metric.k, "numeric", false);
+      let n = 0;
+      for (const tally of tallies) n = collectUserValues(tally, layout, source, values, n);
+      if (n > 0) entry.cap = linearQuantile(values.subarray(0, n), entry.percentile!);
+    }
+  }
+  const cappedMetrics = new Map(capped.map((entry) => [entry.metric, entry]));
+
+  // The key metric, as the report picks it: the setting, else the first metric not a covariate.
+  const covariateNames = new Set(
+    covariatePairs(metrics.map((m) => m.name), options.covariates).values(),
+  );
+  const keyMetric = options.keyMetric !== undefined
+    ? metrics.find((m) => m.name === options.keyMetric && !covariateNames.has(m.name))
+    : metrics.find((m) => !covariateNames.has(m.name));
+  const keySource = keyMetric === undefined
+    ? null
+    : valueSource(layout, keyMetric.k, keyMetric.kind, reader.binary[keyMetric.k] === 1);
+  const keyCap = keyMetric === undefined ? Infinity : cappedMetrics.get(keyMetric)?.cap ?? Infinity;
+  const dimensions = dimensionTotals(reader, layout, variants.length);
+  // Before the adjusted walks release the capped metrics' sums.
+  const users = options.userSummary ? userHashes(tallies, layout, position) : null;
+
   const userCounts = new Float64Array(variants.length);
   const cumulative = new Float64Array(cells.size);
   let excluded = 0;
@@ -103,9 +147,26 @@ export function summarize(
     excluded += tally.excluded;
     const i32 = new Int32Array(tally.arena);
     walkRecords(tally, layout, reader.binary, metrics, cells, userCounts, cumulative);
+    addDimensionUsers(tally, layout, position, dimensions, keySource, keyCap);
+    for (const { metric, covariate, cap, totals, percentile } of adjusted) {
+      const source = valueSource(layout, metric.k, metric.kind, reader.binary[metric.k] === 1);
+      const covariateWord = covariate === null ? -1 : layout.sumWord[covariate.k];
+      const release = percentile !== null;
+      addAdjustedMoments(tally, layout, position, source, covariateWord, cap, totals, release);
+    }
     for (const metric of metrics) {
       const log = tally.logs[metric.k]!;
-      if (metric.kind === "numeric") {
+      const cap = cappedMetrics.get(metric)?.cap; // numeric metrics only
+      if (cap !== undefined) {
+        addCappedLoggedValues(
+          log,
+          tally.arena,
+          layout.sumWord[metric.k],
+          cells,
+          metric.dailySum,
+          cap,
+        );
+      } else if (metric.kind === "numeric") {
         addLoggedValues(log, i32, cells, metric.dailySum);
       } else if (reader.binary[metric.k] === 0) {
         addRunningMaxima(log, i32, layout.firstZeroWord[metric.k], cells, metric.dailySum);
@@ -117,6 +178,11 @@ export function summarize(
     cells.accumulate(metric.dailySum);
   }
   cells.accumulate(cumulative);
+  for (const { metric, totals } of capped) {
+    // The capped values replace the plain ones in every statistic.
+    metric.sum.set(totals.sumY);
+    metric.squares.set(totals.sumYSquares);
+  }
 
   const byVariant = <T>(value: (p: number) => T): Record<string, T> =>
     Object.fromEntries(variants.map((name, p) => [name, value(p)]));
@@ -135,8 +201,26 @@ export function summarize(
         sumSquares: metric.squares[p],
       }))
     ),
+    covariates: Object.fromEntries(
+      adjusted.flatMap(({ metric, covariate, totals }) =>
+        covariate === null ? [] : [[metric.name, {
+          column: covariate.name,
+          moments: byVariant((p): CovariateMoments => ({
+            sumX: totals.sumX[p],
+            sumXSquares: totals.sumXSquares[p],
+            sumXY: totals.sumXY[p],
+          })),
+        }]]
+      ),
+    ),
+    winsorized: Object.fromEntries(
+      adjusted.flatMap(({ metric, percentile, cap }) =>
+        percentile === null || cap === Infinity ? [] : [[metric.name, { percentile, cap }]]
+      ),
+    ),
     daily: cells.days.map((day, r) => ({
       date: formatDay(day),
+      rows: reader.dayRows[day - reader.dayBase],
       variants: byVariant((p): DailyVariantPoint => {
         const i = r * variants.length + p;
         return {
@@ -146,7 +230,34 @@ export function summarize(
         };
       }),
     })),
+    dimensions: dimensionAggregates(dimensions, variants, keyMetric?.name ?? null),
+    userSummary: users,
   };
+}
+
+/**
+ * The metrics the options cap (numeric ones) or give a covariate (see `covariatePairs`); names the
+ * data lacks, and conversion metrics to cap, are left out (the settings check refuses them).
+ */
+function adjustedMetrics(
+  metrics: MetricTotals[],
+  options: SummaryOptions,
+  variants: number,
+): AdjustedMetric[] {
+  const pairs = covariatePairs(metrics.map((m) => m.name), options.covariates);
+  const byName = new Map(metrics.map((m) => [m.name, m]));
+  const covariates = new Set(pairs.values());
+  return metrics.flatMap((metric) => {
+    if (covariates.has(metric.name)) return [];
+    const setting = Object.hasOwn(options.winsorize, metric.name)
+      ? options.winsorize[metric.name]
+      : undefined;
+    const percentile = metric.kind === "numeric" && typeof setting === "number" ? setting : null;
+    const column = pairs.get(metric.name);
+    const covariate = column === undefined ? null : byName.get(column) ?? null;
+    if (percentile === null && covariate === null) return [];
+    return [{ metric, percentile, cap: Infinity, covariate, totals: newMomentTotals(variants) }];
+  });
 }
 
 /**

@@ -14,8 +14,9 @@
  * resizable `ArrayBuffer`s, and the slots fill to 70 % before doubling.
  */
 
-const INITIAL_SLOTS = 1 << 12;
-const INITIAL_ARENA_BYTES = 1 << 16;
+/** Small to start with: a table per analysis, and most deliveries are small files. */
+const INITIAL_SLOTS = 1 << 8;
+const INITIAL_ARENA_BYTES = 1 << 12;
 /** Address space reserved for a resizable arena (committed only as it grows). */
 const MAX_ARENA_BYTES = 2 ** 32;
 
@@ -80,7 +81,9 @@ export class UserTable {
   /** `words` is the number of 32-bit words before the id bytes, word 0 included; at least 2. */
   constructor(words: number) {
     this.words = Math.max(2, words);
-    this.#arena = newArena();
+    // Plain at first (reserving the address space of a resizable one costs more than a small
+    // file's whole table); the first growth makes it resizable.
+    this.#arena = new ArrayBuffer(INITIAL_ARENA_BYTES);
     this.i32 = new Int32Array(this.#arena);
     this.f64 = new Float64Array(this.#arena);
   }
@@ -167,7 +170,7 @@ export class UserTable {
       this.#arena.resize(size);
       return;
     }
-    const arena = new ArrayBuffer(size);
+    const arena = newArena(size);
     new Uint8Array(arena).set(new Uint8Array(this.#arena, 0, 8 * this.top));
     this.#arena = arena;
     this.i32 = new Int32Array(arena);
@@ -194,10 +197,10 @@ export class UserTable {
 }
 
 /** A resizable arena where the runtime can reserve the address space, else a plain one. */
-function newArena(): ArrayBuffer {
+function newArena(bytes: number): ArrayBuffer {
   try {
-    return new ArrayBuffer(INITIAL_ARENA_BYTES, { maxByteLength: MAX_ARENA_BYTES });
+    return new ArrayBuffer(bytes, { maxByteLength: MAX_ARENA_BYTES });
   } catch {
-    return new ArrayBuffer(INITIAL_ARENA_BYTES);
+    return new ArrayBuffer(bytes);
   }
 }

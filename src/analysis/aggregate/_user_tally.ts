@@ -1,10 +1,11 @@
 /**
  * The second half of the aggregation: adds `RowBatch`es to their users. Keeps, per user, in a
  * `UserTable` record, the variant, the first day and per metric column the sum and the first
- * days with a value and with a 1; non-zero values are also logged with their day (a `ValueLog`),
+ * days with a value and with a 1 (and, with dimensions tracked, the value id of the user's first
+ * row and whether a later row held another); non-zero values are also logged with their day (a `ValueLog`),
  * because the daily sums can only leave out a user seen in two variants at the end.
  */
-import { DAY_LIMIT } from "./_csv_cells.ts";
+import { DAY_LIMIT } from "../../csv/calendar_date.ts";
 import type { RowBatch } from "./_row_batch.ts";
 import { UserTable } from "./_user_table.ts";
 import { type LogEntries, ValueLog } from "./_value_log.ts";
@@ -14,6 +15,11 @@ export const EXCLUDED = -1;
 
 /** Record word of the variant. */
 export const VARIANT_WORD = 1;
+
+/** In a dimension byte: the value id + 1 of the user's first row (0: none kept). */
+export const DIM_VALUE_MASK = 0x7f;
+/** In a dimension byte: set once a later row of the user held another value. */
+export const DIM_INCONSISTENT = 0x80;
 
 /**
  * Rows whose users are looked up together (see `UserTable.warm`): enough for the cache misses to
@@ -25,8 +31,10 @@ const WARM_ROWS = 256;
  * Where a user record keeps what, in 32-bit words: 0 the id length (the table's), 1 the variant,
  * then the doubles (per metric column its sum, and for columns read as conversion by the caller's
  * setting also the maximum), then the first day, per metric column the first days with a value
- * and with a 1, and for columns read as conversion by the setting the first day with a 0; then the
- * id. For two metric columns and a 20-byte id that makes 64 bytes.
+ * and with a 1, and for columns read as conversion by the setting the first day with a 0; then,
+ * with dimensions tracked, per metric column a dimension byte (`DIM_VALUE_MASK`,
+ * `DIM_INCONSISTENT`), four to a word; then the id. For two metric columns and a 20-byte id that
+ * makes 64 bytes (68 with dimensions).
  *
  * Days are stored as `DAY_LIMIT - day`, so that 0 (a fresh record) means "none" and a later
  * day is a smaller number: "first day" is a plain maximum. A word of -1 means "not kept".
@@ -42,9 +50,13 @@ export interface RecordLayout {
   firstValueWord: Int32Array;
   firstOneWord: Int32Array;
   firstZeroWord: Int32Array;
+  /** Per metric column: the word of its dimension byte, or -1 when dimensions are not tracked. */
+  dimWord: Int32Array;
+  /** Per metric column: the bit shift of its dimension byte in that word. */
+  dimShift: Int32Array;
 }
 
-export function recordLayout(forcedConversion: Uint8Array): RecordLayout {
+export function recordLayout(forcedConversion: Uint8Array, dimensions = false): RecordLayout {
   const forced = Array.from(forcedConversion);
   let words = 2;
   const next = (size: number) => (words += size) - size;
@@ -54,6 +66,9 @@ export function recordLayout(forcedConversion: Uint8Array): RecordLayout {
   const firstValueWord = Int32Array.from(forced, () => next(1));
   const firstOneWord = Int32Array.from(forced, () => next(1));
   const firstZeroWord = Int32Array.from(forced, (flag) => flag ? next(1) : -1);
+  const dimWords = dimensions ? next((forced.length + 3) >> 2) : -1;
+  const dimWord = Int32Array.from(forced, (_, k) => dimensions ? dimWords + (k >> 2) : -1);
+  const dimShift = Int32Array.from(forced, (_, k) => 8 * (k & 3));
   return {
     forcedConversion,
     words,
@@ -63,6 +78,8 @@ export function recordLayout(forcedConversion: Uint8Array): RecordLayout {
     firstValueWord,
     firstOneWord,
     firstZeroWord,
+    dimWord,
+    dimShift,
   };
 }
 
@@ -70,6 +87,8 @@ export function recordLayout(forcedConversion: Uint8Array): RecordLayout {
 export interface TallyState {
   arena: ArrayBuffer;
   top: number;
+  /** Records (users, those seen in two variants included). */
+  users: number;
   /** Users seen in two variants. */
   excluded: number;
   /** Per metric column; null once the column turned out a dimension. */
@@ -92,8 +111,9 @@ export class UserTally {
   readonly #users: UserTable;
   readonly #logs: (ValueLog | null)[];
 
-  constructor(forcedConversion: Uint8Array) {
-    this.layout = recordLayout(forcedConversion);
+  /** With `dimensions`, records keep each column's value id (batches must carry `dims`). */
+  constructor(forcedConversion: Uint8Array, dimensions = false) {
+    this.layout = recordLayout(forcedConversion, dimensions);
     this.#users = new UserTable(this.layout.words);
     this.#logs = Array.from(forcedConversion, () => new ValueLog());
   }
@@ -105,6 +125,9 @@ export class UserTally {
     for (let k = 0; k < count; k++) if (batch.candidate[k] === 0) this.#logs[k] = null;
     const users = this.#users;
     const { ids, idStart, idLength, hash, variant, day, values } = batch;
+    const dims = layout.dimWord[0] >= 0 ? batch.dims : null;
+    const dimWord = layout.dimWord;
+    const dimShift = layout.dimShift;
     for (let from = 0; from < batch.size; from += WARM_ROWS) {
       const to = Math.min(from + WARM_ROWS, batch.size);
       users.warm(hash, idLength, from, to);
@@ -117,6 +140,12 @@ export class UserTally {
         if (users.isNew) {
           i32[w + VARIANT_WORD] = variant[r];
           i32[firstDay] = first;
+          if (dims !== null) {
+            // A fresh record's words are 0; ids past the kept ones (-1) stay 0.
+            for (let k = 0; k < count; k++) {
+              i32[w + dimWord[k]] |= ((dims[r * count + k] + 1) & DIM_VALUE_MASK) << dimShift[k];
+            }
+          }
         } else {
           const known = i32[w + VARIANT_WORD];
           if (known !== variant[r]) {
@@ -127,6 +156,16 @@ export class UserTally {
             continue;
           }
           if (first > i32[firstDay]) i32[firstDay] = first;
+          if (dims !== null) {
+            for (let k = 0; k < count; k++) {
+              const id = dims[r * count + k];
+              const at = w + dimWord[k];
+              const byte = i32[at] >>> dimShift[k];
+              if (id >= 0 && (byte & DIM_VALUE_MASK) !== id + 1) {
+                i32[at] |= DIM_INCONSISTENT << dimShift[k];
+              }
+            }
+          }
         }
         const f64 = users.f64;
         for (let k = 0; k < count; k++) {
@@ -157,6 +196,7 @@ export class UserTally {
     return {
       arena: this.#users.arena,
       top: this.#users.top,
+      users: this.#users.size,
       excluded: this.#excluded,
       logs: this.#logs.map((log) => log?.entries() ?? null),
     };

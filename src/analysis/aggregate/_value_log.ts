@@ -5,6 +5,8 @@
  */
 
 const BLOCK = 1 << 15;
+/** Entries of the first block at first; it doubles up to `BLOCK` (most files are small). */
+const FIRST_BLOCK = 1 << 8;
 
 /** A log's entries as plain data (what the summary reads; transferable). */
 export interface LogEntries {
@@ -22,23 +24,38 @@ export function blockSize(log: LogEntries, block: number): number {
 }
 
 export class ValueLog {
-  readonly #entries: LogEntries = { keys: [], values: [], lastSize: BLOCK };
+  readonly #entries: LogEntries = { keys: [], values: [], lastSize: 0 };
   #keys = new Int32Array(0);
   #values = new Float64Array(0);
 
   append(record: number, day: number, value: number): void {
     const entries = this.#entries;
-    if (entries.lastSize === BLOCK) {
+    if (entries.lastSize === this.#values.length) this.#grow();
+    const i = entries.lastSize++;
+    this.#keys[2 * i] = record;
+    this.#keys[2 * i + 1] = day;
+    this.#values[i] = value;
+  }
+
+  /** Room for one more entry: a new block after a full one, else a first block twice as large. */
+  #grow(): void {
+    const entries = this.#entries;
+    const full = this.#values.length;
+    if (full === BLOCK) {
       this.#keys = new Int32Array(2 * BLOCK);
       this.#values = new Float64Array(BLOCK);
       entries.keys.push(this.#keys);
       entries.values.push(this.#values);
       entries.lastSize = 0;
+      return;
     }
-    const i = entries.lastSize++;
-    this.#keys[2 * i] = record;
-    this.#keys[2 * i + 1] = day;
-    this.#values[i] = value;
+    const size = full === 0 ? FIRST_BLOCK : 2 * full;
+    const keys = new Int32Array(2 * size);
+    const values = new Float64Array(size);
+    keys.set(this.#keys);
+    values.set(this.#values);
+    entries.keys[0] = this.#keys = keys;
+    entries.values[0] = this.#values = values;
   }
 
   /** The entries so far (not a copy). */

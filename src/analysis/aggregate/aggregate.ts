@@ -5,27 +5,23 @@
  *
  * Metric columns are those whose non-empty cells are all numbers (others are dimensions and
  * dropped); per user, conversion = max and numeric = sum over the user's rows; users seen in two
- * variants are left out of everything and counted. The input is expected to have passed the
- * upload checks (or to be checked in the same pass by the caller); input they would refuse makes
- * the aggregation throw an `Error`.
+ * variants are left out of everything and counted. Rows and cells are read by the CSV rules of
+ * `src/csv/`, the upload checks' own. The input is expected to have passed the upload checks (or
+ * to be checked in the same pass by the caller, see `analysis/aggregate_delivery.ts`); input that
+ * breaks a rule the reading meets throws that rule's `CsvError`.
  */
-import type { Aggregate } from "./aggregate_types.ts";
+import type { Aggregate, AggregateOptions } from "./aggregate_types.ts";
 import { aggregateThreaded } from "./_aggregate_threaded.ts";
 import { CsvRowSplitter } from "./_csv_rows.ts";
 import type { RowBatch } from "./_row_batch.ts";
 import { type MetricKind, RowReader } from "./_row_reader.ts";
-import { summarize } from "./_summary.ts";
+import { summarize, type SummaryOptions, summaryOptions } from "./_summary.ts";
 import { UserTally } from "./_user_tally.ts";
 
-export interface AggregateOptions {
-  /** Metric kinds that replace the detected ones, by column name; default none. */
-  metricKinds?: Readonly<Record<string, MetricKind>>;
-  /**
-   * Called with each chunk before it is read, e.g. the caller's validator; when it throws,
-   * `aggregateCsv` stops with that error. Default none.
-   */
-  onChunk?: (chunk: Uint8Array) => void;
-}
+export type { AggregateOptions };
+
+/** Inputs up to this length are aggregated on the calling thread (see `sizeBytes`). */
+export const SMALL_INPUT_BYTES = 1024 * 1024;
 
 /** Rows read before their users are looked up (together, see `UserTable.warm`). */
 const BATCH_ROWS = 256;
@@ -36,21 +32,33 @@ const BATCH_ROWS = 256;
  */
 export class CsvAggregator {
   readonly #kinds: Readonly<Record<string, MetricKind>>;
+  readonly #options: SummaryOptions;
   readonly #reader: RowReader;
   readonly #splitter: CsvRowSplitter;
   /** One per lane of the reader (the same split as on two threads, so the same sums). */
   #tallies: UserTally[] = [];
 
-  constructor(options: Pick<AggregateOptions, "metricKinds"> = {}) {
+  constructor(options: Omit<AggregateOptions, "onChunk" | "worker"> = {}) {
     this.#kinds = options.metricKinds ?? {};
-    this.#reader = new RowReader(this.#kinds, [BATCH_ROWS, BATCH_ROWS], (forcedConversion) => {
-      const tallies = this.#tallies = [0, 1].map(() => new UserTally(forcedConversion));
-      const sink = (tally: UserTally) => (batch: RowBatch) => {
-        tally.add(batch);
-        return batch;
-      };
-      return [sink(tallies[0]), sink(tallies[1])];
-    });
+    this.#options = summaryOptions(options);
+    const onHeader = options.onHeader;
+    const dimensions = options.dimensions ?? true;
+    this.#reader = new RowReader(
+      this.#kinds,
+      [BATCH_ROWS, BATCH_ROWS],
+      (forcedConversion, header) => {
+        onHeader?.(header);
+        const tallies = this.#tallies = [0, 1].map(() =>
+          new UserTally(forcedConversion, dimensions)
+        );
+        const sink = (tally: UserTally) => (batch: RowBatch) => {
+          tally.add(batch);
+          return batch;
+        };
+        return [sink(tallies[0]), sink(tallies[1])];
+      },
+      dimensions,
+    );
     this.#splitter = new CsvRowSplitter(this.#reader);
   }
 
@@ -64,18 +72,33 @@ export class CsvAggregator {
     this.#splitter.finish();
     this.#reader.end();
     const tallies = this.#tallies;
-    return summarize(this.#reader, tallies[0].layout, tallies.map((t) => t.state()), this.#kinds);
+    return summarize(
+      this.#reader,
+      tallies[0].layout,
+      tallies.map((t) => t.state()),
+      this.#kinds,
+      this.#options,
+    );
   }
 }
 
 /**
- * Aggregates a whole CSV stream, on two threads when a worker can start: this one reads the cells
- * and keeps an eighth of the users, the worker the rest. Otherwise (and for an input that ends
- * before the worker is up) all on the calling thread; the answer is the same either way.
+ * Aggregates a whole CSV stream, on two threads when a worker can start (and `worker` is not
+ * false): this one reads the cells and keeps an eighth of the users, the worker the rest.
+ * Otherwise (a small input, a worker that cannot start, an input that ends before the worker is
+ * up) all on the calling thread; the answer is the same either way.
  */
-export function aggregateCsv(
+export async function aggregateCsv(
   chunks: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,
   options: AggregateOptions = {},
 ): Promise<Aggregate> {
-  return aggregateThreaded(chunks, options);
+  if (options.sizeBytes === undefined || options.sizeBytes > SMALL_INPUT_BYTES) {
+    return await aggregateThreaded(chunks, options);
+  }
+  const aggregator = new CsvAggregator(options);
+  for await (const chunk of chunks) {
+    options.onChunk?.(chunk);
+    aggregator.push(chunk);
+  }
+  return aggregator.finish();
 }

@@ -1,20 +1,20 @@
 /**
  * Bayesian win probability on one metric: each variant's chance to beat the control and chance to
- * be the best, plus the relative lift over the control with a 95 % interval.
+ * be the best. (The lift and its interval are the frequentist comparison's, see `inference.ts`.)
  *
  * - conversion: Beta(1 + conversions, 1 + users − conversions) posteriors (uniform priors);
  *   P(B > A) exactly by Evan Miller's closed-form sum.
  * - numeric: each mean approximately Normal(mean, variance / users), variance the sample variance.
+ * - CUPED-adjusted (either kind): the adjusted means and variances, as normals (`adjusted`).
  * - chance to be best: exact for two variants, seeded Monte Carlo for three or more.
- * - lift = mean_B / mean_A − 1, interval by the delta method on the ratio of the two means:
- *   Var(m_B/m_A) ≈ (se_B² + (m_B/m_A)²·se_A²) / m_A², with se² = sample variance / users.
+ * - lower is better: "beat" and "best" mean lower.
  *
  * A variant without enough data (conversion: no users; numeric: fewer than two users, so no
  * variance) gets null chances; the chance to be best is shared among the others. Nothing in the
  * output is NaN or infinite.
  */
 
-import { logBeta, normalCdf, normalQuantile, sampleVariance, SeededRandom } from "./_math.ts";
+import { logBeta, normalCdf, sampleVariance, SeededRandom } from "./_math.ts";
 
 /** Per-variant totals of one metric, over the users with a value. */
 export interface VariantTotals {
@@ -35,6 +35,26 @@ export interface WinProbabilityOptions {
   draws?: number;
   /** Seed of the Monte Carlo draws. Default 20240521. */
   seed?: number;
+  /** A lower value is the better one: the chances are of being lower. Default false. */
+  lowerIsBetter?: boolean;
+  /** CUPED-adjusted normals that replace the posteriors above (see {@linkcode AdjustedNormals}). */
+  adjusted?: AdjustedNormals;
+}
+
+/** A mean and its standard error. */
+export interface NormalModel {
+  mean: number;
+  se: number;
+}
+
+/**
+ * The CUPED-adjusted means, in the order of the variants (null: too little data). The chance to
+ * be best uses `best` (one θ over all variants); each chance to beat the control uses the pair's
+ * own adjustment, `versusControl` (null for the control itself).
+ */
+export interface AdjustedNormals {
+  best: (NormalModel | null)[];
+  versusControl: ({ control: NormalModel; variant: NormalModel } | null)[];
 }
 
 /** One entry of `win_probability.variants` in the analysis JSON. */
@@ -42,8 +62,9 @@ export interface VariantWinProbability {
   name: string;
   chance_to_beat_control: number | null;
   chance_to_be_best: number | null;
-  /** Relative lift over the control (absent for the control itself). */
+  /** Relative lift over the control (absent for the control itself; set by the report). */
   lift?: number | null;
+  /** The key metric's fixed-horizon interval of the lift (set by the report). */
   lift_ci95?: [number, number] | null;
 }
 
@@ -55,7 +76,6 @@ export interface BetaParameters {
 
 export const DEFAULT_DRAWS = 250_000;
 export const DEFAULT_SEED = 20240521;
-const Z_975 = normalQuantile(0.975);
 
 /** S = Σ_{i=0}^{αB−1} B(αA+i, βA+βB) / ((βB+i) B(1+i, βB) B(αA, βA)). */
 function millerSum(a: BetaParameters, b: BetaParameters): number {
@@ -142,28 +162,43 @@ function evaluate(totals: VariantTotals, index: number, kind: "conversion" | "nu
   return { index, mean, se: variance === null ? null : Math.sqrt(variance / users), beta: null };
 }
 
-function isComparable(v: Evaluated, kind: "conversion" | "numeric"): boolean {
-  return kind === "conversion" ? v.beta !== null : v.se !== null && Number.isFinite(v.mean);
+function fromNormal(model: NormalModel | null, index: number): Evaluated {
+  return model === null
+    ? { index, mean: NaN, se: null, beta: null }
+    : { index, mean: model.mean, se: model.se, beta: null };
 }
 
-function chanceToBeat(a: Evaluated, b: Evaluated, kind: "conversion" | "numeric"): number {
-  if (kind === "conversion") return betaChanceToBeat(a.beta!, b.beta!);
+function isComparable(v: Evaluated): boolean {
+  return v.beta !== null || (v.se !== null && Number.isFinite(v.mean));
+}
+
+/** P(b > a), or with `lower` P(b < a). */
+function chanceToBeat(a: Evaluated, b: Evaluated, lower: boolean): number {
+  if (lower) [a, b] = [b, a];
+  if (a.beta !== null && b.beta !== null) return betaChanceToBeat(a.beta, b.beta);
   return normalChanceToBeat({ mean: a.mean, se: a.se! }, { mean: b.mean, se: b.se! });
 }
 
-/** Chance to be best by Monte Carlo; ties (possible only for normals without spread) are shared. */
+/**
+ * Chance to be best (highest, or with `lower` lowest) by Monte Carlo; ties (possible only for
+ * normals without spread) are shared.
+ */
 function monteCarloBest(
   variants: Evaluated[],
-  kind: "conversion" | "numeric",
+  lower: boolean,
   draws: number,
   seed: number,
 ): number[] {
   const random = new SeededRandom(seed);
   const k = variants.length;
+  const sign = lower ? -1 : 1;
   const samplers = variants.map((v): () => number => {
-    if (kind === "conversion") return random.betaSampler(v.beta!.alpha, v.beta!.beta);
+    if (v.beta !== null) {
+      const draw = random.betaSampler(v.beta.alpha, v.beta.beta);
+      return lower ? () => -draw() : draw;
+    }
     const { mean, se } = v as { mean: number; se: number };
-    return () => mean + se * random.normal();
+    return () => sign * (mean + se * random.normal());
   });
   const wins = new Float64Array(k);
   const values = new Float64Array(k);
@@ -194,27 +229,6 @@ function monteCarloBest(
   return Array.from(wins, (w) => w / draws);
 }
 
-function liftOf(control: Evaluated, variant: Evaluated): Pick<
-  VariantWinProbability,
-  "lift" | "lift_ci95"
-> {
-  const ma = control.mean;
-  const mb = variant.mean;
-  if (!Number.isFinite(ma) || !Number.isFinite(mb) || ma === 0) {
-    return { lift: null, lift_ci95: null };
-  }
-  const ratio = mb / ma;
-  const lift = ratio - 1;
-  if (!Number.isFinite(lift)) return { lift: null, lift_ci95: null };
-  if (control.se === null || variant.se === null) return { lift, lift_ci95: null };
-  const se = Math.sqrt(variant.se * variant.se + ratio * ratio * control.se * control.se) /
-    Math.abs(ma);
-  const low = lift - Z_975 * se;
-  const high = lift + Z_975 * se;
-  if (!Number.isFinite(low) || !Number.isFinite(high)) return { lift, lift_ci95: null };
-  return { lift, lift_ci95: [low, high] };
-}
-
 /**
  * Win probabilities of every variant against `options.control`, in the order given. The control
  * gets `chance_to_beat_control: null` and no lift fields.
@@ -223,7 +237,8 @@ export function winProbability(
   variants: VariantTotals[],
   options: WinProbabilityOptions,
 ): VariantWinProbability[] {
-  const { kind, control, draws = DEFAULT_DRAWS, seed = DEFAULT_SEED } = options;
+  const { kind, control, draws = DEFAULT_DRAWS, seed = DEFAULT_SEED, adjusted } = options;
+  const lower = options.lowerIsBetter ?? false;
   if (!Number.isInteger(draws) || draws < 1) {
     throw new RangeError(`Cannot estimate the chance to be best: draws=${draws}`);
   }
@@ -231,37 +246,71 @@ export function winProbability(
   if (controlIndex < 0) {
     throw new RangeError(`Cannot compare variants: the control "${control}" is not among them`);
   }
-  const evaluated = variants.map((v, i) => evaluate(v, i, kind));
-  const comparable = evaluated.filter((v) => isComparable(v, kind));
-  const controlData = evaluated[controlIndex];
-  const controlComparable = isComparable(controlData, kind);
+  const evaluated = variants.map((v, i) =>
+    adjusted ? fromNormal(adjusted.best[i] ?? null, i) : evaluate(v, i, kind)
+  );
+  const comparable = evaluated.filter(isComparable);
 
   const best: (number | null)[] = variants.map(() => null);
   if (comparable.length === 1) {
     best[comparable[0].index] = 1;
   } else if (comparable.length === 2) {
     const [first, second] = comparable;
-    const p = chanceToBeat(first, second, kind);
+    const p = chanceToBeat(first, second, lower);
     best[first.index] = 1 - p;
     best[second.index] = p;
   } else if (comparable.length > 2) {
-    const chances = monteCarloBest(comparable, kind, draws, seed);
+    const chances = monteCarloBest(comparable, lower, draws, seed);
     comparable.forEach((v, j) => best[v.index] = chances[j]);
   }
 
-  return variants.map((variant, i): VariantWinProbability => {
-    if (i === controlIndex) {
-      return { name: variant.name, chance_to_beat_control: null, chance_to_be_best: best[i] };
+  const beat = beatControl(evaluated, controlIndex, lower, adjusted);
+  return variants.map((variant, i): VariantWinProbability => ({
+    name: variant.name,
+    chance_to_beat_control: beat[i],
+    chance_to_be_best: best[i],
+  }));
+}
+
+/** Each variant's chance to beat the control (null for the control and without enough data). */
+function beatControl(
+  evaluated: Evaluated[],
+  controlIndex: number,
+  lower: boolean,
+  adjusted: AdjustedNormals | undefined,
+): (number | null)[] {
+  const controlData = evaluated[controlIndex];
+  return evaluated.map((variant, i) => {
+    if (i === controlIndex) return null;
+    let [a, b] = [controlData, variant];
+    if (adjusted) {
+      const pair = adjusted.versusControl[i] ?? null;
+      [a, b] = [
+        fromNormal(pair?.control ?? null, controlIndex),
+        fromNormal(pair?.variant ?? null, i),
+      ];
     }
-    const data = evaluated[i];
-    const beat = controlComparable && isComparable(data, kind)
-      ? chanceToBeat(controlData, data, kind)
-      : null;
-    return {
-      name: variant.name,
-      chance_to_beat_control: beat,
-      chance_to_be_best: best[i],
-      ...liftOf(controlData, data),
-    };
+    return isComparable(a) && isComparable(b) ? chanceToBeat(a, b, lower) : null;
   });
+}
+
+/**
+ * Only the chances to beat the control of {@linkcode winProbability} (no chance to be best, so
+ * no draws), in the order given: for the metrics besides the key metric.
+ */
+export function chancesToBeatControl(
+  variants: VariantTotals[],
+  options: Omit<WinProbabilityOptions, "draws" | "seed">,
+): (number | null)[] {
+  const controlIndex = variants.findIndex((v) => v.name === options.control);
+  if (controlIndex < 0) {
+    throw new RangeError(
+      `Cannot compare variants: the control "${options.control}" is not among them`,
+    );
+  }
+  const adjusted = options.adjusted;
+  const evaluated = variants.map((v, i) =>
+    adjusted ? fromNormal(adjusted.best[i] ?? null, i) : evaluate(v, i, options.kind)
+  );
+  return beatControl(evaluated, controlIndex, options.lowerIsBetter ?? false, adjusted);
 }

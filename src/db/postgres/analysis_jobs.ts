@@ -5,7 +5,12 @@
  * claims the job. `generation` grows with every offer that changes the row, so the end of a run
  * removes the job only when nothing newer arrived meanwhile.
  */
-import type { AnalysisJob, AnalysisJobOffer, AnalysisJobRepo } from "../control_plane.ts";
+import type {
+  AnalysisJob,
+  AnalysisJobOffer,
+  AnalysisJobRepo,
+  AnalysisJobSelection,
+} from "../control_plane.ts";
 import type { PgClient } from "./pg_client.ts";
 import { int, iso } from "./_rows.ts";
 
@@ -18,6 +23,7 @@ interface JobRow {
   size_bytes: string;
   delivered_at: Date;
   validated: boolean;
+  sha256: string | null;
   source: AnalysisJobOffer["source"];
   generation: string;
   attempts: number;
@@ -32,6 +38,7 @@ function toJob(row: JobRow): AnalysisJob {
     sizeBytes: int(row.size_bytes),
     deliveredAt: iso(row.delivered_at),
     validated: row.validated,
+    ...(row.sha256 === null ? {} : { sha256: row.sha256 }),
     source: row.source,
     generation: int(row.generation),
     attempts: row.attempts,
@@ -43,8 +50,8 @@ export function postgresAnalysisJobs(db: PgClient): AnalysisJobRepo {
     offer: async (job) => {
       await db.query(
         `INSERT INTO analysis_jobs (org_id, experiment_id, object_key, etag, size_bytes,
-           delivered_at, validated, source)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+           delivered_at, validated, source, sha256)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
          ON CONFLICT (org_id, experiment_id) DO UPDATE SET
            object_key = excluded.object_key,
            etag = excluded.etag,
@@ -52,6 +59,8 @@ export function postgresAnalysisJobs(db: PgClient): AnalysisJobRepo {
            delivered_at = excluded.delivered_at,
            validated = CASE WHEN analysis_jobs.etag = excluded.etag
              THEN analysis_jobs.validated OR excluded.validated ELSE excluded.validated END,
+           sha256 = CASE WHEN analysis_jobs.etag = excluded.etag
+             THEN coalesce(excluded.sha256, analysis_jobs.sha256) ELSE excluded.sha256 END,
            source = excluded.source,
            generation = analysis_jobs.generation + 1,
            attempts = CASE WHEN analysis_jobs.etag = excluded.etag
@@ -60,7 +69,8 @@ export function postgresAnalysisJobs(db: PgClient): AnalysisJobRepo {
            -- Claimable at once (a postponed retry too), unless a run holds it.
            lease_until = CASE WHEN analysis_jobs.lease_owner IS NULL
              THEN NULL ELSE analysis_jobs.lease_until END
-         WHERE analysis_jobs.etag <> excluded.etag OR excluded.source = 'settings'`,
+         WHERE excluded.source <> 'upgrade'
+           AND (analysis_jobs.etag <> excluded.etag OR excluded.source = 'settings')`,
         [
           job.orgId,
           job.experimentId,
@@ -70,24 +80,27 @@ export function postgresAnalysisJobs(db: PgClient): AnalysisJobRepo {
           job.deliveredAt,
           job.validated,
           job.source,
+          job.sha256 ?? null,
         ],
       );
     },
-    claim: async (owner, leaseSeconds, limit, running = []) =>
-      (await db.query<JobRow>(
+    claim: async (owner, leaseSeconds, limit, running = [], select = {}) => {
+      const { sql, params } = selection(select, 5);
+      return (await db.query<JobRow>(
         `UPDATE analysis_jobs j SET lease_owner = $1,
            lease_until = now() + $2::integer * interval '1 second',
            attempts = j.attempts + 1
          FROM (SELECT org_id, experiment_id FROM analysis_jobs
-               WHERE lease_until IS NULL OR lease_until < now()
+               WHERE (lease_until IS NULL OR lease_until < now()
                  OR (lease_owner = $1
-                     AND NOT (org_id || '/' || experiment_id) = ANY($4::text[]))
-               ORDER BY offered_at LIMIT $3
+                     AND NOT (org_id || '/' || experiment_id) = ANY($4::text[])))${sql}
+               ORDER BY source = 'upgrade', offered_at LIMIT $3
                FOR UPDATE SKIP LOCKED) c
          WHERE j.org_id = c.org_id AND j.experiment_id = c.experiment_id
          RETURNING j.*`,
-        [owner, leaseSeconds, limit, [...running]],
-      )).rows.map(toJob),
+        [owner, leaseSeconds, limit, [...running], ...params],
+      )).rows.map(toJob);
+    },
     renew: async (owner, job, leaseSeconds) =>
       ((await db.query(
         `UPDATE analysis_jobs SET lease_until = now() + $1::integer * interval '1 second'
@@ -118,4 +131,27 @@ export function postgresAnalysisJobs(db: PgClient): AnalysisJobRepo {
       );
     },
   };
+}
+
+/** The conditions of a claim's `select`, as SQL after the others (parameters from `$first`). */
+function selection(
+  select: AnalysisJobSelection,
+  first: number,
+): { sql: string; params: unknown[] } {
+  const conditions: string[] = [];
+  const params: unknown[] = [];
+  const param = (value: unknown) => {
+    params.push(value);
+    return `$${first + params.length - 1}`;
+  };
+  if (select.maxBytes !== undefined) conditions.push(`size_bytes <= ${param(select.maxBytes)}`);
+  if (select.overBytes !== undefined) conditions.push(`size_bytes > ${param(select.overBytes)}`);
+  if (select.offeredAgoMs !== undefined) {
+    conditions.push(
+      `offered_at <= now() - ${param(select.offeredAgoMs)}::integer * interval '1 millisecond'`,
+    );
+  }
+  if (select.upgrades === "exclude") conditions.push("source <> 'upgrade'");
+  if (select.upgrades === "only") conditions.push("source = 'upgrade'");
+  return { sql: conditions.map((c) => `\n                 AND ${c}`).join(""), params };
 }

@@ -43,6 +43,55 @@ const MIGRATIONS: string[] = [
      finished_at TEXT,
      PRIMARY KEY (org_id, experiment_id)
    );`,
+  // 2: the dataset catalog (an index of storage) and the upload grants of two-step deliveries.
+  // TEXT compares with SQLite's BINARY collation: byte order, as the list promises.
+  `CREATE TABLE datasets (
+     org_id TEXT NOT NULL,
+     experiment_id TEXT NOT NULL,
+     key TEXT NOT NULL,
+     size_bytes INTEGER NOT NULL,
+     etag TEXT NOT NULL,
+     delivered_at TEXT NOT NULL,
+     observed_at TEXT NOT NULL,
+     analysis_status TEXT NOT NULL,
+     PRIMARY KEY (org_id, experiment_id)
+   );
+   CREATE UNIQUE INDEX datasets_key ON datasets(key);
+   CREATE INDEX datasets_pending ON datasets(observed_at) WHERE analysis_status = 'pending';
+   CREATE TABLE grants (
+     key TEXT PRIMARY KEY,
+     org_id TEXT NOT NULL,
+     experiment_id TEXT NOT NULL,
+     expires_at TEXT NOT NULL
+   );
+   CREATE INDEX grants_expiry ON grants(expires_at);`,
+  // 3: experiment health and history. Which analysis made a result (so a newer one re-runs it);
+  // one snapshot per delivered content (SHA-256), numbered per experiment; the summary of each
+  // experiment's last analysed delivery (users by id hash, rows per date) as one blob.
+  `ALTER TABLE analyses ADD COLUMN analysis_version INTEGER;
+   CREATE TABLE history_snapshots (
+     org_id TEXT NOT NULL,
+     experiment_id TEXT NOT NULL,
+     seq INTEGER NOT NULL,
+     sha256 TEXT NOT NULL,
+     etag TEXT NOT NULL,
+     delivered_at TEXT NOT NULL,
+     analysed_at TEXT NOT NULL,
+     figures TEXT NOT NULL,
+     PRIMARY KEY (org_id, experiment_id, seq),
+     UNIQUE (org_id, experiment_id, sha256)
+   );
+   CREATE TABLE delivery_summaries (
+     org_id TEXT NOT NULL,
+     experiment_id TEXT NOT NULL,
+     etag TEXT NOT NULL,
+     sha256 TEXT NOT NULL,
+     delivered_at TEXT NOT NULL,
+     summary BLOB NOT NULL,
+     changes TEXT,
+     updated_at TEXT NOT NULL,
+     PRIMARY KEY (org_id, experiment_id)
+   );`,
 ];
 
 function version(db: DatabaseSync): number {

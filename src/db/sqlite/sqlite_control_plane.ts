@@ -6,8 +6,24 @@
  * One process owns the file, so the scale-out capabilities are trivial: secrets are files in
  * the data directory (as before the interface had them), the timer lock is always held, and
  * there is no shared job table (`jobs` is absent: the analysis queue lives in memory).
+ *
+ * Writes are group-committed: those issued within one turn of the event loop (up to
+ * `MAX_BATCH`) run in one transaction (a failing one alone again, see `#commit`), and every
+ * caller's promise settles once that transaction committed. An autocommit write costs 60–90 µs
+ * here (its own WAL frames and commit), a write in a shared transaction 6–8 µs:
+ * at a few thousand small deliveries a second (a catalog row, the analysis' pending mark and
+ * result each) that is most of a core saved. A write waits for the end of the current turn
+ * (`setImmediate`, tens of microseconds), not for a timer.
+ *
+ * Durability: `synchronous = NORMAL` in WAL mode. A committed transaction is in the WAL file
+ * (the operating system's page cache) when the write's promise settles, so it survives the end
+ * of the process (a crash, SIGKILL); the WAL is fsynced at checkpoints, so a power failure or
+ * kernel crash may roll back the last transactions. Storage commits fsync the bytes, so what
+ * such a failure can lose is catalog rows of stored objects, which the reconciliation at
+ * start-up restores (the dataset list reads storage until it has run).
  */
 import { DatabaseSync } from "node:sqlite";
+import { clearImmediate, setImmediate } from "node:timers";
 import type { StatementSync } from "node:sqlite";
 import type {
   AnalysisOutcome,
@@ -16,10 +32,21 @@ import type {
   AnalysisStatus,
   ApiKeyInfo,
   ControlPlane,
+  DatasetEntry,
+  DatasetRepo,
+  DatasetRow,
+  DeliverySummaryRepo,
+  DeliverySummaryRow,
+  Grant,
+  GrantRepo,
+  HistoryRepo,
+  HistorySnapshot,
   KeyOwner,
   KeyRepo,
   Org,
   OrgRepo,
+  OutdatedAnalysis,
+  RecordOutcome,
   SecretRepo,
   SettingsRepo,
 } from "../control_plane.ts";
@@ -40,6 +67,26 @@ function isUnavailable(error: unknown): boolean {
   return error instanceof Error && (error as { code?: string }).code === "ERR_SQLITE_ERROR" &&
     UNAVAILABLE.test(error.message);
 }
+
+/** A transient SQLite failure as `DatabaseUnavailable`; anything else as it is. */
+function mapError(error: unknown): unknown {
+  return isUnavailable(error)
+    ? new DatabaseUnavailable((error as Error).message, { cause: error })
+    : error;
+}
+
+/** Writes in one group commit at most; more commit at once. */
+const MAX_BATCH = 512;
+
+interface QueuedWrite {
+  work: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/** The catalog's columns, and the analysis status of the row's ETag (a subquery on analyses). */
+const DATASET_COLUMNS =
+  "org_id, experiment_id, key, size_bytes, etag, delivered_at, observed_at, analysis_status";
 
 interface OrgRow {
   id: string;
@@ -86,8 +133,14 @@ export class SqliteControlPlane implements ControlPlane {
   readonly keys: KeyRepo;
   readonly settings: SettingsRepo;
   readonly analyses: AnalysisRepo;
+  readonly datasets: DatasetRepo;
+  readonly grants: GrantRepo;
+  readonly history: HistoryRepo;
+  readonly deliverySummaries: DeliverySummaryRepo;
   readonly secrets: SecretRepo;
   readonly #statements = new Map<string, StatementSync>();
+  #batch: QueuedWrite[] = [];
+  #flush: ReturnType<typeof setImmediate> | undefined;
 
   constructor(path: string, options: SqliteControlPlaneOptions = {}) {
     const db = this.sqlite = new DatabaseSync(path);
@@ -100,6 +153,10 @@ export class SqliteControlPlane implements ControlPlane {
     this.keys = this.#keyRepo();
     this.settings = this.#settingsRepo();
     this.analyses = this.#analysisRepo();
+    this.datasets = this.#datasetRepo();
+    this.grants = this.#grantRepo();
+    this.history = this.#historyRepo();
+    this.deliverySummaries = this.#deliverySummaryRepo();
     const slash = path.lastIndexOf("/");
     this.secrets = fileSecrets(
       options.secretsDir ?? `${slash < 0 ? "." : path.slice(0, slash)}/secrets`,
@@ -121,7 +178,10 @@ export class SqliteControlPlane implements ControlPlane {
   }
 
   close(): Promise<void> {
-    if (this.sqlite.isOpen) this.sqlite.close();
+    if (this.sqlite.isOpen) {
+      this.#commit();
+      this.sqlite.close();
+    }
     return Promise.resolve();
   }
 
@@ -135,22 +195,85 @@ export class SqliteControlPlane implements ControlPlane {
     return statement;
   }
 
-  /** Runs `work` now; a transient SQLite failure becomes `DatabaseUnavailable`. */
+  /** Runs `work` (a read) now; a transient SQLite failure becomes `DatabaseUnavailable`. */
   #run<T>(work: () => T): Promise<T> {
     try {
       return Promise.resolve(work());
     } catch (error) {
-      if (isUnavailable(error)) {
-        return Promise.reject(new DatabaseUnavailable((error as Error).message, { cause: error }));
-      }
-      return Promise.reject(error);
+      return Promise.reject(mapError(error));
     }
+  }
+
+  /**
+   * Runs `work` (a write) in the next group commit; settles once that transaction committed
+   * (rejects with `work`'s own error, or with `DatabaseUnavailable` when the transaction failed).
+   */
+  #write<T>(work: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#batch.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      if (this.#batch.length >= MAX_BATCH) this.#commit();
+      else if (this.#flush === undefined) this.#flush = setImmediate(() => this.#commit());
+    });
+  }
+
+  /**
+   * Commits the writes queued so far in one transaction. When one of them throws, none is kept:
+   * each runs again in a transaction of its own, so that it fails alone (rare: a refused value,
+   * an unavailable database), and the common case pays for no savepoints.
+   */
+  #commit(): void {
+    if (this.#flush !== undefined) clearImmediate(this.#flush);
+    this.#flush = undefined;
+    const batch = this.#batch;
+    this.#batch = [];
+    if (batch.length === 0) return;
+    if (batch.length === 1) {
+      this.#commitAlone(batch[0]);
+      return;
+    }
+    const values: unknown[] = [];
+    try {
+      this.#stmt("BEGIN IMMEDIATE").run();
+    } catch (error) {
+      const failure = mapError(error);
+      for (const { reject } of batch) reject(failure);
+      return;
+    }
+    try {
+      for (const { work } of batch) values.push(work());
+      this.#stmt("COMMIT").run();
+    } catch {
+      this.#rollback();
+      for (const write of batch) this.#commitAlone(write);
+      return;
+    }
+    batch.forEach(({ resolve }, i) => resolve(values[i]));
+  }
+
+  /** One write in a transaction of its own (its statements commit together or not at all). */
+  #commitAlone({ work, resolve, reject }: QueuedWrite): void {
+    try {
+      this.#stmt("BEGIN IMMEDIATE").run();
+      const value = work();
+      this.#stmt("COMMIT").run();
+      resolve(value);
+    } catch (error) {
+      this.#rollback();
+      reject(mapError(error));
+    }
+  }
+
+  #rollback(): void {
+    if (!this.sqlite.isTransaction) return;
+    try {
+      this.sqlite.exec("ROLLBACK");
+    } catch { /* the transaction is gone already */ }
   }
 
   #orgRepo(): OrgRepo {
     return {
       create: (name) =>
-        this.#run(() => {
+        this.#write(() => {
           const org = { id: newId("org"), name: orgName(name), active: true, created_at: nowIso() };
           this.#stmt("INSERT INTO orgs (id, name, active, created_at) VALUES (?, ?, 1, ?)")
             .run(org.id, org.name, org.created_at);
@@ -173,7 +296,7 @@ export class SqliteControlPlane implements ControlPlane {
             .map(toOrg)
         ),
       setActive: (id, active) =>
-        this.#run(() =>
+        this.#write(() =>
           Number(
             this.#stmt("UPDATE orgs SET active = ? WHERE id = ?").run(active ? 1 : 0, id)
               .changes,
@@ -185,7 +308,7 @@ export class SqliteControlPlane implements ControlPlane {
   #keyRepo(): KeyRepo {
     return {
       create: (orgId) =>
-        this.#run(() => {
+        this.#write(() => {
           const apiKey = generateKey();
           const row: KeyRow = {
             id: newId("key"),
@@ -207,7 +330,7 @@ export class SqliteControlPlane implements ControlPlane {
           ).all(orgId) as unknown as KeyRow[]).map(toKeyInfo)
         ),
       revoke: (keyId) =>
-        this.#run(() =>
+        this.#write(() =>
           Number(
             this.#stmt("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?")
               .run(nowIso(), keyId).changes,
@@ -230,7 +353,7 @@ export class SqliteControlPlane implements ControlPlane {
           };
         }),
       touch: (lastUsed) =>
-        this.#run(() => {
+        this.#write(() => {
           const update = this.#stmt("UPDATE api_keys SET last_used_at = ? WHERE id = ?");
           for (const [keyId, at] of lastUsed) update.run(at, keyId);
         }),
@@ -246,7 +369,7 @@ export class SqliteControlPlane implements ControlPlane {
           return row ? JSON.parse(row.json) : null;
         }),
       save: (orgId, experimentId, settings) =>
-        this.#run(() => {
+        this.#write(() => {
           this.#stmt(
             `INSERT INTO settings (org_id, experiment_id, json, updated_at) VALUES (?, ?, ?, ?)
              ON CONFLICT (org_id, experiment_id) DO UPDATE SET json = excluded.json,
@@ -271,21 +394,22 @@ export class SqliteControlPlane implements ControlPlane {
           return row && row.etag === etag ? row.status : "pending";
         }),
       markPending: (orgId, experimentId, etag, sizeBytes, deliveredAt) =>
-        this.#run(() => {
+        this.#write(() => {
           this.#stmt(
             `INSERT INTO analyses (org_id, experiment_id, etag, size_bytes, status, delivered_at)
              VALUES (?, ?, ?, ?, 'pending', ?)
              ON CONFLICT (org_id, experiment_id) DO UPDATE SET
                etag = excluded.etag, size_bytes = excluded.size_bytes, status = 'pending',
                error = NULL, rows = NULL, result = NULL, delivered_at = excluded.delivered_at,
-               started_at = NULL, finished_at = NULL`,
+               started_at = NULL, finished_at = NULL, analysis_version = NULL`,
           ).run(orgId, experimentId, etag, sizeBytes, deliveredAt);
+          this.#setCatalogStatus(orgId, experimentId, etag, "pending");
         }),
-      saveResult: (orgId, experimentId, etag, outcome: AnalysisOutcome, startedAt) => {
-        try {
+      saveResult: (orgId, experimentId, etag, outcome: AnalysisOutcome, startedAt) =>
+        this.#write(() => {
           const changes = this.#stmt(
             `UPDATE analyses SET status = ?, error = ?, rows = ?, result = ?, started_at = ?,
-               finished_at = ?
+               finished_at = ?, analysis_version = ?
              WHERE org_id = ? AND experiment_id = ? AND etag = ?`,
           ).run(
             outcome.status,
@@ -294,36 +418,278 @@ export class SqliteControlPlane implements ControlPlane {
             outcome.result === null ? null : JSON.stringify(outcome.result),
             startedAt,
             nowIso(),
+            outcome.version ?? null,
             orgId,
             experimentId,
             etag,
           ).changes;
-          return Promise.resolve(Number(changes) > 0);
-        } catch (error) {
+          if (Number(changes) === 0) return false;
+          this.#setCatalogStatus(orgId, experimentId, etag, outcome.status);
+          return true;
+        }).catch((error) => {
           // A busy or read-only database must not take the process down from a background run:
           // the row stays `pending`, and the timer's scan runs the analysis again.
-          if (isUnavailable(error)) return Promise.resolve(false);
-          return Promise.reject(error);
-        }
-      },
+          if (error instanceof DatabaseUnavailable) return false;
+          throw error;
+        }),
       delete: (orgId, experimentId) =>
-        this.#run(() => {
+        this.#write(() => {
           this.#stmt("DELETE FROM analyses WHERE org_id = ? AND experiment_id = ?")
             .run(orgId, experimentId);
+          this.#stmt(
+            "UPDATE datasets SET analysis_status = 'pending' WHERE org_id = ? AND experiment_id = ?",
+          ).run(orgId, experimentId);
         }),
-      etags: () =>
+      outdated: (version) =>
+        this.#run(() =>
+          this.#stmt(
+            `SELECT org_id, experiment_id, etag, size_bytes, delivered_at FROM analyses
+             WHERE status = 'ready' AND (analysis_version IS NULL OR analysis_version < ?)
+             ORDER BY delivered_at DESC, org_id, experiment_id`,
+          ).all(version) as unknown as OutdatedAnalysis[]
+        ),
+    };
+  }
+
+  #historyRepo(): HistoryRepo {
+    return {
+      record: (orgId, experimentId, snapshot, keep) =>
+        this.#write((): RecordOutcome => {
+          const last = this.#stmt(
+            `SELECT seq FROM history_snapshots WHERE org_id = ? AND experiment_id = ?
+               ORDER BY seq DESC LIMIT 1`,
+          ).get(orgId, experimentId) as { seq: number } | undefined;
+          const same = this.#stmt(
+            `SELECT seq FROM history_snapshots
+               WHERE org_id = ? AND experiment_id = ? AND sha256 = ?`,
+          ).get(orgId, experimentId, snapshot.sha256) as { seq: number } | undefined;
+          if (same !== undefined) {
+            if (same.seq !== last?.seq) return "unchanged";
+            this.#stmt(
+              `UPDATE history_snapshots SET figures = ?, analysed_at = ?
+                 WHERE org_id = ? AND experiment_id = ? AND seq = ?`,
+            ).run(snapshot.figures, snapshot.analysed_at, orgId, experimentId, same.seq);
+            return "replaced";
+          }
+          const seq = (last?.seq ?? 0) + 1;
+          this.#stmt(
+            `INSERT INTO history_snapshots (org_id, experiment_id, seq, sha256, etag,
+                 delivered_at, analysed_at, figures) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+          ).run(
+            orgId,
+            experimentId,
+            seq,
+            snapshot.sha256,
+            snapshot.etag,
+            snapshot.delivered_at,
+            snapshot.analysed_at,
+            snapshot.figures,
+          );
+          this.#stmt(
+            `DELETE FROM history_snapshots WHERE org_id = ? AND experiment_id = ? AND seq <= ?`,
+          ).run(orgId, experimentId, seq - keep);
+          return "added";
+        }),
+      list: (orgId, experimentId, afterSeq, limit) =>
+        this.#run(() =>
+          this.#stmt(
+            `SELECT seq, sha256, etag, delivered_at, analysed_at, figures FROM history_snapshots
+             WHERE org_id = ? AND experiment_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+          ).all(orgId, experimentId, afterSeq, limit) as unknown as HistorySnapshot[]
+        ),
+      delete: (orgId, experimentId) =>
+        this.#write(() => {
+          this.#stmt("DELETE FROM history_snapshots WHERE org_id = ? AND experiment_id = ?")
+            .run(orgId, experimentId);
+        }),
+    };
+  }
+
+  #deliverySummaryRepo(): DeliverySummaryRepo {
+    return {
+      get: (orgId, experimentId) =>
         this.#run(() => {
-          const rows = this.#stmt("SELECT org_id, experiment_id, etag FROM analyses")
-            .all() as unknown as { org_id: string; experiment_id: string; etag: string }[];
-          return new Map(rows.map((r) => [`${r.org_id}/${r.experiment_id}`, r.etag]));
+          const row = this.#stmt(
+            `SELECT etag, sha256, delivered_at, summary, changes FROM delivery_summaries
+             WHERE org_id = ? AND experiment_id = ?`,
+          ).get(orgId, experimentId) as DeliverySummaryRow | undefined;
+          return row === undefined ? null : { ...row };
         }),
-      pending: () =>
-        this.#run(() => {
-          const rows = this.#stmt(
-            "SELECT org_id, experiment_id FROM analyses WHERE status = 'pending'",
-          ).all() as unknown as { org_id: string; experiment_id: string }[];
-          return new Set(rows.map((r) => `${r.org_id}/${r.experiment_id}`));
+      save: (orgId, experimentId, row) =>
+        this.#write(() => {
+          this.#stmt(
+            `INSERT INTO delivery_summaries (org_id, experiment_id, etag, sha256, delivered_at,
+               summary, changes, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT (org_id, experiment_id) DO UPDATE SET etag = excluded.etag,
+               sha256 = excluded.sha256, delivered_at = excluded.delivered_at,
+               summary = excluded.summary, changes = excluded.changes,
+               updated_at = excluded.updated_at`,
+          ).run(
+            orgId,
+            experimentId,
+            row.etag,
+            row.sha256,
+            row.delivered_at,
+            row.summary,
+            row.changes,
+            nowIso(),
+          );
         }),
+      delete: (orgId, experimentId) =>
+        this.#write(() => {
+          this.#stmt("DELETE FROM delivery_summaries WHERE org_id = ? AND experiment_id = ?")
+            .run(orgId, experimentId);
+        }),
+    };
+  }
+
+  /** Mirrors the status of the analysis of `etag` into the catalog row of that ETag. */
+  #setCatalogStatus(orgId: string, experimentId: string, etag: string, status: string): void {
+    this.#stmt(
+      `UPDATE datasets SET analysis_status = ?
+       WHERE org_id = ? AND experiment_id = ? AND etag = ? AND analysis_status <> ?`,
+    ).run(status, orgId, experimentId, etag, status);
+  }
+
+  #datasetRepo(): DatasetRepo {
+    const rows = (sql: string, ...params: (string | number)[]) =>
+      this.#stmt(sql).all(...params) as unknown as DatasetRow[];
+    return {
+      put: (entries: readonly DatasetEntry[]) =>
+        this.#write(() => {
+          // A changed ETag takes the status of a saved analysis of it, else `pending`; an older
+          // observation leaves the row alone.
+          const upsert = this.#stmt(
+            `INSERT INTO datasets (${DATASET_COLUMNS})
+             VALUES (?, ?, ?, ?, ?, ?, ?, COALESCE((SELECT status FROM analyses
+               WHERE org_id = ? AND experiment_id = ? AND etag = ?), 'pending'))
+             ON CONFLICT (org_id, experiment_id) DO UPDATE SET
+               key = excluded.key, size_bytes = excluded.size_bytes, etag = excluded.etag,
+               delivered_at = excluded.delivered_at, observed_at = excluded.observed_at,
+               analysis_status = excluded.analysis_status
+             WHERE excluded.observed_at >= datasets.observed_at`,
+          );
+          for (const e of entries) {
+            upsert.run(
+              e.org_id,
+              e.experiment_id,
+              e.key,
+              e.size_bytes,
+              e.etag,
+              e.delivered_at,
+              e.observed_at,
+              e.org_id,
+              e.experiment_id,
+              e.etag,
+            );
+          }
+        }),
+      remove: (orgId, experimentId, observedBefore) =>
+        this.#write(() =>
+          Number(
+            this.#stmt(
+              "DELETE FROM datasets WHERE org_id = ? AND experiment_id = ? AND observed_at <= ?",
+            ).run(orgId, experimentId, observedBefore).changes,
+          ) > 0
+        ),
+      get: (orgId, experimentId) =>
+        this.#run(() =>
+          (this.#stmt(
+            `SELECT ${DATASET_COLUMNS} FROM datasets WHERE org_id = ? AND experiment_id = ?`,
+          ).get(orgId, experimentId) as DatasetRow | undefined) ?? null
+        ),
+      page: (orgId, { after, limit }) =>
+        this.#run(() =>
+          after === null || after === undefined
+            ? rows(
+              `SELECT ${DATASET_COLUMNS} FROM datasets WHERE org_id = ?
+               ORDER BY experiment_id LIMIT ?`,
+              orgId,
+              limit,
+            )
+            : rows(
+              `SELECT ${DATASET_COLUMNS} FROM datasets WHERE org_id = ? AND experiment_id > ?
+               ORDER BY experiment_id LIMIT ?`,
+              orgId,
+              after,
+              limit,
+            )
+        ),
+      keyRange: (afterKey, throughKey, limit) =>
+        this.#run(() =>
+          throughKey === null
+            ? rows(
+              `SELECT ${DATASET_COLUMNS} FROM datasets WHERE key > ? ORDER BY key LIMIT ?`,
+              afterKey,
+              limit,
+            )
+            : rows(
+              `SELECT ${DATASET_COLUMNS} FROM datasets WHERE key > ? AND key <= ?
+               ORDER BY key LIMIT ?`,
+              afterKey,
+              throughKey,
+              limit,
+            )
+        ),
+      // A scan of the table (no index to keep up at every delivery): the clean-up asks every
+      // ABN_CLEANUP_INTERVAL_SECONDS, about a millisecond per 10,000 rows.
+      larger: (sizeBytes, limit) =>
+        this.#run(() =>
+          rows(
+            `SELECT ${DATASET_COLUMNS} FROM datasets WHERE size_bytes > ?
+             ORDER BY size_bytes DESC LIMIT ?`,
+            sizeBytes,
+            limit,
+          )
+        ),
+      pending: (maxBytes, observedBefore, limit) =>
+        this.#run(() =>
+          rows(
+            `SELECT ${DATASET_COLUMNS} FROM datasets
+             WHERE analysis_status = 'pending' AND observed_at < ? AND size_bytes <= ?
+             ORDER BY observed_at DESC LIMIT ?`,
+            observedBefore,
+            maxBytes,
+            limit,
+          )
+        ),
+    };
+  }
+
+  #grantRepo(): GrantRepo {
+    return {
+      put: (grants: readonly Grant[]) =>
+        this.#write(() => {
+          const upsert = this.#stmt(
+            `INSERT INTO grants (key, org_id, experiment_id, expires_at) VALUES (?, ?, ?, ?)
+             ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at
+             WHERE excluded.expires_at > grants.expires_at`,
+          );
+          for (const g of grants) upsert.run(g.key, g.org_id, g.experiment_id, g.expires_at);
+        }),
+      open: (since, orgId) =>
+        this.#run(() =>
+          (orgId === undefined
+            ? this.#stmt(
+              `SELECT key, org_id, experiment_id, expires_at FROM grants
+               WHERE expires_at >= ? ORDER BY key`,
+            ).all(since)
+            : this.#stmt(
+              `SELECT key, org_id, experiment_id, expires_at FROM grants
+               WHERE expires_at >= ? AND org_id = ? ORDER BY key`,
+            ).all(since, orgId)) as unknown as Grant[]
+        ),
+      get: (key, since) =>
+        this.#run(() =>
+          (this.#stmt(
+            `SELECT key, org_id, experiment_id, expires_at FROM grants
+             WHERE key = ? AND expires_at >= ?`,
+          ).get(key, since) as Grant | undefined) ?? null
+        ),
+      prune: (before) =>
+        this.#write(() =>
+          Number(this.#stmt("DELETE FROM grants WHERE expires_at < ?").run(before).changes)
+        ),
     };
   }
 }

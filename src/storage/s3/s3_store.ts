@@ -101,6 +101,15 @@ function stripQuotes(etag: string | undefined): string {
   return (etag ?? "").replaceAll('"', "");
 }
 
+/**
+ * A listing's time without its milliseconds: Ceph's gateway lists them while HEAD and GET answer
+ * an HTTP date (whole seconds), so an object's info is the same whichever call read it.
+ */
+function wholeSeconds(date: Date | undefined): Date {
+  const ms = date?.getTime() ?? 0;
+  return new Date(ms - ms % 1000);
+}
+
 function toWebStream(body: unknown): ReadableStream<Uint8Array> {
   const sdkBody = body as { transformToWebStream?: () => ReadableStream<Uint8Array> };
   if (typeof sdkBody?.transformToWebStream === "function") return sdkBody.transformToWebStream();
@@ -272,6 +281,7 @@ export class S3Store implements ObjectStore {
           Prefix: prefix,
           MaxKeys: limit,
           ContinuationToken: options.cursor ?? undefined,
+          StartAfter: options.cursor ? undefined : options.startAfter ?? undefined,
         }),
       );
       const objects = (page.Contents ?? []).flatMap((object) =>
@@ -279,7 +289,7 @@ export class S3Store implements ObjectStore {
           key: object.Key,
           size: object.Size ?? 0,
           etag: stripQuotes(object.ETag),
-          lastModified: object.LastModified ?? new Date(0),
+          lastModified: wholeSeconds(object.LastModified),
         }]
       );
       return {

@@ -2,8 +2,9 @@ import assert from "node:assert/strict";
 import { aggregateCsv, CsvAggregator } from "../../../src/analysis/aggregate/aggregate.ts";
 import type { Aggregate } from "../../../src/analysis/aggregate/aggregate_types.ts";
 import { aggregateThreaded } from "../../../src/analysis/aggregate/_aggregate_threaded.ts";
-import { readNumber } from "../../../src/analysis/aggregate/_csv_cells.ts";
-import { generateCsv, mulberry32 } from "../../../bench/generate_csv.ts";
+import { generateCsv } from "../../../bench/generate_csv.ts";
+import { CsvError } from "../../../src/csv/csv_error.ts";
+import { MAX_CHECKED_CELL } from "../../../src/csv/limits.ts";
 
 const encoder = new TextEncoder();
 
@@ -302,7 +303,14 @@ Deno.test("aggregateCsv answers an empty aggregate for a header without rows", a
     excludedUsers: 0,
     metrics: [], // no value, so no metric
     stats: {},
+    covariates: {},
+    winsorized: {},
     daily: [],
+    // A column without a value is a dimension (of no values yet).
+    dimensions: [
+      { name: "converted", distinctValues: 0, metric: null, inconsistentUsers: 0, values: [] },
+    ],
+    userSummary: null,
   });
 });
 
@@ -354,109 +362,76 @@ Deno.test("aggregateCsv calls onChunk before each chunk and stops with its error
   );
 });
 
-Deno.test("aggregateCsv throws an Error on input it cannot read", async () => {
+Deno.test("aggregateCsv throws the CSV rules' CsvError on input it cannot read", async () => {
   const header = "user_id,variant,date,converted\n";
-  const cases: [string, RegExp][] = [
-    [header + "u1,A,2026-01-01\n", /line 2: expected 4 fields, got 3/],
-    [header + 'u1,A,2026-01-01,"1\n', /line 2: a quoted field is not closed/],
-    [header + 'u1,A"x",2026-01-01,1\n', /line 2: unexpected quote/],
-    [header + "u1,A,2026-01-01,1\nu2,A,01/02/2026,1\n", /line 3: the date "01\/02\/2026"/],
-    ["user_id,variant,converted\nu1,A,1\n", /no date column/],
-    ["user_id\tvariant\tdate\n", /delimiter/],
-    ["", /no header/],
+  const cases: [string, string, RegExp][] = [
+    [
+      header + "u1,A,2026-01-01\n",
+      "invalid_csv",
+      /^Cannot parse line 2: expected 4 fields, got 3$/,
+    ],
+    [header + 'u1,A,2026-01-01,"1\n', "invalid_csv", /line 2: a quoted field is not closed/],
+    [header + 'u1,A"x",2026-01-01,1\n', "invalid_csv", /line 2: unexpected quote/],
+    [
+      header + "u1,A,2026-01-01,1\nu2,A,01/02/2026,1\n",
+      "invalid_date",
+      /^Invalid date on line 3: "01\/02\/2026" is not a calendar date written YYYY-MM-DD$/,
+    ],
+    [header + " ,A,2026-01-01,1\n", "invalid_csv", /^Cannot parse line 2: user_id is empty$/],
+    [header + 'u1,"",2026-01-01,1\n', "invalid_csv", /^Cannot parse line 2: variant is empty$/],
+    ["user_id,variant,converted\nu1,A,1\n", "missing_columns", /^Missing required column: date/],
+    ["user_id,variant,date,x,x\n", "invalid_csv", /line 1: the column name "x" appears twice/],
+    ["user_id\tvariant\tdate\n", "invalid_csv", /delimiter must be a comma or a semicolon/],
+    ["", "no_data_rows", /^No data rows: the file is empty$/],
+    ["\n\r\n", "no_data_rows", /^No data rows: the file has no header$/],
   ];
-  for (const [text, message] of cases) {
-    await assert.rejects(aggregateText(text), (error: Error) => {
-      assert.equal(error.constructor, Error);
+  for (const [text, code, message] of cases) {
+    await assert.rejects(aggregateText(text), (error: CsvError) => {
+      assert.ok(error instanceof CsvError, String(error));
+      assert.equal(error.code, code, text);
       assert.match(error.message, message);
       return true;
     });
   }
 });
 
-Deno.test("readNumber equals parseFloat on tricky numbers and rejects what is not a number", () => {
-  const tricky = [
-    "0.1",
-    "0.2",
-    "0.3",
-    "123456.789",
-    "1e-5",
-    "-0.0",
-    "-0",
-    "+5",
-    ".5",
-    "5.",
-    "0000.5000",
-    "0.30000000000000004",
-    "9007199254740991",
-    "9007199254740992",
-    "9007199254740993",
-    "123456789012345",
-    "1234567890123456",
-    "12345678901234567890",
-    "99999999999999.99",
-    "0.1234567890123456789",
-    "3.14159265358979323846",
-    "1.00000000000000011102230246251565404236316680908203125",
-    "0.000000000000000000001",
-    "0.0000000000000000000000001",
-    "1.7976931348623157e308",
-    "4.9e-324",
-    "2.2250738585072014e-308",
-    "1E5",
-    "1e+5",
-    "-1.5E-3",
-    "2.5e0",
-    "1e400",
-    "-1e400",
-    "  42 ",
-    "\t-7.25",
-    "1.0",
-    "0.00",
-    "999999999999999999999.5",
-  ];
-  const random = mulberry32(7);
-  for (let i = 0; i < 5000; i++) {
-    const value = (random() - 0.5) * 10 ** Math.floor(random() * 30 - 10);
-    tricky.push(String(value), value.toFixed(Math.floor(random() * 20)));
-    let digits = "";
-    for (let d = 0; d < 1 + random() * 24; d++) digits += Math.floor(random() * 10);
-    const point = Math.floor(random() * digits.length);
-    tricky.push(`${digits.slice(0, point)}.${digits.slice(point)}`);
-  }
-  for (const text of tricky) {
-    const bytes = encoder.encode(text);
-    const expected = parseFloat(text);
-    assert.ok(Object.is(readNumber(bytes, 0, bytes.length, false), expected), text);
-    const comma = encoder.encode(text.replace(".", ","));
-    assert.ok(
-      Object.is(readNumber(comma, 0, comma.length, true), expected),
-      `${text} with a comma`,
+Deno.test("aggregateCsv reads dates by the upload checks' rule: no year 0000, no day past the month", async () => {
+  for (const date of ["0000-01-01", "2026-02-29", "2026-02-30", "2026-04-31", "1900-02-29"]) {
+    await assert.rejects(
+      aggregateText(`user_id,variant,date,converted\nu1,A,2026-01-01,1\nu2,B,${date},0\n`),
+      (error: CsvError) => {
+        assert.equal(error.code, "invalid_date");
+        assert.equal(error.line, 3);
+        return true;
+      },
+      date,
     );
   }
-  for (
-    const text of [
-      "",
-      " ",
-      ".",
-      "-",
-      "+",
-      "1e",
-      "e5",
-      "1.2.3",
-      "0x10",
-      "Infinity",
-      "NaN",
-      "1 2",
-      "1,5",
-      "--1",
-      "1e5.5",
-      "1-",
-    ]
-  ) {
-    const bytes = encoder.encode(text);
-    assert.ok(Number.isNaN(readNumber(bytes, 0, bytes.length, false)), text);
-  }
+  const leap = await aggregateText("user_id,variant,date,converted\nu1,A,2024-02-29,1\n");
+  assert.deepEqual(leap.daily.map((day) => day.date), ["2024-02-29"]);
+});
+
+Deno.test("aggregateCsv calls a metric cell longer than the checked limit text, blank or not", async () => {
+  const long = " ".repeat(MAX_CHECKED_CELL + 1);
+  const result = await aggregateText(
+    `user_id,variant,date,converted,padded\nu1,A,2026-01-01,1,2\nu2,B,2026-01-01,0,${long}\n`,
+  );
+  assert.deepEqual(result.metrics.map((metric) => metric.name), ["converted"]);
+});
+
+Deno.test("aggregateCsv calls onHeader once with the delimiter and the trimmed names", async () => {
+  const headers: unknown[] = [];
+  await aggregateCsv(
+    ReadableStream.from([
+      encoder.encode('\ufeffuser_id; variant ;"date";m\nu1;A;2026-01-01;1,5\n'),
+    ]),
+    { onHeader: (header) => headers.push(header) },
+  );
+  assert.deepEqual(headers, [{ delimiter: ";", names: ["user_id", "variant", "date", "m"] }]);
+  const aggregator = new CsvAggregator({ onHeader: (header) => headers.push(header) });
+  aggregator.push(encoder.encode("user_id,variant,date,m\n"));
+  aggregator.finish();
+  assert.deepEqual(headers[1], { delimiter: ",", names: ["user_id", "variant", "date", "m"] });
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -492,7 +467,20 @@ function parseRows(text: string): string[][] {
 }
 
 /** The aggregate computed the obvious way: a Map of users holding their rows. */
-function referenceAggregate(text: string): Aggregate {
+/** NumPy's linear quantile, the plain way: sort, then interpolate. */
+function sortedQuantile(values: number[], p: number): number {
+  const sorted = values.slice().sort((a, b) => a - b);
+  const h = (sorted.length - 1) * p;
+  const low = Math.floor(h);
+  return low + 1 < sorted.length
+    ? sorted[low] + (h - low) * (sorted[low + 1] - sorted[low])
+    : sorted[low];
+}
+
+function referenceAggregate(
+  text: string,
+  options: { covariates?: Record<string, string>; winsorize?: Record<string, number> } = {},
+): Aggregate {
   const [header, ...rows] = parseRows(text);
   const userField = header.indexOf("user_id");
   const variantField = header.indexOf("variant");
@@ -529,6 +517,59 @@ function referenceAggregate(text: string): Aggregate {
       : values.reduce((sum, value) => sum + value, 0);
   };
   const inVariant = (variant: string) => kept.filter((user) => user.variants.has(variant));
+  // Covariates: `<m>_pre`, or the column the options name; a covariate has none of its own.
+  const names = metrics.map((m) => m.name);
+  const pairs = new Map<string, string>();
+  for (const name of names) {
+    const column = options.covariates?.[name] ?? `${name}_pre`;
+    if (column !== name && names.includes(column)) pairs.set(name, column);
+  }
+  const covariateNames = new Set(pairs.values());
+  for (const name of [...pairs.keys()]) if (covariateNames.has(name)) pairs.delete(name);
+  const caps = new Map<string, { percentile: number; cap: number }>();
+  for (const metric of metrics) {
+    const percentile = options.winsorize?.[metric.name];
+    if (percentile === undefined || metric.kind !== "numeric" || covariateNames.has(metric.name)) {
+      continue;
+    }
+    const values = kept.map((user) => valueOf(user, metric)).filter((x) => x !== null);
+    caps.set(metric.name, { percentile, cap: sortedQuantile(values, percentile) });
+  }
+  const capped = (metric: (typeof metrics)[number], x: number) =>
+    Math.min(x, caps.get(metric.name)?.cap ?? Infinity);
+  const sumOver = (values: number[]) => values.reduce((sum, x) => sum + x, 0);
+  // Dimensions: the other columns; a user's value is the one of their first row.
+  const key = metrics.find((m) => !covariateNames.has(m.name)) ?? null;
+  const dimensions = header.flatMap((name, field) => {
+    if ([userField, variantField, dateField].includes(field)) return [];
+    if (metrics.some((m) => m.field === field)) return [];
+    const cellOf = (row: string[]) => row[field].trim() === "" ? "(empty)" : row[field].trim();
+    const distinct = [...new Set(rows.map(cellOf))];
+    const statsOf = (list: { rows: string[][] }[]) => {
+      const values = key === null ? [] : list.map((user) => valueOf(user, key))
+        .filter((x) => x !== null).map((x) => capped(key, x));
+      return {
+        users: values.length,
+        sum: sumOver(values),
+        sumSquares: sumOver(values.map((x) => x * x)),
+      };
+    };
+    return [{
+      name,
+      distinctValues: Math.min(distinct.length, 10_000),
+      metric: key?.name ?? null,
+      inconsistentUsers: kept.filter((user) => new Set(user.rows.map(cellOf)).size > 1).length,
+      values: distinct.length > 50 ? null : distinct.map((value) => {
+        const holding = (v: string) =>
+          inVariant(v).filter((user) => cellOf(user.rows[0]) === value);
+        return {
+          value,
+          users: Object.fromEntries(variants.map((v) => [v, holding(v).length])),
+          stats: Object.fromEntries(variants.map((v) => [v, statsOf(holding(v))])),
+        };
+      }),
+    }];
+  });
   return {
     rows: rows.length,
     variants,
@@ -538,20 +579,50 @@ function referenceAggregate(text: string): Aggregate {
     stats: Object.fromEntries(metrics.map((metric) => [
       metric.name,
       Object.fromEntries(variants.map((v) => {
-        const values = inVariant(v).map((user) => valueOf(user, metric)).filter((x) => x !== null);
+        const values = inVariant(v).map((user) => valueOf(user, metric)).filter((x) => x !== null)
+          .map((x) => capped(metric, x));
         return [v, {
           users: values.length,
-          sum: values.reduce((sum, x) => sum + x, 0),
-          sumSquares: values.reduce((sum, x) => sum + x * x, 0),
+          sum: sumOver(values),
+          sumSquares: sumOver(values.map((x) => x * x)),
         }];
       })),
     ])),
+    covariates: Object.fromEntries([...pairs].map(([name, column]) => {
+      const metric = metrics.find((m) => m.name === name)!;
+      const covariate = metrics.find((m) => m.name === column)!;
+      return [name, {
+        column,
+        moments: Object.fromEntries(variants.map((v) => {
+          const users = inVariant(v).filter((user) => valueOf(user, metric) !== null);
+          // x: the sum of the covariate's cells (0 without any), capped as the metric is.
+          const x = users.map((user) =>
+            capped(
+              metric,
+              sumOver(
+                user.rows.filter((row) => row[covariate.field].trim() !== "")
+                  .map((row) => parseFloat(row[covariate.field])),
+              ),
+            )
+          );
+          const y = users.map((user) => capped(metric, valueOf(user, metric)!));
+          return [v, {
+            sumX: sumOver(x),
+            sumXSquares: sumOver(x.map((value) => value * value)),
+            sumXY: sumOver(x.map((value, i) => value * y[i])),
+          }];
+        })),
+      }];
+    })),
+    winsorized: Object.fromEntries(caps),
     daily: dates.map((date) => ({
       date,
+      rows: rows.filter((row) => row[dateField] === date).length,
       variants: Object.fromEntries(variants.map((v) => {
         const seen = inVariant(v).filter((user) => user.rows.some((row) => row[dateField] <= date));
         const values = (metric: (typeof metrics)[number]) =>
-          seen.map((user) => valueOf(user, metric, date)).filter((x) => x !== null);
+          seen.map((user) => valueOf(user, metric, date)).filter((x) => x !== null)
+            .map((x) => capped(metric, x));
         return [v, {
           cumulativeUsers: seen.length,
           metricUsers: Object.fromEntries(metrics.map((m) => [m.name, values(m).length])),
@@ -561,6 +632,8 @@ function referenceAggregate(text: string): Aggregate {
         }];
       })),
     })),
+    dimensions,
+    userSummary: null,
   };
 }
 
@@ -631,6 +704,44 @@ Deno.test("aggregateCsv matches a plain reference implementation on a generated 
   assert.deepEqual(closeTo(result, expected), expected);
 });
 
+/**
+ * The generated dataset with `revenue_pre` (the automatic covariate of revenue), `visits` (a
+ * covariate of converted by the options) and `minutes` (heavy-tailed), some cells empty.
+ */
+async function adjustedDataset(rows: number): Promise<string> {
+  const [head, ...lines] = (await generatedDataset(rows)).trimEnd().split("\n");
+  return [`${head},revenue_pre,visits,minutes`].concat(lines.map((line, i) => {
+    const n = i + 1;
+    const [, , , , revenue] = line.split(",");
+    const pre = n % 19 === 0 ? "" : String(Number(revenue || "3") * 0.8 + (n % 23) - 5);
+    const visits = n % 31 === 0 ? "" : String((n * 37) % 9);
+    const minutes = String(Math.round(1e6 / ((n * 7919) % 997 + 1) ** 2) / 100);
+    return `${line},${pre},${visits},${minutes}`;
+  })).join("\n") + "\n";
+}
+
+Deno.test("aggregateCsv caps and sums covariate moments as a plain reference does", async () => {
+  const text = await adjustedDataset(40_000);
+  const options = {
+    covariates: { converted: "visits" },
+    winsorize: { revenue: 0.99, minutes: 0.95, converted: 0.9, visits: 0.9 },
+  };
+  const expected = referenceAggregate(text, options);
+  // converted is a conversion and visits a covariate: neither is capped.
+  assert.deepEqual(Object.keys(expected.winsorized), ["revenue", "minutes"]);
+  assert.deepEqual(Object.keys(expected.covariates), ["converted", "revenue"]);
+  const bytes = encoder.encode(text);
+  const result = await aggregateCsv(ReadableStream.from(chunksOf(bytes, 4093)), options);
+  assert.deepEqual(closeTo(result, expected), expected);
+  const alone = new CsvAggregator(options);
+  for (const chunk of chunksOf(bytes, 65536)) alone.push(chunk);
+  assert.deepEqual(closeTo(alone.finish(), expected), expected);
+  // The cap binds: the capped sums are below the plain ones.
+  const plain = referenceAggregate(text);
+  assert.ok(result.stats.minutes.A.sum < plain.stats.minutes.A.sum);
+  assert.deepEqual(plain.covariates.revenue.column, "revenue_pre");
+});
+
 Deno.test("aggregateCsv answers on its worker exactly what CsvAggregator answers on one thread", async () => {
   const bytes = encoder.encode(await generatedDataset(60_000));
   const alone = new CsvAggregator();
@@ -683,4 +794,71 @@ Deno.test("aggregateCsv reads on one thread when its worker cannot start", async
   const result = await aggregateThreaded(slowly(), {}, missing, (mode) => modes.push(mode));
   assert.deepEqual(modes, ["local"]);
   assert.deepEqual(result, alone.finish());
+});
+
+Deno.test("aggregateCsv reads on the calling thread alone with worker: false", async () => {
+  const bytes = encoder.encode(await generatedDataset(20_000));
+  const alone = new CsvAggregator();
+  alone.push(bytes);
+  const modes: string[] = [];
+  const result = await aggregateThreaded(
+    ReadableStream.from(chunksOf(bytes, 65536)),
+    { worker: false },
+    undefined,
+    (mode) => modes.push(mode),
+  );
+  assert.deepEqual(modes, ["local"]);
+  assert.deepEqual(result, alone.finish());
+});
+
+Deno.test("aggregateCsv reads a small input of known size on this thread, with the same answer", async () => {
+  const bytes = encoder.encode(await generatedDataset(2_000));
+  const alone = new CsvAggregator();
+  alone.push(bytes);
+  const expected = alone.finish();
+  let workers = 0;
+  const original = globalThis.Worker;
+  globalThis.Worker = class extends original {
+    constructor(...args: ConstructorParameters<typeof Worker>) {
+      workers++;
+      super(...args);
+    }
+  };
+  try {
+    const result = await aggregateCsv(ReadableStream.from(chunksOf(bytes, 4093)), {
+      sizeBytes: bytes.length,
+    });
+    assert.equal(workers, 0);
+    assert.deepEqual(result, expected);
+  } finally {
+    globalThis.Worker = original;
+  }
+});
+
+Deno.test("aggregateCsv counts days centuries apart and out of order, as the reference does", async () => {
+  const text = "user_id,variant,date,converted,revenue\n" +
+    "u1,A,2026-01-05,1,4\n" +
+    "u2,B,1990-03-01,0,1\n" +
+    "u3,A,2026-01-01,1,2\n" +
+    "u4,B,2100-12-31,1,5\n" +
+    "u2,B,1990-03-01,1,1\n" +
+    "u5,A,0001-01-01,0,3\n" +
+    "u6,B,9999-12-31,1,7\n" +
+    "u1,A,2026-01-02,0,1\n";
+  const expected = referenceAggregate(text);
+  assert.deepEqual(
+    expected.daily.map((day) => day.date),
+    [
+      "0001-01-01",
+      "1990-03-01",
+      "2026-01-01",
+      "2026-01-02",
+      "2026-01-05",
+      "2100-12-31",
+      "9999-12-31",
+    ],
+  );
+  for (const chunkSize of [3, 1 << 16]) {
+    assert.deepEqual(closeTo(await aggregateText(text, { chunkSize }), expected), expected);
+  }
 });

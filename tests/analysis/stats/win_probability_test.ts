@@ -84,7 +84,7 @@ Deno.test("normalChanceToBeat is Φ of the standardized difference", () => {
   assert.equal(normalChanceToBeat({ mean: 1, se: 0 }, { mean: 1, se: 0 }), 0.5);
 });
 
-Deno.test("winProbability for two conversion variants is exact, with a delta-method lift", () => {
+Deno.test("winProbability for two conversion variants is exact", () => {
   const result = winProbability([conversion("A", 100, 20), conversion("B", 100, 30)], {
     kind: "conversion",
     control: "A",
@@ -97,11 +97,8 @@ Deno.test("winProbability for two conversion variants is exact, with a delta-met
   assert.equal(result[1].name, "B");
   assertClose(result[1].chance_to_beat_control, 0.94760310335236915753, 1e-13);
   assertClose(result[1].chance_to_be_best, 0.94760310335236915753, 1e-13);
-  // lift 0.3/0.2 − 1 = 0.5; se² = (p(1−p)·n/(n−1)) / n; interval 0.5 ± 1.96·√(se_B² + 1.5² se_A²)/0.2.
-  assertClose(result[1].lift, 0.5, 1e-15);
-  assert.ok(result[1].lift_ci95);
-  assertClose(result[1].lift_ci95[0], -2.4359750839674783e-1, 1e-14);
-  assertClose(result[1].lift_ci95[1], 1.2435975083967478, 1e-14);
+  // The lift and its interval are the comparison's (comparisons_test.ts), not given here.
+  assert.deepEqual(Object.keys(result[1]), ["name", "chance_to_beat_control", "chance_to_be_best"]);
 });
 
 Deno.test("winProbability for three conversion variants: chance to be best by Monte Carlo", () => {
@@ -146,11 +143,8 @@ Deno.test("winProbability for three numeric variants matches numerical integrati
   const expected = [0.14163852936408708, 0.8118523627369889, 0.04650910789891415];
   result.forEach((v, i) => assertClose(v.chance_to_be_best, expected[i], 0.005));
   assertClose(result.reduce((sum, v) => sum + v.chance_to_be_best!, 0), 1, 0.005);
-  // B against A: Φ(0.4 / √(25/400 + 36/380)); lift 0.04 ± 1.96·√(36/380 + 1.04² · 25/400) / 10.
+  // B against A: Φ(0.4 / √(25/400 + 36/380)).
   assertClose(result[1].chance_to_beat_control, 0.84345232991438213, 1e-13);
-  assertClose(result[1].lift, 0.04, 1e-13);
-  assertClose(result[1].lift_ci95![0], -3.8968999868865804e-2, 1e-13);
-  assertClose(result[1].lift_ci95![1], 1.1896899986886580e-1, 1e-13);
 });
 
 Deno.test("winProbability Monte Carlo is deterministic for a seed", () => {
@@ -177,28 +171,23 @@ Deno.test("winProbability with zero conversions everywhere splits evenly", () =>
   });
   assertClose(result[1].chance_to_beat_control, 0.5, 1e-14);
   assertClose(result[0].chance_to_be_best, 0.5, 1e-14);
-  // Control mean 0: no relative lift.
-  assert.equal(result[1].lift, null);
-  assert.equal(result[1].lift_ci95, null);
 });
 
 Deno.test("winProbability with a single user per variant", () => {
-  // Conversion: A converted, B did not: P(B > A) = 1/6; no variance, so no interval.
+  // Conversion: A converted, B did not: P(B > A) = 1/6.
   const conv = winProbability([conversion("A", 1, 1), conversion("B", 1, 0)], {
     kind: "conversion",
     control: "A",
   });
   assertClose(conv[1].chance_to_beat_control, 1 / 6, 1e-14);
-  assert.equal(conv[1].lift, -1);
-  assert.equal(conv[1].lift_ci95, null);
-  // Numeric: one value has no sample variance, so no chance can be given; the lift still can.
+  // Numeric: one value has no sample variance, so no chance can be given.
   const num = winProbability(
     [{ name: "A", users: 1, sum: 4, sumSquares: 16 }, numeric("B", 5, 5, 2)],
     { kind: "numeric", control: "A" },
   );
   assert.deepEqual(num, [
     { name: "A", chance_to_beat_control: null, chance_to_be_best: null },
-    { name: "B", chance_to_beat_control: null, chance_to_be_best: 1, lift: 0.25, lift_ci95: null },
+    { name: "B", chance_to_beat_control: null, chance_to_be_best: 1 },
   ]);
 });
 
@@ -209,7 +198,6 @@ Deno.test("winProbability gives null chances to a variant without users", () => 
   );
   assert.equal(result[1].chance_to_beat_control, null);
   assert.equal(result[1].chance_to_be_best, null);
-  assert.equal(result[1].lift, null);
   // The other two are compared exactly, as a pair.
   assertClose(result[2].chance_to_be_best, 0.94760310335236915753, 1e-13);
   assertClose(result[0].chance_to_be_best, 1 - 0.94760310335236915753, 1e-13);
@@ -222,8 +210,6 @@ Deno.test("winProbability gives null chances to a variant without users", () => 
     name: "B",
     chance_to_beat_control: null,
     chance_to_be_best: 1,
-    lift: null,
-    lift_ci95: null,
   });
 });
 
@@ -248,6 +234,45 @@ Deno.test("winProbability output survives JSON unchanged (no NaN or Infinity)", 
   );
   assert.deepEqual(ties.map((v) => v.chance_to_be_best), [0, 0.5, 0.5]);
   assert.deepEqual(ties.map((v) => v.chance_to_beat_control), [null, 1, 1]);
+});
+
+Deno.test("winProbability with lower is better gives the chances of being lower", () => {
+  // The same posteriors as the two-variant test: P(B < A) = 1 − 0.94760310335236915753.
+  const two = winProbability([conversion("A", 100, 20), conversion("B", 100, 30)], {
+    kind: "conversion",
+    control: "A",
+    lowerIsBetter: true,
+  });
+  assertClose(two[1].chance_to_beat_control, 1 - 0.94760310335236915753, 1e-13);
+  assertClose(two[1].chance_to_be_best, 1 - 0.94760310335236915753, 1e-13);
+  assertClose(two[0].chance_to_be_best, 0.94760310335236915753, 1e-13);
+  // Three numeric variants: "best" is the lowest. Simpson's rule as above with the means negated
+  // gives 0.2774506146937597, 0.038922771531861196, 0.6836266137743676.
+  const three = winProbability([
+    numeric("A", 400, 10, 25),
+    numeric("B", 380, 10.4, 36),
+    numeric("C", 420, 9.8, 30),
+  ], { kind: "numeric", control: "A", lowerIsBetter: true });
+  const expected = [0.2774506146937597, 0.038922771531861196, 0.6836266137743676];
+  three.forEach((v, i) => assertClose(v.chance_to_be_best, expected[i], 0.005));
+  assertClose(three[1].chance_to_beat_control, 1 - 0.84345232991438213, 1e-13);
+});
+
+Deno.test("winProbability with CUPED-adjusted normals uses them instead of the posteriors", () => {
+  // Adjusted A 10 ± 0.2, B 10.5 ± 0.25 for the pair: Φ(0.5 / √0.1025) = 0.9408250936321858;
+  // for the chance to be best the all-variant adjustment, here A 10 ± 0.2 and B 10.3 ± 0.25:
+  // Φ(0.3 / √0.1025) = 0.8256316699305974 (SciPy 1.17 `norm.cdf`).
+  const result = winProbability([conversion("A", 100, 20), conversion("B", 100, 30)], {
+    kind: "conversion",
+    control: "A",
+    adjusted: {
+      best: [{ mean: 10, se: 0.2 }, { mean: 10.3, se: 0.25 }],
+      versusControl: [null, { control: { mean: 10, se: 0.2 }, variant: { mean: 10.5, se: 0.25 } }],
+    },
+  });
+  assertClose(result[1].chance_to_beat_control, 0.9408250936321858, 1e-14);
+  assertClose(result[1].chance_to_be_best, 0.8256316699305974, 1e-14);
+  assertClose(result[0].chance_to_be_best, 1 - 0.8256316699305974, 1e-14);
 });
 
 Deno.test("winProbability refuses an unknown control", () => {

@@ -1,14 +1,8 @@
 import assert from "node:assert/strict";
-import { parseHeader, sniffDelimiter, splitRecord } from "../../src/pipeline/header.ts";
 import { HeaderReader } from "../../src/pipeline/header_reader.ts";
 import { DatasetValidator } from "../../src/pipeline/mod.ts";
 import { Utf8Check } from "../../src/pipeline/utf8_check.ts";
-import { ValidationError } from "../../src/pipeline/validation_error.ts";
 import { bytes, chunked, concat, HEADER, rejects, validate } from "./_helpers.ts";
-
-function sniff(text: string): string {
-  return sniffDelimiter(bytes(text), 1);
-}
 
 function readHeader(data: Uint8Array, size = 0): { names: string[]; next: number; line: number } {
   const reader = new HeaderReader(new Utf8Check());
@@ -22,93 +16,6 @@ function readHeader(data: Uint8Array, size = 0): { names: string[]; next: number
   }
   return { names: reader.finish()?.names ?? [], next: consumed, line: reader.nextLine };
 }
-
-Deno.test("sniffDelimiter picks the delimiter that occurs", () => {
-  assert.equal(sniff("user_id,variant,date"), ",");
-  assert.equal(sniff("user_id;variant;date"), ";");
-});
-
-Deno.test("sniffDelimiter picks the more frequent of comma and semicolon, comma on a tie", () => {
-  assert.equal(sniff("user_id;variant;date;a,b"), ";");
-  assert.equal(sniff("user_id,variant,date,a;b"), ",");
-  assert.equal(sniff("user_id;variant,date"), ",");
-});
-
-Deno.test("sniffDelimiter ignores delimiters inside quotes", () => {
-  assert.equal(sniff('"a,b,c";user_id;variant'), ";");
-  assert.equal(sniff('"a;b;c",user_id,variant'), ",");
-});
-
-Deno.test("sniffDelimiter refuses a tab, a pipe or no delimiter", () => {
-  for (
-    const [text, found] of [["user_id\tvariant\tdate", "tabs"], ["user_id|variant|date", "pipes"], [
-      "user_id",
-      "",
-    ]]
-  ) {
-    assert.throws(() => sniff(text), (error: ValidationError) => {
-      assert.equal(error.code, "invalid_csv");
-      assert.match(
-        error.message,
-        /^Cannot parse line 1: the delimiter must be a comma or a semicolon/,
-      );
-      if (found) assert.match(error.message, new RegExp(found));
-      return true;
-    });
-  }
-});
-
-Deno.test("splitRecord unquotes fields and keeps delimiters and newlines inside quotes", () => {
-  assert.deepEqual(splitRecord(bytes('a,"b,c","d""e","f\ng",'), 0x2c, 1), [
-    "a",
-    "b,c",
-    'd"e',
-    "f\ng",
-    "",
-  ]);
-});
-
-Deno.test("splitRecord refuses stray quotes", () => {
-  assert.throws(
-    () => splitRecord(bytes('a,b"c'), 0x2c, 1),
-    /unexpected quote in an unquoted field/,
-  );
-  assert.throws(() => splitRecord(bytes('a,"b"c'), 0x2c, 1), /text after a closing quote/);
-  assert.throws(() => splitRecord(bytes('a,"b'), 0x2c, 1), /not closed/);
-});
-
-Deno.test("parseHeader trims names and finds the delimiter", () => {
-  const header = parseHeader(bytes(' user_id ; variant;date ;"revenue"'), 1, 1000);
-  assert.deepEqual(header, { delimiter: ";", names: ["user_id", "variant", "date", "revenue"] });
-});
-
-Deno.test("parseHeader names the missing required columns", () => {
-  assert.throws(
-    () => parseHeader(bytes("user_id,Variant,day,x"), 1, 1000),
-    (error: ValidationError) => {
-      assert.equal(error.code, "missing_columns");
-      assert.match(error.message, /^Missing required columns: variant, date/);
-      return true;
-    },
-  );
-});
-
-Deno.test("parseHeader refuses duplicate and empty names", () => {
-  assert.throws(
-    () => parseHeader(bytes("user_id,variant,date,x, x"), 1, 1000),
-    /the column name "x" appears twice/,
-  );
-  assert.throws(
-    () => parseHeader(bytes("user_id,variant,date,,x"), 1, 1000),
-    /column 4 of the header has no name/,
-  );
-});
-
-Deno.test("parseHeader refuses more columns than the limit", () => {
-  const names = ["user_id", "variant", "date", ...Array.from({ length: 998 }, (_, i) => `m${i}`)];
-  assert.equal(parseHeader(bytes(names.slice(0, 1000).join(",")), 1, 1000).names.length, 1000);
-  assert.throws(() => parseHeader(bytes(names.join(",")), 1, 1000), /more than 1000 columns/);
-});
 
 Deno.test("HeaderReader strips a leading BOM from the first name", () => {
   for (const size of [0, 1, 2]) {

@@ -1,0 +1,176 @@
+/**
+ * What the service keeps of a delivery to tell, at the next one, what changed (docs/api.md,
+ * "Changes since the previous delivery"): every user as a 64-bit hash of their id with their variant (sorted
+ * by hash, see `aggregate/_user_hashes.ts`), the rows per date and the rows in all. Stored per
+ * experiment as one compact blob (about 9 bytes a user: 1.4 M users make some 13 MB) and compared
+ * with the next delivery's by one merge of the two sorted lists.
+ *
+ * The blob, little-endian: "ABNU", format version (u32), users n (u32), header length L (u32), a
+ * JSON header of L bytes `{rows, variants, dates, width}` padded to 4 bytes, then n hash high
+ * words (u32), n low words (u32), and n variant positions in `width` bytes each (the largest value
+ * of that width: a user seen in two variants). A blob of another format is no summary at all (the
+ * next delivery then reports no changes rather than wrong ones).
+ */
+import type { Aggregate, UserHashes } from "../aggregate/aggregate_types.ts";
+
+/** A delivery as the next one is compared with it. */
+export interface DeliverySummary {
+  rows: number;
+  /** The variant names, in the order `users.variant` positions refer to. */
+  variants: string[];
+  /** Rows per date (`YYYY-MM-DD`). */
+  dates: Record<string, number>;
+  users: UserHashes;
+}
+
+/** The `changes` object of the analysis JSON (docs/api.md, "Changes since the previous delivery"). */
+export interface Changes {
+  previous_etag: string;
+  previous_delivered_at: string;
+  rows_added: number;
+  users_added: number;
+  users_switched_variant: number;
+  users_vanished: number;
+  restated_dates: string[];
+  provisional_date: string | null;
+}
+
+const MAGIC = 0x554e4241; // "ABNU" read as a little-endian u32
+const FORMAT = 1;
+
+if (new Uint8Array(new Uint32Array([1]).buffer)[0] !== 1) {
+  throw new Error("delivery summaries are stored little-endian: this machine is big-endian");
+}
+
+/** The summary of an aggregate made with the `userSummary` option. */
+export function deliverySummaryOf(aggregate: Aggregate): DeliverySummary {
+  if (!aggregate.userSummary) {
+    throw new TypeError("Cannot summarize the delivery: aggregate it with userSummary: true");
+  }
+  return {
+    rows: aggregate.rows,
+    variants: aggregate.variants,
+    dates: Object.fromEntries(aggregate.daily.map((day) => [day.date, day.rows ?? 0])),
+    users: aggregate.userSummary,
+  };
+}
+
+/** The blob of a summary. */
+export function encodeDeliverySummary(summary: DeliverySummary): Uint8Array {
+  const n = summary.users.hi.length;
+  const width = summary.variants.length < 0xff ? 1 : summary.variants.length < 0xffff ? 2 : 4;
+  const header = new TextEncoder().encode(JSON.stringify({
+    rows: summary.rows,
+    variants: summary.variants,
+    dates: summary.dates,
+    width,
+  }));
+  const body = 16 + ((header.length + 3) & ~3);
+  const blob = new Uint8Array(body + 8 * n + width * n);
+  const head = new Uint32Array(blob.buffer, 0, 4);
+  head.set([MAGIC, FORMAT, n, header.length]);
+  blob.set(header, 16);
+  new Uint32Array(blob.buffer, body, n).set(summary.users.hi);
+  new Uint32Array(blob.buffer, body + 4 * n, n).set(summary.users.lo);
+  const at = body + 8 * n;
+  const variant = summary.users.variant;
+  if (width === 4) {
+    new Int32Array(blob.buffer, at, n).set(variant);
+  } else {
+    const out = width === 1
+      ? new Uint8Array(blob.buffer, at, n)
+      : new Uint16Array(blob.buffer, at, n);
+    const none = width === 1 ? 0xff : 0xffff;
+    for (let i = 0; i < n; i++) out[i] = variant[i] < 0 ? none : variant[i];
+  }
+  return blob;
+}
+
+/** The summary in `blob`, or null when it is not one of this format. */
+export function decodeDeliverySummary(blob: Uint8Array): DeliverySummary | null {
+  if (blob.length < 16) return null;
+  const bytes = blob.slice(); // aligned, and ours
+  const [magic, format, n, length] = new Uint32Array(bytes.buffer, 0, 4);
+  if (magic !== MAGIC || format !== FORMAT) return null;
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(16, 16 + length)));
+  const width: number = header.width;
+  const body = 16 + ((length + 3) & ~3);
+  if (bytes.length !== body + (8 + width) * n) return null;
+  const at = body + 8 * n;
+  let variant: Int32Array;
+  if (width === 4) {
+    variant = new Int32Array(bytes.buffer, at, n);
+  } else {
+    const stored = width === 1
+      ? new Uint8Array(bytes.buffer, at, n)
+      : new Uint16Array(bytes.buffer, at, n);
+    const none = width === 1 ? 0xff : 0xffff;
+    variant = Int32Array.from(stored, (v) => v === none ? -1 : v);
+  }
+  return {
+    rows: header.rows,
+    variants: header.variants,
+    dates: header.dates,
+    users: {
+      hi: new Uint32Array(bytes.buffer, body, n),
+      lo: new Uint32Array(bytes.buffer, body + 4 * n, n),
+      variant,
+    },
+  };
+}
+
+/**
+ * What changed from `previous` (the delivery with that ETag) to `current`: rows added (negative
+ * when the file shrank), users not in the previous delivery, users in both whose variant differs
+ * (a user seen in two variants in one of them and not the other counts), users gone, and the
+ * dates before the previous delivery's last date whose row count differs (that last date itself
+ * is expected to grow). `provisional_date` is left null here (the report judges it).
+ */
+export function compareDeliveries(
+  previous: DeliverySummary,
+  current: DeliverySummary,
+  previousEtag: string,
+  previousDeliveredAt: string,
+): Changes {
+  const a = previous.users;
+  const b = current.users;
+  const nameA = (i: number) => a.variant[i] < 0 ? null : previous.variants[a.variant[i]];
+  const nameB = (j: number) => b.variant[j] < 0 ? null : current.variants[b.variant[j]];
+  let i = 0;
+  let j = 0;
+  let added = 0;
+  let vanished = 0;
+  let switched = 0;
+  while (i < a.hi.length && j < b.hi.length) {
+    const order = a.hi[i] - b.hi[j] || a.lo[i] - b.lo[j];
+    if (order === 0) {
+      if (nameA(i) !== nameB(j)) switched++;
+      i++;
+      j++;
+    } else if (order < 0) {
+      vanished++;
+      i++;
+    } else {
+      added++;
+      j++;
+    }
+  }
+  vanished += a.hi.length - i;
+  added += b.hi.length - j;
+  const previousDates = Object.keys(previous.dates).sort();
+  const last = previousDates[previousDates.length - 1] ?? "";
+  const dates = [...new Set([...previousDates, ...Object.keys(current.dates)])].sort();
+  const restated = dates.filter((date) =>
+    date < last && (previous.dates[date] ?? 0) !== (current.dates[date] ?? 0)
+  );
+  return {
+    previous_etag: previousEtag,
+    previous_delivered_at: previousDeliveredAt,
+    rows_added: current.rows - previous.rows,
+    users_added: added,
+    users_switched_variant: switched,
+    users_vanished: vanished,
+    restated_dates: restated,
+    provisional_date: null,
+  };
+}

@@ -1,0 +1,84 @@
+/**
+ * The dataset catalog as the service uses it: an index of storage in the control plane, so that
+ * listing, showing and cleaning up datasets costs what is asked for, not what is stored. Storage
+ * stays the source of truth: a stored object whose catalog write failed is logged, never turned
+ * into an error, and the next reconciliation (`reconcile.ts`) restores its row; until the first
+ * reconciliation after start-up has finished, the list reads storage (`ready`).
+ */
+import type { ControlPlane, DatasetEntry } from "../db/control_plane.ts";
+import { parseDatasetKey } from "../storage/object_store.ts";
+import type { Logger } from "../log.ts";
+import { describeError } from "../log.ts";
+import type { ObjectInfo } from "../storage/object_store.ts";
+
+/**
+ * How long an upload grant stays open after its URL expired: storage checks the signature when
+ * a PUT starts, so a slow PUT (or a clock ahead of storage's) may end later.
+ */
+export const GRANT_MARGIN_MS = 30 * 60 * 1000;
+
+/** The catalog entry of a stored dataset object; null for a key that is not a dataset's. */
+export function entryOf(info: ObjectInfo, observedAt: string): DatasetEntry | null {
+  const target = parseDatasetKey(info.key);
+  if (!target) return null;
+  return {
+    org_id: target.orgId,
+    experiment_id: target.experimentId,
+    key: info.key,
+    size_bytes: info.size,
+    etag: info.etag,
+    delivered_at: info.lastModified.toISOString(),
+    observed_at: observedAt,
+  };
+}
+
+/** The earliest expiry of a grant that is still open at `now` (ISO). */
+export function openGrantsSince(now = Date.now()): string {
+  return new Date(now - GRANT_MARGIN_MS).toISOString();
+}
+
+export interface DatasetCatalogOptions {
+  db: ControlPlane;
+  log: Logger;
+}
+
+export class DatasetCatalog {
+  readonly #db: ControlPlane;
+  readonly #log: Logger;
+  #ready = false;
+
+  constructor(options: DatasetCatalogOptions) {
+    this.#db = options.db;
+    this.#log = options.log;
+  }
+
+  /** True once a reconciliation has finished since start-up: the catalog is complete. */
+  get ready(): boolean {
+    return this.#ready;
+  }
+
+  /** Called when a reconciliation finished. */
+  markReady(): void {
+    this.#ready = true;
+  }
+
+  /**
+   * Records objects seen in storage at `observedAt`, in one write. A failure is logged and
+   * answered false, never thrown: the objects are stored, and reconciliation repairs the rows.
+   */
+  async record(infos: readonly ObjectInfo[], observedAt: string): Promise<boolean> {
+    const entries = infos.flatMap((info) => entryOf(info, observedAt) ?? []);
+    if (entries.length === 0) return true;
+    try {
+      await this.#db.datasets.put(entries);
+      return true;
+    } catch (error) {
+      this.#log.error("catalog not updated; the next reconciliation repairs it", {
+        keys: entries.slice(0, 5).map((e) => e.key),
+        count: entries.length,
+        error: describeError(error),
+      });
+      return false;
+    }
+  }
+}

@@ -1,0 +1,105 @@
+import assert from "node:assert/strict";
+import { aggregateCsv } from "../../../src/analysis/aggregate/aggregate.ts";
+import {
+  compareDeliveries,
+  decodeDeliverySummary,
+  type DeliverySummary,
+  deliverySummaryOf,
+  encodeDeliverySummary,
+} from "../../../src/analysis/history/delivery_summary.ts";
+
+async function summaryOf(text: string): Promise<DeliverySummary> {
+  const bytes = new TextEncoder().encode(text);
+  return deliverySummaryOf(await aggregateCsv(ReadableStream.from([bytes]), { userSummary: true }));
+}
+
+const HEADER = "user_id,variant,date,converted\n";
+
+Deno.test("a delivery summary survives its blob, a user in two variants included", async () => {
+  const summary = await summaryOf(
+    HEADER + "u1,A,2026-01-01,1\nu2,B,2026-01-01,0\nu2,A,2026-01-02,0\nu3,B,2026-01-02,1\n",
+  );
+  assert.deepEqual(summary.dates, { "2026-01-01": 2, "2026-01-02": 2 });
+  assert.deepEqual([...summary.users.variant].sort(), [-1, 0, 1]);
+  const blob = encodeDeliverySummary(summary);
+  // 16 header bytes, the JSON header padded to 4, then 9 bytes a user.
+  assert.equal(blob.length % 4, (3 * 9) % 4);
+  assert.deepEqual(decodeDeliverySummary(blob), summary);
+  // A blob at an odd offset of a larger buffer reads the same.
+  const shifted = new Uint8Array(blob.length + 3);
+  shifted.set(blob, 3);
+  assert.deepEqual(decodeDeliverySummary(shifted.subarray(3)), summary);
+});
+
+Deno.test("a delivery summary stores variant positions in 2 bytes past 254 variants", () => {
+  const variants = Array.from({ length: 300 }, (_, i) => `v${String(i).padStart(3, "0")}`);
+  const summary: DeliverySummary = {
+    rows: 3,
+    variants,
+    dates: { "2026-01-01": 3 },
+    users: {
+      hi: Uint32Array.from([1, 2, 3]),
+      lo: Uint32Array.from([0, 0, 0]),
+      variant: Int32Array.from([299, -1, 255]),
+    },
+  };
+  const blob = encodeDeliverySummary(summary);
+  assert.deepEqual(decodeDeliverySummary(blob), summary);
+});
+
+Deno.test("a blob of another format or a truncated one is no summary", async () => {
+  const blob = encodeDeliverySummary(await summaryOf(HEADER + "u1,A,2026-01-01,1\n"));
+  assert.equal(decodeDeliverySummary(blob.subarray(0, blob.length - 1)), null);
+  const other = blob.slice();
+  other[4] = 2; // format 2
+  assert.equal(decodeDeliverySummary(other), null);
+  assert.equal(decodeDeliverySummary(new TextEncoder().encode("not a summary")), null);
+});
+
+Deno.test("compareDeliveries counts users added, switched and vanished, and restated dates", async () => {
+  const previous = await summaryOf(
+    HEADER +
+      "u1,A,2026-01-01,0\n" +
+      "u2,B,2026-01-01,0\n" +
+      "u3,A,2026-01-02,1\n" +
+      "u4,B,2026-01-02,0\n" +
+      "u5,A,2026-01-03,0\n",
+  );
+  const current = await summaryOf(
+    HEADER +
+      "u1,A,2026-01-01,0\n" +
+      "u2,A,2026-01-01,0\n" + // switched B → A
+      "u3,A,2026-01-02,1\n" +
+      "u3,B,2026-01-03,0\n" + // now in two variants: switched too
+      "u5,A,2026-01-03,0\n" +
+      "u5,A,2026-01-03,1\n" + // the previous last date grows: not restated
+      "u6,B,2026-01-04,0\n" + // added
+      "u7,B,2026-01-04,0\n", // added; u4 vanished, so 2026-01-02 lost a row: restated
+  );
+  const changes = compareDeliveries(previous, current, "etag-1", "2026-01-03T05:00:00.000Z");
+  assert.deepEqual(changes, {
+    previous_etag: "etag-1",
+    previous_delivered_at: "2026-01-03T05:00:00.000Z",
+    rows_added: 3,
+    users_added: 2,
+    users_switched_variant: 2,
+    users_vanished: 1,
+    restated_dates: ["2026-01-02"],
+    provisional_date: null,
+  });
+  const same = compareDeliveries(previous, previous, "etag-1", "2026-01-03T05:00:00.000Z");
+  assert.deepEqual(
+    [same.rows_added, same.users_added, same.users_switched_variant, same.users_vanished],
+    [0, 0, 0, 0],
+  );
+  assert.deepEqual(same.restated_dates, []);
+});
+
+Deno.test("compareDeliveries reads variants by name, whatever their positions", async () => {
+  // B alone first, then A and B: B's position moves from 0 to 1; nobody switched.
+  const previous = await summaryOf(HEADER + "u1,B,2026-01-01,0\n");
+  const current = await summaryOf(HEADER + "u1,B,2026-01-01,0\nu2,A,2026-01-02,0\n");
+  const changes = compareDeliveries(previous, current, "e", "t");
+  assert.equal(changes.users_switched_variant, 0);
+  assert.equal(changes.users_added, 1);
+});

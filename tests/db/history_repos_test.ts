@@ -1,0 +1,143 @@
+/**
+ * The control plane's history repos on SQLite: snapshots keyed by content, numbered, trimmed and
+ * paged; the per-experiment delivery summary; the analyses an older version made; and the
+ * migration of a database made before them.
+ */
+import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import { SqliteControlPlane } from "../../src/db/sqlite/sqlite_control_plane.ts";
+
+async function withDb(fn: (db: SqliteControlPlane, path: string) => Promise<void>) {
+  const dir = await Deno.makeTempDir({ prefix: "abn-history-db-" });
+  const db = new SqliteControlPlane(`${dir}/abn.sqlite`);
+  try {
+    await fn(db, `${dir}/abn.sqlite`);
+  } finally {
+    await db.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+const snap = (sha256: string, n: number) => ({
+  sha256,
+  etag: `etag-${n}`,
+  delivered_at: `2026-01-0${n}T00:00:00.000Z`,
+  analysed_at: `2026-01-0${n}T00:00:01.000Z`,
+  figures: JSON.stringify({ rows: n }),
+});
+
+Deno.test("HistoryRepo keeps one snapshot per content, replaces the latest's figures, trims the oldest", async () => {
+  await withDb(async (db) => {
+    const h = db.history;
+    assert.equal(await h.record("o1", "e", snap("a", 1), 3), "added");
+    assert.equal(await h.record("o1", "e", snap("b", 2), 3), "added");
+    // The same content again: nothing new; the latest (b) gets the new figures, an older one not.
+    assert.equal(
+      await h.record("o1", "e", { ...snap("a", 3), figures: '{"rows":9}' }, 3),
+      "unchanged",
+    );
+    assert.equal(
+      await h.record("o1", "e", { ...snap("b", 3), figures: '{"rows":8}' }, 3),
+      "replaced",
+    );
+    let list = await h.list("o1", "e", 0, 10);
+    assert.deepEqual(list.map((s) => [s.seq, s.sha256, s.etag, s.analysed_at, s.figures]), [
+      [1, "a", "etag-1", "2026-01-01T00:00:01.000Z", '{"rows":1}'],
+      [2, "b", "etag-2", "2026-01-03T00:00:01.000Z", '{"rows":8}'],
+    ]);
+    // Two more: four kept at most three, the oldest goes.
+    await h.record("o1", "e", snap("c", 4), 3);
+    await h.record("o1", "e", snap("d", 5), 3);
+    list = await h.list("o1", "e", 0, 10);
+    assert.deepEqual(list.map((s) => [s.seq, s.sha256]), [[2, "b"], [3, "c"], [4, "d"]]);
+    // Pages: after a sequence number, at most `limit`.
+    assert.deepEqual((await h.list("o1", "e", 2, 1)).map((s) => s.seq), [3]);
+    assert.deepEqual(await h.list("o1", "e", 4, 10), []);
+    // Per organization and experiment.
+    assert.deepEqual(await h.list("o2", "e", 0, 10), []);
+    assert.equal(await h.record("o2", "e", snap("a", 1), 3), "added");
+    assert.deepEqual((await h.list("o2", "e", 0, 10)).map((s) => s.seq), [1]);
+    await h.delete("o1", "e");
+    assert.deepEqual(await h.list("o1", "e", 0, 10), []);
+    assert.equal((await h.list("o2", "e", 0, 10)).length, 1);
+    // After a deletion the history starts again.
+    assert.equal(await h.record("o1", "e", snap("a", 1), 3), "added");
+    assert.deepEqual((await h.list("o1", "e", 0, 10)).map((s) => s.seq), [1]);
+  });
+});
+
+Deno.test("DeliverySummaryRepo replaces an experiment's summary, blob and all", async () => {
+  await withDb(async (db) => {
+    const repo = db.deliverySummaries;
+    assert.equal(await repo.get("o", "e"), null);
+    const row = {
+      etag: "e1",
+      sha256: "s1",
+      delivered_at: "2026-01-01T00:00:00.000Z",
+      summary: Uint8Array.from([1, 2, 3, 250]),
+      changes: null,
+    };
+    await repo.save("o", "e", row);
+    assert.deepEqual(await repo.get("o", "e"), row);
+    const next = { ...row, etag: "e2", summary: new Uint8Array(100_000).fill(7), changes: "{}" };
+    await repo.save("o", "e", next);
+    assert.deepEqual(await repo.get("o", "e"), next);
+    await repo.delete("o", "e");
+    assert.equal(await repo.get("o", "e"), null);
+  });
+});
+
+Deno.test("AnalysisRepo lists ready results of older versions, newest deliveries first", async () => {
+  await withDb(async (db) => {
+    const a = db.analyses;
+    const ready = { status: "ready" as const, error: null, rows: 1, result: {} };
+    await a.markPending("o", "old", "e1", 10, "2026-01-01T00:00:00.000Z");
+    await a.saveResult("o", "old", "e1", { ...ready, version: 2 }, "2026-01-01T00:00:00.000Z");
+    await a.markPending("o", "newer", "e2", 10, "2026-01-03T00:00:00.000Z");
+    await a.saveResult("o", "newer", "e2", ready, "2026-01-03T00:00:00.000Z"); // no version
+    await a.markPending("o", "current", "e3", 10, "2026-01-04T00:00:00.000Z");
+    await a.saveResult("o", "current", "e3", { ...ready, version: 3 }, "2026-01-04T00:00:00.000Z");
+    await a.markPending("o", "waiting", "e4", 10, "2026-01-05T00:00:00.000Z");
+    assert.deepEqual((await a.outdated(3)).map((r) => [r.experiment_id, r.etag, r.size_bytes]), [
+      ["newer", "e2", 10],
+      ["old", "e1", 10],
+    ]);
+    assert.equal((await a.get("o", "current"))?.analysis_version, 3);
+    // A new delivery forgets the version until its result is saved.
+    await a.markPending("o", "current", "e5", 10, "2026-01-06T00:00:00.000Z");
+    assert.equal((await a.get("o", "current"))?.analysis_version, null);
+  });
+});
+
+Deno.test("a database made before the history tables gains them, its results marked for a re-run", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "abn-history-migrate-" });
+  const path = `${dir}/abn.sqlite`;
+  try {
+    // Version 1 of the schema, as a service before this one left it.
+    const old = new DatabaseSync(path);
+    old.exec(`CREATE TABLE analyses (org_id TEXT NOT NULL, experiment_id TEXT NOT NULL,
+      etag TEXT NOT NULL, size_bytes INTEGER NOT NULL, status TEXT NOT NULL, error TEXT,
+      rows INTEGER, result TEXT, delivered_at TEXT NOT NULL, started_at TEXT, finished_at TEXT,
+      PRIMARY KEY (org_id, experiment_id));
+      CREATE TABLE orgs (id TEXT PRIMARY KEY, name TEXT NOT NULL, active INTEGER NOT NULL DEFAULT 1,
+      created_at TEXT NOT NULL);
+      CREATE TABLE api_keys (id TEXT PRIMARY KEY, org_id TEXT NOT NULL, prefix TEXT NOT NULL,
+      hash TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL, last_used_at TEXT, revoked_at TEXT);
+      CREATE TABLE settings (org_id TEXT NOT NULL, experiment_id TEXT NOT NULL, json TEXT NOT NULL,
+      updated_at TEXT NOT NULL, PRIMARY KEY (org_id, experiment_id));
+      INSERT INTO analyses VALUES ('o', 'e', 'etag', 5, 'ready', NULL, 1, '{"analysis_version":2}',
+      '2026-01-01T00:00:00.000Z', NULL, NULL);
+      PRAGMA user_version = 1;`);
+    old.close();
+    const db = new SqliteControlPlane(path);
+    try {
+      assert.deepEqual((await db.analyses.outdated(3)).map((r) => r.experiment_id), ["e"]);
+      assert.equal(await db.history.record("o", "e", snap("a", 1), 10), "added");
+      assert.equal(await db.deliverySummaries.get("o", "e"), null);
+    } finally {
+      await db.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
