@@ -88,10 +88,77 @@ export const MIGRATIONS: readonly Migration[] = [
       );
       CREATE INDEX analysis_jobs_offered ON analysis_jobs (offered_at);`,
   },
+  {
+    version: 3,
+    name: "the dataset catalog and upload grants",
+    // Keys and experiment ids in byte order, as storage lists keys and SQLite compares them.
+    sql: `
+      CREATE TABLE datasets (
+        org_id TEXT COLLATE "C" NOT NULL,
+        experiment_id TEXT COLLATE "C" NOT NULL,
+        key TEXT COLLATE "C" NOT NULL,
+        size_bytes BIGINT NOT NULL,
+        etag TEXT NOT NULL,
+        delivered_at TIMESTAMPTZ NOT NULL,
+        observed_at TIMESTAMPTZ NOT NULL,
+        analysis_status TEXT NOT NULL,
+        PRIMARY KEY (org_id, experiment_id)
+      );
+      CREATE UNIQUE INDEX datasets_key ON datasets (key);
+      CREATE INDEX datasets_pending ON datasets (observed_at) WHERE analysis_status = 'pending';
+      CREATE TABLE grants (
+        key TEXT COLLATE "C" PRIMARY KEY,
+        org_id TEXT COLLATE "C" NOT NULL,
+        experiment_id TEXT COLLATE "C" NOT NULL,
+        expires_at TIMESTAMPTZ NOT NULL
+      );
+      CREATE INDEX grants_expiry ON grants (expires_at);`,
+  },
+  {
+    version: 4,
+    name: "health and history: analysis versions, snapshots, delivery summaries",
+    sql: `
+      ALTER TABLE analyses ADD COLUMN analysis_version INTEGER;
+      CREATE TABLE history_snapshots (
+        org_id TEXT COLLATE "C" NOT NULL,
+        experiment_id TEXT COLLATE "C" NOT NULL,
+        seq INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        etag TEXT NOT NULL,
+        delivered_at TIMESTAMPTZ NOT NULL,
+        analysed_at TIMESTAMPTZ NOT NULL,
+        figures TEXT NOT NULL,
+        PRIMARY KEY (org_id, experiment_id, seq),
+        UNIQUE (org_id, experiment_id, sha256)
+      );
+      CREATE TABLE delivery_summaries (
+        org_id TEXT COLLATE "C" NOT NULL,
+        experiment_id TEXT COLLATE "C" NOT NULL,
+        etag TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        delivered_at TIMESTAMPTZ NOT NULL,
+        summary BYTEA NOT NULL,
+        changes TEXT,
+        updated_at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (org_id, experiment_id)
+      );
+      ALTER TABLE analysis_jobs ADD COLUMN sha256 TEXT;`,
+  },
 ];
 
 /** Every table the service reads and writes (checked for privileges at start-up). */
-export const TABLES = ["orgs", "api_keys", "settings", "analyses", "secrets", "analysis_jobs"];
+export const TABLES = [
+  "orgs",
+  "api_keys",
+  "settings",
+  "analyses",
+  "secrets",
+  "analysis_jobs",
+  "datasets",
+  "grants",
+  "history_snapshots",
+  "delivery_summaries",
+];
 
 /** The advisory lock that serializes migrations. */
 const MIGRATION_LOCK = 1;

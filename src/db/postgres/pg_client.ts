@@ -19,6 +19,8 @@ import { DatabaseUnavailable } from "../control_plane.ts";
 
 /** Lock keys are (namespace, key) pairs; the namespace keeps ours apart from other users'. */
 export const LOCK_NAMESPACE = 0x61626e; // "abn"
+/** The namespace of the per-experiment locks that number history snapshots. */
+export const HISTORY_LOCK_NAMESPACE = 0x61626f;
 
 export type Row = Record<string, unknown>;
 

@@ -1,13 +1,18 @@
 /**
  * The control plane on PostgreSQL, shared by every instance behind a load balancer: the same
- * repositories as the SQLite driver (one file each), plus what scale-out needs: secrets in a
- * table, analysis jobs claimed with leases, and timer locks as advisory locks (released with
- * their connection when an instance dies).
+ * repositories as the SQLite driver (one file each: organizations, keys, settings, analyses, the
+ * dataset catalog, upload grants, history snapshots, delivery summaries), plus what scale-out
+ * needs: secrets in a table, analysis jobs claimed with leases, and timer locks as advisory locks
+ * (released with their connection when an instance dies).
  */
 import type {
   AnalysisJobRepo,
   AnalysisRepo,
   ControlPlane,
+  DatasetRepo,
+  DeliverySummaryRepo,
+  GrantRepo,
+  HistoryRepo,
   KeyRepo,
   OrgRepo,
   SecretRepo,
@@ -23,6 +28,10 @@ import { postgresSettings } from "./settings.ts";
 import { postgresAnalyses } from "./analyses.ts";
 import { postgresSecrets } from "./secrets.ts";
 import { postgresAnalysisJobs } from "./analysis_jobs.ts";
+import { postgresDatasets } from "./datasets.ts";
+import { postgresGrants } from "./grants.ts";
+import { postgresHistory } from "./history.ts";
+import { postgresDeliverySummaries } from "./delivery_summaries.ts";
 
 export interface OpenPostgresOptions {
   /** Connections in the pool unless the URL says (`?max=`); default 10. */
@@ -36,6 +45,10 @@ export class PostgresControlPlane implements ControlPlane {
   readonly keys: KeyRepo;
   readonly settings: SettingsRepo;
   readonly analyses: AnalysisRepo;
+  readonly datasets: DatasetRepo;
+  readonly grants: GrantRepo;
+  readonly history: HistoryRepo;
+  readonly deliverySummaries: DeliverySummaryRepo;
   readonly secrets: SecretRepo;
   readonly jobs: AnalysisJobRepo;
   /** The schema versions before and after the migrations applied at open. */
@@ -49,6 +62,10 @@ export class PostgresControlPlane implements ControlPlane {
     this.keys = postgresKeys(db);
     this.settings = postgresSettings(db);
     this.analyses = postgresAnalyses(db);
+    this.datasets = postgresDatasets(db);
+    this.grants = postgresGrants(db);
+    this.history = postgresHistory(db);
+    this.deliverySummaries = postgresDeliverySummaries(db);
     this.secrets = postgresSecrets(db);
     this.jobs = postgresAnalysisJobs(db);
   }
