@@ -28,9 +28,26 @@ async function snapshot(db: ControlPlane, experiments: [string, string][]) {
   const keys = await Promise.all(orgs.map((o) => db.keys.list(o.id)));
   const settings = await Promise.all(experiments.map(([o, e]) => db.settings.get(o, e)));
   const analyses = await Promise.all(experiments.map(([o, e]) => db.analyses.get(o, e)));
+  const datasets = await Promise.all(orgs.map((o) => db.datasets.page(o.id, { limit: 100 })));
+  const grants = await db.grants.open("2000-01-01T00:00:00.000Z");
+  const history = await Promise.all(experiments.map(([o, e]) => db.history.list(o, e, 0, 100)));
+  const summaries = await Promise.all(experiments.map(async ([o, e]) => {
+    const row = await db.deliverySummaries.get(o, e);
+    return row === null ? null : { ...row, summary: [...row.summary] };
+  }));
   const secret = await db.secrets.get("url-signing");
-  // Plain objects (SQLite's rows have no prototype), secrets as arrays.
-  return JSON.parse(JSON.stringify({ orgs, keys, settings, analyses, secret: [...secret ?? []] }));
+  // Plain objects (SQLite's rows have no prototype), secrets and blobs as arrays.
+  return JSON.parse(JSON.stringify({
+    orgs,
+    keys,
+    settings,
+    analyses,
+    datasets,
+    grants,
+    history,
+    summaries,
+    secret: [...secret ?? []],
+  }));
 }
 
 postgresTest(
@@ -62,7 +79,44 @@ postgresTest(
           error: null,
           rows: 99,
           result: { variants: [{ name: "A" }] },
+          version: 3,
         }, "2026-03-05T09:00:01.000Z");
+        const dataset = (experimentId: string, etag: string, size: number) => ({
+          org_id: acme.id,
+          experiment_id: experimentId,
+          key: `org/${acme.id}/experiments/${experimentId}/latest.csv`,
+          size_bytes: size,
+          etag,
+          delivered_at: "2026-03-05T09:00:00.000Z",
+          observed_at: "2026-03-05T09:00:00.500Z",
+        });
+        await sqlite.datasets.put([
+          dataset("checkout", "etag-1", 1234),
+          dataset("pricing", "etag-9", 10),
+          dataset("Zeta", "etag-z", 5),
+        ]);
+        await sqlite.grants.put([{
+          key: `org/${acme.id}/experiments/pricing/latest.csv`,
+          org_id: acme.id,
+          experiment_id: "pricing",
+          expires_at: "2026-03-05T10:00:00.000Z",
+        }]);
+        for (const [i, sha] of ["aa", "bb"].entries()) {
+          await sqlite.history.record(acme.id, "checkout", {
+            sha256: sha,
+            etag: `etag-${i}`,
+            delivered_at: `2026-03-0${i + 1}T00:00:00.000Z`,
+            analysed_at: `2026-03-0${i + 1}T00:00:01.000Z`,
+            figures: JSON.stringify({ rows: i }),
+          }, 10);
+        }
+        await sqlite.deliverySummaries.save(acme.id, "checkout", {
+          etag: "etag-1",
+          sha256: "bb",
+          delivered_at: "2026-03-05T09:00:00.000Z",
+          summary: Uint8Array.from([0, 1, 2, 255, 128]),
+          changes: '{"users_added":3}',
+        });
         await sqlite.analyses.markPending(
           acme.id,
           "pricing",
@@ -83,6 +137,10 @@ postgresTest(
           "api_keys: 3 in SQLite, 3 of them in PostgreSQL (3 rows there in all)",
           "settings: 1 in SQLite, 1 of them in PostgreSQL (1 rows there in all)",
           "analyses: 2 in SQLite, 2 of them in PostgreSQL (2 rows there in all)",
+          "datasets: 3 in SQLite, 3 of them in PostgreSQL (3 rows there in all)",
+          "grants: 1 in SQLite, 1 of them in PostgreSQL (1 rows there in all)",
+          "history_snapshots: 2 in SQLite, 2 of them in PostgreSQL (2 rows there in all)",
+          "delivery_summaries: 1 in SQLite, 1 of them in PostgreSQL (1 rows there in all)",
           "secret url-signing: copied",
           "Copy verified: every SQLite row is in PostgreSQL",
         ]);
@@ -96,8 +154,17 @@ postgresTest(
           await pg.keys.revoke(kept.info.key_id);
           const second = await copy(path, env);
           assertEquals(second.code, 0, second.err.join("\n"));
-          assertEquals(second.out.slice(0, 4), first.out.slice(0, 4));
-          assertEquals(second.out[4], "secret url-signing: same");
+          assertEquals(second.out.slice(0, 8), first.out.slice(0, 8));
+          assertEquals(second.out[8], "secret url-signing: same");
+          // The catalog's statuses are PostgreSQL's analyses' (the ready result, pending else).
+          assertEquals(
+            (await pg.datasets.page(acme.id, { limit: 10 })).map((r) => [
+              r.experiment_id,
+              r.analysis_status,
+            ]),
+            [["Zeta", "pending"], ["checkout", "ready"], ["pricing", "pending"]],
+          );
+          assertEquals((await pg.analyses.get(acme.id, "checkout"))?.analysis_version, 3);
           assertEquals((await pg.keys.ownerByHash(hashKey(kept.api_key)))?.revoked, true);
           assertEquals((await pg.orgs.get(gone.id))?.active, false);
         } finally {
