@@ -4,7 +4,7 @@
  * failures reported in one line without the password.
  */
 import { assert, assertEquals, assertRejects } from "../_assert.ts";
-import type { AnalysisJobOffer } from "../../src/db/control_plane.ts";
+import type { AnalysisJob, AnalysisJobOffer } from "../../src/db/control_plane.ts";
 import { DatabaseOpenError, DatabaseUnavailable } from "../../src/db/control_plane.ts";
 import {
   openPostgres,
@@ -144,6 +144,54 @@ twoInstances(
     const [again] = await b.jobs.claim("B", 60, 10);
     assertEquals(again.attempts, 1);
     await b.jobs.complete("B", again);
+  },
+);
+
+twoInstances(
+  "jobs: a claim takes small or large jobs, offered long enough ago, re-runs of older results last",
+  async (a, b) => {
+    const MB = 1 << 20;
+    await a.jobs.offer(offer("old", "u1", { source: "upgrade" }));
+    await a.jobs.offer(offer("small", "s1"));
+    await a.jobs.offer(offer("large", "l1", { sizeBytes: 2 * MB }));
+    const ids = (jobs: { experimentId: string }[]) => jobs.map((j) => j.experimentId);
+    // Re-runs of older results come after deliveries, however long they waited.
+    const peek: AnalysisJob[] = [];
+    for (let i = 0; i < 3; i++) {
+      peek.push(...await b.jobs.claim("B", 60, 1, peek.map((j) => `org_a/${j.experimentId}`)));
+    }
+    assertEquals(ids(peek), ["small", "large", "old"]);
+    for (const job of peek) await b.jobs.postpone("B", job, 0);
+    const exclude = "exclude" as const;
+    assertEquals(ids(await a.jobs.claim("A", 60, 10, [], { overBytes: MB, upgrades: exclude })), [
+      "large",
+    ]);
+    assertEquals(ids(await a.jobs.claim("A", 60, 10, [], { maxBytes: MB, upgrades: exclude })), [
+      "small",
+    ]);
+    assertEquals(ids(await a.jobs.claim("A", 60, 10, [], { upgrades: "only" })), ["old"]);
+    // Offered just now: not yet 500 ms old.
+    await b.jobs.offer(offer("fresh", "f1"));
+    assertEquals(await b.jobs.claim("B", 60, 10, [], { offeredAgoMs: 500 }), []);
+    await new Promise((r) => setTimeout(r, 600));
+    assertEquals(ids(await b.jobs.claim("B", 60, 10, [], { offeredAgoMs: 500 })), ["fresh"]);
+  },
+);
+
+twoInstances(
+  "jobs: a re-run of an older result never replaces a job; a settings change replaces it; the upload's SHA-256 is kept",
+  async (a, b) => {
+    await a.jobs.offer(offer("exp", "e2", { sha256: "abc" }));
+    await b.jobs.offer(offer("exp", "e1", { source: "upgrade" })); // an older object: ignored
+    await b.jobs.offer(offer("exp", "e2", { source: "scan" })); // joins, SHA-256 kept
+    const [job] = await a.jobs.claim("A", 60, 10);
+    assertEquals([job.etag, job.source, job.sha256, job.generation], ["e2", "upload", "abc", 1]);
+    await a.jobs.complete("A", job);
+    await a.jobs.offer(offer("exp", "e2", { source: "upgrade" }));
+    await b.jobs.offer(offer("exp", "e2", { source: "settings" }));
+    const [rerun] = await b.jobs.claim("B", 60, 10);
+    assertEquals([rerun.source, rerun.sha256], ["settings", undefined]);
+    await b.jobs.complete("B", rerun);
   },
 );
 

@@ -1,6 +1,7 @@
 /**
  * Two service instances on one S3 bucket (s3rver) and one PostgreSQL database, as behind a load
- * balancer: keys, deactivations, settings and list pages are shared; every delivery is analysed
+ * balancer: keys, deactivations, settings, the dataset catalog and list pages are shared, and
+ * the timer's reconciliation and grant scan run on one instance at a time; every delivery is analysed
  * exactly once, wherever it arrived and however it was noticed (upload, storage event, scan,
  * polls); an instance killed mid-analysis loses its lease and the other finishes the job; a
  * database outage answers 503 and loses nothing.
@@ -11,6 +12,7 @@ import type { ChildServer } from "../_server.ts";
 import { startS3rver } from "../_s3rver.ts";
 import { startFaultProxy } from "../_faults.ts";
 import { postgresTest, startCluster, withDatabase } from "../_postgres.ts";
+import { openPostgres } from "../../src/db/postgres/postgres_control_plane.ts";
 import {
   analysisOf,
   analysisRuns,
@@ -215,6 +217,96 @@ pairTest(
       "list-b",
     ]);
   },
+);
+
+pairTest(
+  "the catalog is shared: a delivery through one instance is listed by the other from it; reconciliation and the grant scan run on one instance at a time",
+  async (a, b, env) => {
+    const key = a.apiKey;
+    const headers = { authorization: `Bearer ${key}` };
+    const list = async (i: Instance) =>
+      (await (await fetch(`${i.api}/datasets/`, { headers })).json()).datasets.map((
+        d: { experiment_id: string; etag: string; analysis_status: string },
+      ) => [d.experiment_id, d.etag, d.analysis_status]);
+    // Each instance's list reads the catalog once a reconciliation of its own finished; the
+    // instance that found the other's lock held tries again a second later.
+    await waitUntil(
+      () => Promise.resolve(a.service.catalog.ready && b.service.catalog.ready),
+      "both instances' first reconciliation",
+      15_000,
+    );
+    const stored = await upload(a.api, key, "shared", await csvBytes(3));
+    assertEquals(stored.status, 201);
+    const etag = stored.body.etag as string;
+    await waitUntil(
+      async () => (await analysisOf(b.api, key, "shared")).status === "ready",
+      "the analysis",
+    );
+    assertEquals(await list(b), [["shared", etag, "ready"]]);
+    // From the catalog, not from storage: an object deleted behind the service's back stays
+    // listed by both until a reconciliation.
+    await a.service.store.delete(`org/${a.orgId}/experiments/shared/latest.csv`);
+    assertEquals(await list(b), [["shared", etag, "ready"]]);
+
+    // A third holder of the database's timer locks stands in for an instance at work.
+    const holder = await openPostgres(env.ABN_DATABASE_URL);
+    const hold = async (name: string) => {
+      let release = () => {};
+      let held = () => {};
+      const taken = new Promise<void>((r) => held = r);
+      const done = holder.withTimerLock(name, () => {
+        held();
+        return new Promise<void>((r) => release = r);
+      });
+      await taken;
+      return async () => {
+        release();
+        await done;
+      };
+    };
+    try {
+      // Reconciliation while another holds its lock: nothing changes; once released, one run
+      // through B repairs the catalog both read.
+      const releaseReconcile = await hold("reconcile");
+      assertEquals(await b.service.jobs.reconcile.runOnce(), true);
+      assertEquals(await list(a), [["shared", etag, "ready"]]);
+      await releaseReconcile();
+      assertEquals(await b.service.jobs.reconcile.runOnce(), true);
+      assertEquals(await list(a), []);
+      assertEquals(await list(b), []);
+
+      // The grant scan (every second here) while another holds its lock: a two-step PUT with
+      // no event stays unnoticed; released, one scan notices it, once.
+      const releaseScan = await hold("scan");
+      const g = await (await fetch(`${b.api}/datasets/initiate/`, {
+        method: "POST",
+        headers: { ...headers, "content-type": "application/json" },
+        body: JSON.stringify({ experiment_id: "two-step" }),
+      })).json();
+      const put = await fetch(g.upload_url, {
+        method: "PUT",
+        headers: { "content-type": "text/csv" },
+        body: await csvBytes(4),
+      });
+      assertEquals(put.status, 200, await put.text());
+      await new Promise((r) => setTimeout(r, 2500));
+      assertEquals(await a.service.db.datasets.get(a.orgId, "two-step"), null);
+      await releaseScan();
+      const row = await waitUntil(
+        () => a.service.db.datasets.get(a.orgId, "two-step"),
+        "the scan to notice the PUT",
+        10_000,
+      );
+      assertEquals(row.etag, JSON.parse(put.headers.get("etag") ?? '""'));
+      const noticed = [a, b].flatMap((i) =>
+        i.lines().filter((l) => l.msg === "timer scan").map((l) => Number(l.noticed ?? 0))
+      );
+      assertEquals(noticed.reduce((x, y) => x + y, 0), 1, JSON.stringify(noticed));
+    } finally {
+      await holder.close();
+    }
+  },
+  { ABN_SCAN_INTERVAL_SECONDS: "1" },
 );
 
 postgresTest(
