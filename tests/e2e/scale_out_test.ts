@@ -1,6 +1,6 @@
 /**
  * Two service instances on one S3 bucket (s3rver) and one PostgreSQL database, as behind a load
- * balancer: keys, deactivations, settings, the dataset catalog and list pages are shared, and
+ * balancer: keys, deactivations, settings, the dataset catalog, history and list pages are shared, and
  * the timer's reconciliation and grant scan run on one instance at a time; every delivery is analysed
  * exactly once, wherever it arrived and however it was noticed (upload, storage event, scan,
  * polls); an instance killed mid-analysis loses its lease and the other finishes the job; a
@@ -13,6 +13,8 @@ import { startS3rver } from "../_s3rver.ts";
 import { startFaultProxy } from "../_faults.ts";
 import { postgresTest, startCluster, withDatabase } from "../_postgres.ts";
 import { openPostgres } from "../../src/db/postgres/postgres_control_plane.ts";
+import { ANALYSIS_VERSION } from "../../src/analysis/report.ts";
+import { growingCsv } from "./_growing_csv.ts";
 import {
   analysisOf,
   analysisRuns,
@@ -307,6 +309,44 @@ pairTest(
     }
   },
   { ABN_SCAN_INTERVAL_SECONDS: "1" },
+);
+
+pairTest(
+  "history is shared: deliveries through either instance make one history, each compared with the one before",
+  async (a, b) => {
+    const key = a.apiKey;
+    const headers = { authorization: `Bearer ${key}` };
+    const analysis = async (i: Instance, etag: string) =>
+      await waitUntil(async () => {
+        const res = await fetch(`${i.api}/datasets/nightly/analysis/`, { headers });
+        const body = res.status === 200 ? await res.json() : await res.body?.cancel();
+        return body?.status === "ready" && body.dataset?.etag === etag && body;
+      }, `the analysis of ${etag}`);
+    const texts = [{ days: 8 }, { days: 9, switched: true }].map(growingCsv);
+    const etags: string[] = [];
+    const bodies = [];
+    for (const [n, text] of texts.entries()) {
+      // Night 1 through A, night 2 through B; each read back on the other instance.
+      const [here, there] = n === 0 ? [a, b] : [b, a];
+      const res = await upload(here.api, key, "nightly", new TextEncoder().encode(text));
+      assertEquals(res.status, 201, JSON.stringify(res.body));
+      etags.push(res.body.etag as string);
+      bodies.push(await analysis(there, etags[n]));
+    }
+    assertEquals(bodies[0].changes, null);
+    assertEquals(bodies[0].analysis_version, ANALYSIS_VERSION);
+    assertEquals(
+      [bodies[1].changes.previous_etag, bodies[1].changes.users_added],
+      [etags[0], 120],
+    );
+    assertEquals(bodies[1].changes.users_switched_variant, 1);
+    for (const i of [a, b]) {
+      const history = await (await fetch(`${i.api}/datasets/nightly/history/`, { headers }))
+        .json();
+      assertEquals(history.snapshots.map((s: { etag: string }) => s.etag), etags);
+      assertEquals(history.snapshots[1].changes, bodies[1].changes);
+    }
+  },
 );
 
 postgresTest(
