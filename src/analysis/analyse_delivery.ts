@@ -7,11 +7,12 @@
  *
  * A ready run also keeps the experiment's history: a snapshot per delivered content (keyed by its
  * SHA-256, from the upload or hashed here while reading), and the delivery's per-user summary,
- * which the next delivery is compared with (`changes`). Both are written once the result is
- * saved, so a run whose result lost to a newer delivery leaves no trace in the history.
+ * which the next delivery is compared with (`changes`). Both are saved with the result, in its
+ * transaction: a reader who sees the result finds its snapshot, and a run whose result lost to a
+ * newer delivery leaves no trace in the history.
  */
 import { createHash } from "node:crypto";
-import type { AnalysisOutcome, ControlPlane, DeliverySummaryRow } from "../db/control_plane.ts";
+import type { AnalysisOutcome, ControlPlane, ResultHistory } from "../db/control_plane.ts";
 import { DatabaseUnavailable } from "../db/control_plane.ts";
 import type { ObjectInfo, ObjectStore } from "../storage/object_store.ts";
 import { StorageError } from "../storage/object_store.ts";
@@ -63,8 +64,8 @@ export async function analyseDelivery(
   const { orgId, experimentId, key } = delivery;
   const etag = delivery.info.etag;
   let outcome: AnalysisOutcome & { version: number };
-  /** What the history keeps of a ready run, once its result is saved. */
-  let history: (() => Promise<void>) | null = null;
+  /** What the history keeps of a ready run, saved with its result. */
+  let history: ResultHistory | undefined;
   try {
     const object = await store.get(key);
     if (!object) return { kind: "gone" };
@@ -113,24 +114,23 @@ export async function analyseDelivery(
       version: ANALYSIS_VERSION,
     };
     const deliveredAt = object.info.lastModified.toISOString();
-    history = async () => {
-      if (!sameContent || previous?.etag !== etag) {
-        const row: DeliverySummaryRow = {
-          etag,
-          sha256,
-          delivered_at: deliveredAt,
-          summary: encodeDeliverySummary(summary),
-          changes: report.changes === null ? null : JSON.stringify(report.changes),
-        };
-        await db.deliverySummaries.save(orgId, experimentId, row);
-      }
-      await db.history.record(orgId, experimentId, {
+    history = {
+      // The same delivery again (a re-run) keeps its summary, and the changes found then.
+      summary: sameContent && previous?.etag === etag ? null : {
+        etag,
+        sha256,
+        delivered_at: deliveredAt,
+        summary: encodeDeliverySummary(summary),
+        changes: report.changes === null ? null : JSON.stringify(report.changes),
+      },
+      snapshot: {
         sha256,
         etag,
         delivered_at: deliveredAt,
         analysed_at: new Date().toISOString(),
         figures: JSON.stringify(snapshotFigures(report, rows)),
-      }, deps.historyMaxSnapshots ?? 1000);
+      },
+      keep: deps.historyMaxSnapshots ?? 1000,
     };
   } catch (error) {
     if (error instanceof StorageError || error instanceof DatabaseUnavailable) {
@@ -173,27 +173,14 @@ export async function analyseDelivery(
   metrics.analysisSeconds.observe(seconds);
   let saved = false;
   try {
-    saved = await db.analyses.saveResult(orgId, experimentId, etag, outcome, startedAt);
+    saved = await db.analyses.saveResult(orgId, experimentId, etag, outcome, startedAt, history);
   } catch (error) {
-    // Not saved: the row stays `pending`, and the analysis runs again.
+    // Not saved (nor its history): the row stays `pending`, and the analysis runs again.
     log.error("analysis result not saved", {
       org_id: orgId,
       experiment_id: experimentId,
       error: describeError(error),
     });
-  }
-  if (saved && history !== null) {
-    try {
-      await history();
-    } catch (error) {
-      // The result stands; the history misses this delivery (the next one compares with the
-      // delivery before it).
-      log.error("analysis history not saved", {
-        org_id: orgId,
-        experiment_id: experimentId,
-        error: describeError(error),
-      });
-    }
   }
   log.info("analysis finished", {
     org_id: orgId,

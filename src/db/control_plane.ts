@@ -97,6 +97,16 @@ export interface HistorySnapshot {
 /** What `HistoryRepo.record` did with a snapshot. */
 export type RecordOutcome = "added" | "replaced" | "unchanged";
 
+/** What a ready result adds to its experiment's history (`AnalysisRepo.saveResult`). */
+export interface ResultHistory {
+  /** The delivery's summary, replacing the experiment's; null keeps the one saved (the same). */
+  summary: DeliverySummaryRow | null;
+  /** The snapshot, recorded as `HistoryRepo.record` does. */
+  snapshot: Omit<HistorySnapshot, "seq">;
+  /** Snapshots kept per experiment. */
+  keep: number;
+}
+
 /** The summary of an experiment's last analysed delivery (what `changes` is computed from). */
 export interface DeliverySummaryRow {
   etag: string;
@@ -241,6 +251,8 @@ export interface AnalysisRepo {
   /**
    * Saves a finished run, unless a newer delivery replaced the object meanwhile (false then, or
    * when the database cannot be written: the row stays `pending` and the scan runs it again).
+   * `history`, given with a ready result, is written in the same transaction: whoever reads the
+   * result then finds its snapshot too, and a result not saved leaves no history.
    */
   saveResult(
     orgId: string,
@@ -248,6 +260,7 @@ export interface AnalysisRepo {
     etag: string,
     outcome: AnalysisOutcome,
     startedAt: string,
+    history?: ResultHistory,
   ): Promise<boolean>;
   delete(orgId: string, experimentId: string): Promise<void>;
   /** Ready results made by an analysis older than `version` (or by an unrecorded one), newest deliveries first. */

@@ -152,3 +152,59 @@ Deno.test("a database made before the history tables gains them, its results mar
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+controlPlaneTest(
+  "saveResult writes a ready result's history with it, and none for a result not saved",
+  async (db, reopen) => {
+    const ready = { status: "ready" as const, error: null, rows: 1, result: {}, version: 3 };
+    const summary = {
+      etag: "e1",
+      sha256: "s1",
+      delivered_at: "2026-01-01T00:00:00.000Z",
+      summary: Uint8Array.from([9, 8, 7]),
+      changes: null,
+    };
+    const history = { summary, snapshot: snap("s1", 1), keep: 10 };
+    await db.analyses.markPending("o", "e", "e1", 10, "2026-01-01T00:00:00.000Z");
+    // A newer delivery replaced the object meanwhile: neither the result nor its history.
+    await db.analyses.markPending("o", "e", "e2", 10, "2026-01-02T00:00:00.000Z");
+    assert.equal(
+      await db.analyses.saveResult("o", "e", "e1", ready, "2026-01-01T00:00:01.000Z", history),
+      false,
+    );
+    const other = await reopen();
+    assert.deepEqual(await other.history.list("o", "e", 0, 10), []);
+    assert.equal(await other.deliverySummaries.get("o", "e"), null);
+    // Saved: the snapshot and the summary are there as soon as the result is.
+    const second = {
+      summary: { ...summary, etag: "e2", sha256: "s2" },
+      snapshot: snap("s2", 2),
+      keep: 10,
+    };
+    assert.equal(
+      await db.analyses.saveResult("o", "e", "e2", ready, "2026-01-02T00:00:01.000Z", second),
+      true,
+    );
+    assert.deepEqual(
+      (await other.history.list("o", "e", 0, 10)).map((s) => [s.seq, s.sha256, s.etag]),
+      [[1, "s2", "etag-2"]],
+    );
+    assert.deepEqual(await other.deliverySummaries.get("o", "e"), second.summary);
+    // A re-run of the same delivery (no new summary) replaces the latest snapshot's figures.
+    await db.analyses.markPending("o", "e", "e2", 10, "2026-01-02T00:00:00.000Z");
+    const rerun = {
+      summary: null,
+      snapshot: { ...snap("s2", 3), figures: '{"rows":7}' },
+      keep: 10,
+    };
+    assert.equal(
+      await db.analyses.saveResult("o", "e", "e2", ready, "2026-01-03T00:00:01.000Z", rerun),
+      true,
+    );
+    assert.deepEqual(
+      (await other.history.list("o", "e", 0, 10)).map((s) => [s.seq, s.figures]),
+      [[1, '{"rows":7}']],
+    );
+    assert.deepEqual(await other.deliverySummaries.get("o", "e"), second.summary);
+  },
+);

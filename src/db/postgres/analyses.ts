@@ -14,6 +14,8 @@ import type {
 import { DatabaseUnavailable, nowIso } from "../control_plane.ts";
 import type { PgClient, Queryable } from "./pg_client.ts";
 import { int, intOrNull, iso, isoOrNull } from "./_rows.ts";
+import { recordSnapshot } from "./history.ts";
+import { saveSummary } from "./delivery_summaries.ts";
 
 interface Row {
   [column: string]: unknown;
@@ -92,7 +94,7 @@ export function postgresAnalyses(db: PgClient): AnalysisRepo {
         );
         await mirror(tx, orgId, experimentId, etag, "pending");
       }),
-    saveResult: async (orgId, experimentId, etag, outcome, startedAt) => {
+    saveResult: async (orgId, experimentId, etag, outcome, startedAt, history) => {
       try {
         return await db.transaction(async (tx) => {
           const { rowCount } = await tx.query(
@@ -114,6 +116,10 @@ export function postgresAnalyses(db: PgClient): AnalysisRepo {
           );
           if ((rowCount ?? 0) === 0) return false;
           await mirror(tx, orgId, experimentId, etag, outcome.status);
+          if (history) {
+            if (history.summary) await saveSummary(tx, orgId, experimentId, history.summary);
+            await recordSnapshot(tx, orgId, experimentId, history.snapshot, history.keep);
+          }
           return true;
         });
       } catch (error) {

@@ -3,9 +3,9 @@
  * statements; the encoded summary is a `BYTEA`).
  */
 import { Buffer } from "node:buffer";
-import type { DeliverySummaryRepo } from "../control_plane.ts";
+import type { DeliverySummaryRepo, DeliverySummaryRow } from "../control_plane.ts";
 import { nowIso } from "../control_plane.ts";
-import type { PgClient } from "./pg_client.ts";
+import type { PgClient, Queryable } from "./pg_client.ts";
 import { iso } from "./_rows.ts";
 
 interface Row {
@@ -15,6 +15,33 @@ interface Row {
   delivered_at: Date;
   summary: Uint8Array;
   changes: string | null;
+}
+
+/** Replaces an experiment's delivery summary (on the pool, or inside a transaction). */
+export async function saveSummary(
+  db: Queryable,
+  orgId: string,
+  experimentId: string,
+  row: DeliverySummaryRow,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO delivery_summaries (org_id, experiment_id, etag, sha256, delivered_at,
+       summary, changes, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT (org_id, experiment_id) DO UPDATE SET etag = excluded.etag,
+       sha256 = excluded.sha256, delivered_at = excluded.delivered_at,
+       summary = excluded.summary, changes = excluded.changes,
+       updated_at = excluded.updated_at`,
+    [
+      orgId,
+      experimentId,
+      row.etag,
+      row.sha256,
+      row.delivered_at,
+      Buffer.from(row.summary.buffer, row.summary.byteOffset, row.summary.byteLength),
+      row.changes,
+      nowIso(),
+    ],
+  );
 }
 
 export function postgresDeliverySummaries(db: PgClient): DeliverySummaryRepo {
@@ -35,26 +62,7 @@ export function postgresDeliverySummaries(db: PgClient): DeliverySummaryRepo {
         changes: row.changes,
       };
     },
-    save: async (orgId, experimentId, row) => {
-      await db.query(
-        `INSERT INTO delivery_summaries (org_id, experiment_id, etag, sha256, delivered_at,
-           summary, changes, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-         ON CONFLICT (org_id, experiment_id) DO UPDATE SET etag = excluded.etag,
-           sha256 = excluded.sha256, delivered_at = excluded.delivered_at,
-           summary = excluded.summary, changes = excluded.changes,
-           updated_at = excluded.updated_at`,
-        [
-          orgId,
-          experimentId,
-          row.etag,
-          row.sha256,
-          row.delivered_at,
-          Buffer.from(row.summary.buffer, row.summary.byteOffset, row.summary.byteLength),
-          row.changes,
-          nowIso(),
-        ],
-      );
-    },
+    save: (orgId, experimentId, row) => saveSummary(db, orgId, experimentId, row),
     delete: async (orgId, experimentId) => {
       await db.query(
         "DELETE FROM delivery_summaries WHERE org_id = $1 AND experiment_id = $2",

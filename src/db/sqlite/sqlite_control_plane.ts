@@ -405,7 +405,7 @@ export class SqliteControlPlane implements ControlPlane {
           ).run(orgId, experimentId, etag, sizeBytes, deliveredAt);
           this.#setCatalogStatus(orgId, experimentId, etag, "pending");
         }),
-      saveResult: (orgId, experimentId, etag, outcome: AnalysisOutcome, startedAt) =>
+      saveResult: (orgId, experimentId, etag, outcome: AnalysisOutcome, startedAt, history) =>
         this.#write(() => {
           const changes = this.#stmt(
             `UPDATE analyses SET status = ?, error = ?, rows = ?, result = ?, started_at = ?,
@@ -425,6 +425,10 @@ export class SqliteControlPlane implements ControlPlane {
           ).changes;
           if (Number(changes) === 0) return false;
           this.#setCatalogStatus(orgId, experimentId, etag, outcome.status);
+          if (history) {
+            if (history.summary) this.#saveSummary(orgId, experimentId, history.summary);
+            this.#recordSnapshot(orgId, experimentId, history.snapshot, history.keep);
+          }
           return true;
         }).catch((error) => {
           // A busy or read-only database must not take the process down from a background run:
@@ -454,42 +458,7 @@ export class SqliteControlPlane implements ControlPlane {
   #historyRepo(): HistoryRepo {
     return {
       record: (orgId, experimentId, snapshot, keep) =>
-        this.#write((): RecordOutcome => {
-          const last = this.#stmt(
-            `SELECT seq FROM history_snapshots WHERE org_id = ? AND experiment_id = ?
-               ORDER BY seq DESC LIMIT 1`,
-          ).get(orgId, experimentId) as { seq: number } | undefined;
-          const same = this.#stmt(
-            `SELECT seq FROM history_snapshots
-               WHERE org_id = ? AND experiment_id = ? AND sha256 = ?`,
-          ).get(orgId, experimentId, snapshot.sha256) as { seq: number } | undefined;
-          if (same !== undefined) {
-            if (same.seq !== last?.seq) return "unchanged";
-            this.#stmt(
-              `UPDATE history_snapshots SET figures = ?, analysed_at = ?
-                 WHERE org_id = ? AND experiment_id = ? AND seq = ?`,
-            ).run(snapshot.figures, snapshot.analysed_at, orgId, experimentId, same.seq);
-            return "replaced";
-          }
-          const seq = (last?.seq ?? 0) + 1;
-          this.#stmt(
-            `INSERT INTO history_snapshots (org_id, experiment_id, seq, sha256, etag,
-                 delivered_at, analysed_at, figures) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-          ).run(
-            orgId,
-            experimentId,
-            seq,
-            snapshot.sha256,
-            snapshot.etag,
-            snapshot.delivered_at,
-            snapshot.analysed_at,
-            snapshot.figures,
-          );
-          this.#stmt(
-            `DELETE FROM history_snapshots WHERE org_id = ? AND experiment_id = ? AND seq <= ?`,
-          ).run(orgId, experimentId, seq - keep);
-          return "added";
-        }),
+        this.#write(() => this.#recordSnapshot(orgId, experimentId, snapshot, keep)),
       list: (orgId, experimentId, afterSeq, limit) =>
         this.#run(() =>
           this.#stmt(
@@ -516,31 +485,77 @@ export class SqliteControlPlane implements ControlPlane {
           return row === undefined ? null : { ...row };
         }),
       save: (orgId, experimentId, row) =>
-        this.#write(() => {
-          this.#stmt(
-            `INSERT INTO delivery_summaries (org_id, experiment_id, etag, sha256, delivered_at,
-               summary, changes, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT (org_id, experiment_id) DO UPDATE SET etag = excluded.etag,
-               sha256 = excluded.sha256, delivered_at = excluded.delivered_at,
-               summary = excluded.summary, changes = excluded.changes,
-               updated_at = excluded.updated_at`,
-          ).run(
-            orgId,
-            experimentId,
-            row.etag,
-            row.sha256,
-            row.delivered_at,
-            row.summary,
-            row.changes,
-            nowIso(),
-          );
-        }),
+        this.#write(() => this.#saveSummary(orgId, experimentId, row)),
       delete: (orgId, experimentId) =>
         this.#write(() => {
           this.#stmt("DELETE FROM delivery_summaries WHERE org_id = ? AND experiment_id = ?")
             .run(orgId, experimentId);
         }),
     };
+  }
+
+  /** Keeps a snapshot (inside a write), as `HistoryRepo.record` describes. */
+  #recordSnapshot(
+    orgId: string,
+    experimentId: string,
+    snapshot: Omit<HistorySnapshot, "seq">,
+    keep: number,
+  ): RecordOutcome {
+    const last = this.#stmt(
+      `SELECT seq FROM history_snapshots WHERE org_id = ? AND experiment_id = ?
+         ORDER BY seq DESC LIMIT 1`,
+    ).get(orgId, experimentId) as { seq: number } | undefined;
+    const same = this.#stmt(
+      `SELECT seq FROM history_snapshots
+         WHERE org_id = ? AND experiment_id = ? AND sha256 = ?`,
+    ).get(orgId, experimentId, snapshot.sha256) as { seq: number } | undefined;
+    if (same !== undefined) {
+      if (same.seq !== last?.seq) return "unchanged";
+      this.#stmt(
+        `UPDATE history_snapshots SET figures = ?, analysed_at = ?
+           WHERE org_id = ? AND experiment_id = ? AND seq = ?`,
+      ).run(snapshot.figures, snapshot.analysed_at, orgId, experimentId, same.seq);
+      return "replaced";
+    }
+    const seq = (last?.seq ?? 0) + 1;
+    this.#stmt(
+      `INSERT INTO history_snapshots (org_id, experiment_id, seq, sha256, etag,
+           delivered_at, analysed_at, figures) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      orgId,
+      experimentId,
+      seq,
+      snapshot.sha256,
+      snapshot.etag,
+      snapshot.delivered_at,
+      snapshot.analysed_at,
+      snapshot.figures,
+    );
+    this.#stmt(
+      `DELETE FROM history_snapshots WHERE org_id = ? AND experiment_id = ? AND seq <= ?`,
+    ).run(orgId, experimentId, seq - keep);
+    return "added";
+  }
+
+  /** Replaces an experiment's delivery summary (inside a write). */
+  #saveSummary(orgId: string, experimentId: string, row: DeliverySummaryRow): void {
+    this.#stmt(
+      `INSERT INTO delivery_summaries (org_id, experiment_id, etag, sha256, delivered_at,
+         summary, changes, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (org_id, experiment_id) DO UPDATE SET etag = excluded.etag,
+         sha256 = excluded.sha256, delivered_at = excluded.delivered_at,
+         summary = excluded.summary, changes = excluded.changes,
+         updated_at = excluded.updated_at`,
+    ).run(
+      orgId,
+      experimentId,
+      row.etag,
+      row.sha256,
+      row.delivered_at,
+      row.summary,
+      row.changes,
+      nowIso(),
+    );
   }
 
   /** Mirrors the status of the analysis of `etag` into the catalog row of that ETag. */
