@@ -194,8 +194,8 @@ export async function createService(
       // Another instance reconciles the shared catalog now: this one's list reads storage until
       // a reconciliation of its own finished, tried again at the retry's pace.
       if (result === undefined) return first ? NOT_RUN : undefined;
-      catalog.markReady();
       if (first) await warnOversize(db, config, log);
+      catalog.markReady();
       return result.delivered + result.removed > 0 || first ? { ...result } : undefined;
     },
   });
