@@ -152,12 +152,9 @@ pairTest(
     assertEquals([...perExperiment.keys()].sort(), ids);
     assertEquals([...perExperiment.values()].filter((n) => n !== 1), [], JSON.stringify(runs));
     assertEquals(runs.length, 40);
-    const byInstance = { A: runs.filter((r) => r.instance === "A").length, B: 0 };
-    byInstance.B = runs.length - byInstance.A;
-    assert(
-      byInstance.A > 0 && byInstance.B > 0,
-      `both instances analysed: ${JSON.stringify(byInstance)}`,
-    );
+    // Which instance ran each is not fixed: these files are small, and an instance holds small
+    // analyses back while its own uploads stream, so the less busy one (here often B, which
+    // receives fewer uploads) takes most or all of them.
     for (const run of runs) assertEquals(run.etag, etags.get(run.experiment_id));
   },
   { ABN_SCAN_INTERVAL_SECONDS: "1", ABN_STORAGE_EVENTS_TOKEN: "events-token" },
