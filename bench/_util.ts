@@ -118,3 +118,20 @@ export function printTable(title: string, rows: Record<string, string | number>[
   console.log("|" + width.map((w) => "-".repeat(w + 2)).join("|") + "|");
   for (const r of rows) console.log(line(cols.map((c) => String(r[c]))));
 }
+
+/**
+ * The file's bytes in 1 MiB chunks, reading the next chunk (into the other of two reused
+ * buffers) while the current one is aggregated; `aggregateCsv` copies what it keeps of a chunk.
+ */
+export async function* readChunks(path: string): AsyncGenerator<Uint8Array> {
+  using file = await Deno.open(path);
+  const buffers = [new Uint8Array(1 << 20), new Uint8Array(1 << 20)];
+  let next = file.read(buffers[0]);
+  for (let i = 0;; i++) {
+    const length = await next;
+    if (length === null) return;
+    const buffer = buffers[i & 1];
+    next = file.read(buffers[(i + 1) & 1]);
+    yield buffer.subarray(0, length);
+  }
+}

@@ -16,6 +16,7 @@
  */
 import { aggregateCsv } from "../src/analysis/aggregate/aggregate.ts";
 import { writeCsv } from "./generate_csv.ts";
+import { readChunks } from "./_util.ts";
 
 const DUCKDB = "npm:@duckdb/node-api@1.5.5-r.5";
 const RUNS = 3;
@@ -60,23 +61,6 @@ function sqlString(text: string): string {
 function peakRssMB(): number {
   const status = Deno.readTextFileSync("/proc/self/status");
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) / 1024;
-}
-
-/**
- * The file's bytes in 1 MiB chunks, reading the next chunk (into the other of two reused
- * buffers) while the current one is aggregated; `aggregateCsv` copies what it keeps of a chunk.
- */
-async function* readChunks(path: string): AsyncGenerator<Uint8Array> {
-  using file = await Deno.open(path);
-  const buffers = [new Uint8Array(1 << 20), new Uint8Array(1 << 20)];
-  let next = file.read(buffers[0]);
-  for (let i = 0;; i++) {
-    const length = await next;
-    if (length === null) return;
-    const buffer = buffers[i & 1];
-    next = file.read(buffers[(i + 1) & 1]);
-    yield buffer.subarray(0, length);
-  }
 }
 
 async function runOurs(path: string): Promise<ChildResult> {

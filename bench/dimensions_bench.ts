@@ -13,7 +13,7 @@
 import { aggregateCsv } from "../src/analysis/aggregate/aggregate.ts";
 import { buildReport } from "../src/analysis/report.ts";
 import { writeCsv } from "./generate_csv.ts";
-import { median } from "./_util.ts";
+import { median, readChunks } from "./_util.ts";
 
 export interface DimensionsBenchResult {
   runs: number;
@@ -26,20 +26,6 @@ export interface DimensionsBenchResult {
 interface ChildResult {
   seconds: number;
   dimensions: number;
-}
-
-/** The file's bytes in 1 MiB chunks, one read ahead (as `analysis_bench.ts` reads). */
-async function* readChunks(path: string): AsyncGenerator<Uint8Array> {
-  using file = await Deno.open(path);
-  const buffers = [new Uint8Array(1 << 20), new Uint8Array(1 << 20)];
-  let next = file.read(buffers[0]);
-  for (let i = 0;; i++) {
-    const length = await next;
-    if (length === null) return;
-    const buffer = buffers[i & 1];
-    next = file.read(buffers[(i + 1) & 1]);
-    yield buffer.subarray(0, length);
-  }
 }
 
 async function runChild(path: string, dimensions: boolean): Promise<ChildResult> {

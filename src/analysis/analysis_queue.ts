@@ -106,7 +106,6 @@ export class AnalysisQueue implements AnalysisScheduler {
       this.#enqueueUpgrade(id, delivery);
       return;
     }
-    this.#upgrades.delete(id);
     // The same object, running, queued or being admitted: join that run (a settings change
     // re-runs it after).
     if (
@@ -204,6 +203,9 @@ export class AnalysisQueue implements AnalysisScheduler {
     }
     this.#small.delete(id);
     this.#large.delete(id);
+    // A run of its own replaces a re-run of an older result (a delivery that finds the result
+    // saved, e.g. the start-up reconciliation's, leaves the re-run queued).
+    this.#upgrades.delete(id);
     if (delivery.info.size <= SMALL_INPUT_BYTES) {
       this.#small.set(id, delivery);
       if (!this.#smallSince.has(id)) this.#smallSince.set(id, performance.now());

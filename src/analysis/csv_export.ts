@@ -5,6 +5,7 @@
  * value an empty cell, RFC 4180 quoting, CRLF line ends. A text cell that a spreadsheet would read
  * as a formula (starting with `=`, `+`, `-`, `@`, a tab or a carriage return) is prefixed with `'`.
  */
+import type { ComparisonReport } from "./comparisons.ts";
 import type { Snapshot } from "./history/snapshot.ts";
 
 /** The columns of `GET …/analysis/?format=csv`. */
@@ -69,18 +70,7 @@ export interface CsvAnalysis {
   metrics: {
     name: string;
     variants: { name: string; users: number; mean: number | null }[];
-    comparisons: {
-      name: string;
-      lift: number | null;
-      lift_se: number | null;
-      ci: [number, number] | null;
-      p_value: number | null;
-      p_value_adjusted: number | null;
-      sequential_ci: [number, number] | null;
-      sequential_p_value: number | null;
-      chance_to_beat_control?: number | null;
-      decision?: string | null;
-    }[];
+    comparisons: Omit<ComparisonReport, "cuped">[];
   }[] | null;
 }
 

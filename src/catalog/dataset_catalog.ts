@@ -5,7 +5,7 @@
  * into an error, and the next reconciliation (`reconcile.ts`) restores its row; until the first
  * reconciliation after start-up has finished, the list reads storage (`ready`).
  */
-import type { ControlPlane, DatasetEntry } from "../db/control_plane.ts";
+import type { ControlPlane, DatasetEntry, DatasetRow } from "../db/control_plane.ts";
 import { parseDatasetKey } from "../storage/object_store.ts";
 import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
@@ -29,6 +29,16 @@ export function entryOf(info: ObjectInfo, observedAt: string): DatasetEntry | nu
     etag: info.etag,
     delivered_at: info.lastModified.toISOString(),
     observed_at: observedAt,
+  };
+}
+
+/** The stored object a catalog row describes, as the store would answer a `head` of it. */
+export function infoOfRow(row: DatasetRow): ObjectInfo {
+  return {
+    key: row.key,
+    size: row.size_bytes,
+    etag: row.etag,
+    lastModified: new Date(row.delivered_at),
   };
 }
 

@@ -13,7 +13,7 @@ import type { ControlPlane } from "../db/control_plane.ts";
 import { nowIso } from "../db/control_plane.ts";
 import type { Metrics } from "../metrics.ts";
 import { scanGrants } from "../catalog/grant_scan.ts";
-import { openGrantsSince } from "../catalog/dataset_catalog.ts";
+import { infoOfRow, openGrantsSince } from "../catalog/dataset_catalog.ts";
 
 /** A pending analysis is offered again once its row is this old (its first run had its chance). */
 const PENDING_GRACE_MS = 1_000;
@@ -43,12 +43,7 @@ export async function scanDeliveries(
       orgId: row.org_id,
       experimentId: row.experiment_id,
       key: row.key,
-      info: {
-        key: row.key,
-        size: row.size_bytes,
-        etag: row.etag,
-        lastModified: new Date(row.delivered_at),
-      },
+      info: infoOfRow(row),
       validated: false,
       source: "scan",
     });

@@ -16,7 +16,7 @@ import { datasetKey, orgPrefix, parseDatasetKey } from "../storage/object_store.
 import type { UrlSigner } from "../crypto/url_signer.ts";
 import type { AnalysisStatus, DatasetRow } from "../db/control_plane.ts";
 import { nowIso } from "../db/control_plane.ts";
-import { openGrantsSince } from "../catalog/dataset_catalog.ts";
+import { infoOfRow, openGrantsSince } from "../catalog/dataset_catalog.ts";
 import { headGrants } from "../catalog/grant_scan.ts";
 import type { AppDeps } from "./deps.ts";
 
@@ -49,12 +49,7 @@ function fromRow(row: DatasetRow): StoredDataset {
   return {
     experimentId: row.experiment_id,
     key: row.key,
-    info: {
-      key: row.key,
-      size: row.size_bytes,
-      etag: row.etag,
-      lastModified: new Date(row.delivered_at),
-    },
+    info: infoOfRow(row),
     status: row.analysis_status,
   };
 }

@@ -2,7 +2,7 @@
  * Line charts drawn as inline SVG, sized to their container (redrawn when it resizes) so text
  * stays readable at any width. A pointer over the plot shows the values of the nearest date.
  */
-import { h, replace, s } from "./dom.js";
+import { chartSvg, h, replace, responsiveChart, s } from "./dom.js";
 import { formatDay } from "./format.js";
 
 /** Okabe–Ito colours: distinguishable with the common colour-vision deficiencies. */
@@ -61,16 +61,7 @@ function ticks(max, count) {
  * @returns {HTMLElement}
  */
 export function lineChart(options) {
-  const box = h("div", { class: "chart" });
-  let lastWidth = 0;
-  const draw = () => {
-    const width = Math.max(260, Math.floor(box.clientWidth || 600));
-    if (width === lastWidth) return;
-    lastWidth = width;
-    replace(box, ...render(options, width));
-  };
-  new ResizeObserver(draw).observe(box);
-  return box;
+  return responsiveChart("chart", (width) => render(options, width));
 }
 
 /**
@@ -96,14 +87,7 @@ function render(options, width) {
   /** @param {number} v */
   const y = (v) => m.top + plotH - (v / yMax) * plotH;
 
-  const svg = s("svg", {
-    width,
-    height,
-    viewBox: `0 0 ${width} ${height}`,
-    role: "img",
-    "aria-label": options.label,
-  });
-  svg.append(s("title", {}, options.label));
+  const svg = chartSvg(width, height, options.label);
 
   const grid = s("g", { class: "grid" });
   for (const t of top) {

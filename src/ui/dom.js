@@ -82,3 +82,42 @@ export function replace(el, ...children) {
   el.replaceChildren();
   append(el, children);
 }
+
+/**
+ * A box that draws its chart at the box's width (at least 260 px), again whenever that width
+ * changes.
+ * @param {string} className
+ * @param {(width: number) => Child} render
+ * @returns {HTMLElement}
+ */
+export function responsiveChart(className, render) {
+  const box = h("div", { class: className });
+  let lastWidth = 0;
+  const draw = () => {
+    const width = Math.max(260, Math.floor(box.clientWidth || 600));
+    if (width === lastWidth) return;
+    lastWidth = width;
+    replace(box, render(width));
+  };
+  new ResizeObserver(draw).observe(box);
+  return box;
+}
+
+/**
+ * An SVG chart of this size, named for assistive technology by `label` (also its tooltip).
+ * @param {number} width
+ * @param {number} height
+ * @param {string} label
+ * @returns {SVGElement}
+ */
+export function chartSvg(width, height, label) {
+  const svg = s("svg", {
+    width,
+    height,
+    viewBox: `0 0 ${width} ${height}`,
+    role: "img",
+    "aria-label": label,
+  });
+  svg.append(s("title", {}, label));
+  return svg;
+}

@@ -5,7 +5,7 @@
  * wider than the rest are cut at the plot's edge. The chance chart shows each variant's chance
  * to beat the control, from 0 to 100 %.
  */
-import { h, replace, s } from "./dom.js";
+import { chartSvg, responsiveChart, s } from "./dom.js";
 import { formatDay, formatLift, formatShare } from "./format.js";
 
 /**
@@ -29,16 +29,10 @@ import { formatDay, formatLift, formatShare } from "./format.js";
  * @returns {HTMLElement}
  */
 export function historyChart(options) {
-  const box = h("div", { class: `history-chart history-${options.kind}` });
-  let lastWidth = 0;
-  const draw = () => {
-    const width = Math.max(260, Math.floor(box.clientWidth || 600));
-    if (width === lastWidth) return;
-    lastWidth = width;
-    replace(box, render(options, width));
-  };
-  new ResizeObserver(draw).observe(box);
-  return box;
+  return responsiveChart(
+    `history-chart history-${options.kind}`,
+    (width) => render(options, width),
+  );
 }
 
 /**
@@ -90,14 +84,7 @@ function render(options, width) {
   const format = options.kind === "chance"
     ? (/** @type {number} */ v) => formatShare(v, 0)
     : (/** @type {number} */ v) => formatLift(v);
-  const svg = s("svg", {
-    width,
-    height,
-    viewBox: `0 0 ${width} ${height}`,
-    role: "img",
-    "aria-label": options.label,
-  });
-  svg.append(s("title", {}, options.label));
+  const svg = chartSvg(width, height, options.label);
   const grid = s("g", { class: "grid" });
   const ticks = options.kind === "chance" ? [0, 0.25, 0.5, 0.75, 1] : niceTicks(y0, y1);
   for (const t of ticks) {

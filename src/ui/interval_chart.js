@@ -5,7 +5,7 @@
  * and a dashed line at 0 (no change). Bands far wider than the rest are cut at the plot's edge,
  * with an open end marking the cut.
  */
-import { h, replace, s } from "./dom.js";
+import { chartSvg, h, responsiveChart, s } from "./dom.js";
 import { formatLift } from "./format.js";
 
 /**
@@ -32,16 +32,7 @@ const BOTTOM = 8;
  * @returns {HTMLElement}
  */
 export function intervalChart(options) {
-  const box = h("div", { class: "interval-chart" });
-  let lastWidth = 0;
-  const draw = () => {
-    const width = Math.max(260, Math.floor(box.clientWidth || 600));
-    if (width === lastWidth) return;
-    lastWidth = width;
-    replace(box, render(options, width));
-  };
-  new ResizeObserver(draw).observe(box);
-  return box;
+  return responsiveChart("interval-chart", (width) => render(options, width));
 }
 
 /**
@@ -118,14 +109,7 @@ function render(options, width) {
   /** @param {number} v */
   const clamp = (v) => Math.min(width - right, Math.max(left, x(v)));
 
-  const svg = s("svg", {
-    width,
-    height,
-    viewBox: `0 0 ${width} ${height}`,
-    role: "img",
-    "aria-label": options.label,
-  });
-  svg.append(s("title", {}, options.label));
+  const svg = chartSvg(width, height, options.label);
   const grid = s("g", { class: "grid" });
   for (const t of ticks(low, high, Math.max(2, Math.floor(plotW / 90)))) {
     grid.append(

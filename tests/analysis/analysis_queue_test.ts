@@ -59,15 +59,15 @@ async function setupWith(
     await writer.write(CSV);
     infos.push(await writer.commit());
   }
-  const deliver = () =>
-    infos.forEach((info, i) =>
+  const deliver = (which = [0, 1, 2, 3, 4], source: "upload" | "reconcile" = "upload") =>
+    which.forEach((i) =>
       deliveries.publish({
         orgId: "o",
         experimentId: `e${i}`,
-        key: info.key,
-        info,
+        key: infos[i].key,
+        info: infos[i],
         validated: true,
-        source: "upload",
+        source,
       })
     );
   const ready = () => metrics.analysisRuns.get({ outcome: "ready" });
@@ -149,5 +149,33 @@ queueTest(
     assertEquals((await t.db.deliverySummaries.get("o", "e0"))?.etag, info.etag);
     // Nothing older is left to run again.
     assertEquals(await t.queue.rerunOutdated(), 0);
+  },
+);
+
+queueTest(
+  "a re-run of an older result is kept when a delivery finds that result saved",
+  async (setup) => {
+    let busy = true;
+    const t = await setup(() => busy, 60_000);
+    // e0–e3 hold results of an older analysis; e4 has none yet.
+    for (let i = 0; i < 4; i++) {
+      const { etag, size } = t.infos[i];
+      await t.db.analyses.markPending("o", `e${i}`, etag, size, "2026-03-01T00:00:00.000Z");
+      const old = { status: "ready" as const, error: null, rows: 2, result: {}, version: 1 };
+      await t.db.analyses.saveResult("o", `e${i}`, etag, old, "2026-03-01T00:00:01.000Z");
+    }
+    // e4's delivery waits while uploads stream, so the re-runs wait behind it ...
+    t.deliver([4]);
+    await new Promise((r) => setTimeout(r, 50));
+    assertEquals(await t.queue.rerunOutdated(), 4);
+    // ... when the start-up reconciliation announces the same objects: their results are saved,
+    // so these deliveries run nothing, and must not drop the re-runs.
+    t.deliver([0, 1, 2, 3], "reconcile");
+    await new Promise((r) => setTimeout(r, 100));
+    busy = false;
+    assertEquals(await t.readyCount(5), 5);
+    for (let i = 0; i < 5; i++) {
+      assertEquals((await t.db.analyses.get("o", `e${i}`))?.analysis_version, ANALYSIS_VERSION);
+    }
   },
 );

@@ -109,10 +109,12 @@ Deno.test({
     let session: Awaited<ReturnType<typeof launchBrowser>> | null = null;
     try {
       const health = await ready(server, "health", await upload(server, "health", healthCsv()));
-      const etags = [
-        await upload(server, "nightly", growingCsv({ days: 8 })),
+      // Each delivery analysed before the next (a newer delivery would win over a pending one).
+      const etags = [await upload(server, "nightly", growingCsv({ days: 8 }))];
+      await ready(server, "nightly", etags[0]);
+      etags.push(
         await twoStep(server, "nightly", growingCsv({ days: 9, restated: true, switched: true })),
-      ];
+      );
       await ready(server, "nightly", etags[1]);
       etags.push(
         await upload(
