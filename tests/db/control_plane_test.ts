@@ -37,6 +37,7 @@ controlPlaneTest(
   async (db, reopen) => {
     const org = await db.orgs.create("acme");
     const first = await db.keys.create(org.id);
+    await new Promise((r) => setTimeout(r, 2)); // listed by creation time, then by id
     const second = await db.keys.create(org.id);
     assert(first.api_key.startsWith(first.info.prefix));
     assertEquals(first.info.active, true);

@@ -297,10 +297,14 @@ pairTest(
         10_000,
       );
       assertEquals(row.etag, JSON.parse(put.headers.get("etag") ?? '""'));
-      const noticed = [a, b].flatMap((i) =>
-        i.lines().filter((l) => l.msg === "timer scan").map((l) => Number(l.noticed ?? 0))
-      );
-      assertEquals(noticed.reduce((x, y) => x + y, 0), 1, JSON.stringify(noticed));
+      // Log lines are written in batches: wait for the scan's, then for any later scan's.
+      const noticed = () =>
+        [a, b].flatMap((i) =>
+          i.lines().filter((l) => l.msg === "timer scan").map((l) => Number(l.noticed ?? 0))
+        ).reduce((x, y) => x + y, 0);
+      await waitUntil(() => Promise.resolve(noticed() > 0), "the scan's log line", 5_000, 20);
+      await new Promise((r) => setTimeout(r, 1500));
+      assertEquals(noticed(), 1);
     } finally {
       await holder.close();
     }
