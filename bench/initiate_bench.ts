@@ -16,7 +16,7 @@ import { startS3rver } from "../tests/_s3rver.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
 
-interface WrkResult {
+export interface WrkResult {
   rps: number;
   p99ms: number;
   errors: number;
@@ -35,16 +35,18 @@ async function cpuSeconds(pid: number): Promise<number> {
   }
 }
 
-async function wrk(
+/** wrk against `url`; `pid` is the server's process, whose CPU time is read before and after. */
+export async function wrk(
   pid: number,
   url: string,
   seconds: number,
   script?: string,
+  connections = 50,
 ): Promise<WrkResult> {
   const cpu0 = await cpuSeconds(pid);
   const args = [
     "-t2",
-    "-c50",
+    `-c${connections}`,
     `-d${seconds}s`,
     "--latency",
     ...(script ? ["-s", script] : []),
@@ -115,7 +117,7 @@ function medianOf(values: number[]): number {
 }
 
 /** The median rate and p99 of several runs, and their errors summed. */
-function combine(results: WrkResult[]): WrkResult {
+export function combine(results: WrkResult[]): WrkResult {
   return {
     rps: medianOf(results.map((r) => r.rps)),
     p99ms: medianOf(results.map((r) => r.p99ms)),

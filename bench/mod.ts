@@ -5,6 +5,8 @@
  *   deno task bench [FILE]        (FILE: an existing dataset; otherwise one is generated)
  *   ABN_BENCH_ONLY=upload,initiate deno task bench   (a subset)
  *   ABN_BENCH_ONLY=scale deno task bench             (many stored datasets, tiny uploads)
+ *   ABN_BENCH_ONLY=scale-out deno task bench         (PostgreSQL and two instances; needs
+ *                                                     Debian's `postgresql`)
  */
 import { writeCsv } from "./generate_csv.ts";
 import { printTable } from "./_util.ts";
@@ -12,13 +14,14 @@ import { benchValidator } from "./validator_bench.ts";
 import { benchUpload } from "./upload_bench.ts";
 import { benchInitiate } from "./initiate_bench.ts";
 import { benchAnalysis } from "./analysis_bench.ts";
+import { benchScaleOut } from "./scale_out_bench.ts";
 import { benchScale } from "./scale_bench.ts";
 import { benchDimensions } from "./dimensions_bench.ts";
 import { benchHistory } from "./history_bench.ts";
 import { median } from "./_util.ts";
 
 const only = (Deno.env.get("ABN_BENCH_ONLY") ??
-  "validator,upload,initiate,analysis,dimensions,history,scale").split(",");
+  "validator,upload,initiate,analysis,dimensions,history,scale,scale-out").split(",");
 /** The sections that read the ~200 MB dataset. */
 const needsFile = ["validator", "upload", "analysis"].some((name) => only.includes(name));
 const work = await Deno.makeTempDir({ prefix: "abn-bench-" });
@@ -116,6 +119,32 @@ try {
       baseline: "—",
       ratio: "—",
       target: "< 20 ms",
+    });
+  }
+  if (only.includes("scale-out")) {
+    const r = await benchScaleOut(10, 3);
+    const fmt = (x: { rps: number; p99ms: number }) =>
+      `${x.rps.toFixed(0)} req/s, p99 ${x.p99ms.toFixed(1)} ms`;
+    rows.push({
+      benchmark: "initiate, PostgreSQL control plane, 50 connections",
+      ours: fmt(r.initiatePg),
+      baseline: `hello-world ${r.hello.rps.toFixed(0)} req/s`,
+      ratio: (r.initiatePg.rps / r.hello.rps).toFixed(2),
+      target: "≥ 0.15, p99 < 20 ms",
+    });
+    rows.push({
+      benchmark: "tiny direct uploads, PostgreSQL ÷ SQLite, 16 connections",
+      ours: fmt(r.tinyPg),
+      baseline: `SQLite ${fmt(r.tinySqlite)}`,
+      ratio: (r.tinyPg.rps / r.tinySqlite.rps).toFixed(2),
+      target: "≥ 0.50",
+    });
+    rows.push({
+      benchmark: "25 MB uploads per minute, two instances ÷ one (s3rver)",
+      ours: `${r.big.two.toFixed(1)}/min`,
+      baseline: `one instance ${r.big.one.toFixed(1)}/min`,
+      ratio: (r.big.two / r.big.one).toFixed(2),
+      target: `≥ 0.90, none lost (lost ${r.big.lost}, failed ${r.big.failed})`,
     });
   }
   printTable(

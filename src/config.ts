@@ -35,6 +35,13 @@ export interface Config {
   tlsCert?: string;
   tlsKey?: string;
   storageEventsToken?: string;
+  /**
+   * `postgres://…`: PostgreSQL holds the control plane, shared by every instance; unset: the
+   * SQLite file at `dbPath`. Holds a password: never log it (see `redactDatabaseUrl`).
+   */
+  databaseUrl?: string;
+  /** With PostgreSQL: how long an instance's claim on an analysis job lasts without renewal. */
+  analysisLeaseSeconds: number;
   /** Snapshots kept per experiment in its history; the oldest beyond are dropped. */
   historyMaxSnapshots: number;
 }
@@ -86,6 +93,34 @@ function url(env: Env, name: string): string | undefined {
     throw new ConfigError(`Invalid ${name}=${JSON.stringify(raw)}: expected an http(s) URL`);
   }
   return raw.replace(/\/+$/, "");
+}
+
+/** The database URL with its password replaced by `***`, for messages and logs. */
+export function redactDatabaseUrl(raw: string): string {
+  return raw.replace(/^([a-z]+:\/\/[^:@/]*:)[^@]*@/i, "$1***@");
+}
+
+function databaseUrl(env: Env): string | undefined {
+  const raw = text(env, "ABN_DATABASE_URL");
+  if (raw === undefined) return undefined;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(raw);
+  } catch { /* reported below */ }
+  if (!parsed || (parsed.protocol !== "postgres:" && parsed.protocol !== "postgresql:")) {
+    // The value may hold a password: never repeat it.
+    throw new ConfigError(
+      "Invalid ABN_DATABASE_URL: expected postgres://user:password@host:port/database",
+    );
+  }
+  if (parsed.hostname === "" || parsed.pathname.length <= 1) {
+    throw new ConfigError(
+      `Invalid ABN_DATABASE_URL=${
+        JSON.stringify(redactDatabaseUrl(raw))
+      }: name the host and the database, postgres://user:password@host:port/database`,
+    );
+  }
+  return raw;
 }
 
 /** Reads and validates the configuration from environment variables. */
@@ -162,6 +197,8 @@ export function loadConfig(env: Env): Readonly<Config> {
     tlsCert,
     tlsKey,
     storageEventsToken: text(env, "ABN_STORAGE_EVENTS_TOKEN"),
+    databaseUrl: databaseUrl(env),
+    analysisLeaseSeconds: integer(env, "ABN_ANALYSIS_LEASE_SECONDS", 60, 1, 3600),
     historyMaxSnapshots: integer(env, "ABN_HISTORY_MAX_SNAPSHOTS", 1000, 1, 1_000_000),
   });
 }

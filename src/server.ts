@@ -80,6 +80,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         url: `${scheme}://${host}:${port}`,
         public_url: config.publicUrl,
         storage: config.storage,
+        database: service.db.driver,
       });
     },
   }, handler);

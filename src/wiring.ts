@@ -3,6 +3,11 @@
  * the background work started with them (the start-up sweep, the embedded timer's reconciliation,
  * grant scan and clean-up, the analysis queue). Used by `main.ts serve` and by tests that run the
  * real server in-process.
+ *
+ * What differs when several instances share the control plane comes from its capabilities, not
+ * from asking which driver it is: the timer's jobs run under `withTimerLock` (on one instance at
+ * a time), the URL-signing secret comes from `secrets` (the same on every instance), and a
+ * control plane with `jobs` gets the leased analysis queue instead of the in-memory one.
  */
 import type { Config } from "./config.ts";
 import { openControlPlane } from "./db/open_control_plane.ts";
@@ -12,7 +17,7 @@ import { Gauge, Metrics } from "./metrics.ts";
 import { DeliveryHub } from "./deliveries.ts";
 import type { ObjectStore } from "./storage/object_store.ts";
 import { LocalStore } from "./storage/local_store.ts";
-import { loadOrCreateSecret, UrlSigner } from "./crypto/url_signer.ts";
+import { UrlSigner } from "./crypto/url_signer.ts";
 import type { AppHandler } from "./http/context.ts";
 import { createApp } from "./app.ts";
 import { RateLimiter } from "./http/rate_limiter.ts";
@@ -23,7 +28,9 @@ import { createLogger } from "./log.ts";
 import type { Logger, LogSink } from "./log.ts";
 import { describeError } from "./log.ts";
 import { AnalysisQueue } from "./analysis/analysis_queue.ts";
-import { PeriodicJob } from "./jobs/periodic_job.ts";
+import type { AnalysisScheduler } from "./analysis/analysis_queue.ts";
+import { LeasedAnalysisQueue } from "./analysis/leased_analysis_queue.ts";
+import { NOT_RUN, PeriodicJob } from "./jobs/periodic_job.ts";
 import { cleanup, countOversize, scanDeliveries } from "./jobs/storage_jobs.ts";
 import { DatasetCatalog } from "./catalog/dataset_catalog.ts";
 import { GrantRecorder } from "./catalog/grant_recorder.ts";
@@ -35,7 +42,7 @@ export interface Service {
   store: ObjectStore;
   metrics: Metrics;
   deliveries: DeliveryHub;
-  analysis: AnalysisQueue;
+  analysis: AnalysisScheduler;
   catalog: DatasetCatalog;
   /** The timer's jobs (tests run them at will). */
   jobs: { scan: PeriodicJob; cleanup: PeriodicJob; reconcile: PeriodicJob };
@@ -78,11 +85,16 @@ export async function createService(
 ): Promise<Service> {
   await Deno.mkdir(config.dataDir, { recursive: true });
   const db = await openControlPlane(config);
-  const signer = new UrlSigner(
-    await loadOrCreateSecret(`${config.dataDir}/secrets/url-signing.key`),
-  );
-  const store = options.store ?? await buildStore(config, signer);
-  await store.open();
+  let store: ObjectStore;
+  let signer: UrlSigner;
+  try {
+    signer = new UrlSigner(await db.secrets.getOrCreate("url-signing"));
+    store = options.store ?? await buildStore(config, signer);
+    await store.open();
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
   const log = createLogger({ sink: options.log });
   const metrics = new Metrics();
   const catalog = new DatasetCatalog({ db, log });
@@ -124,7 +136,7 @@ export async function createService(
   );
 
   await startupSweep(store, log);
-  const analysis = new AnalysisQueue({
+  const queueOptions = {
     db,
     store,
     deliveries,
@@ -133,11 +145,19 @@ export async function createService(
     busy: () => ingest.busy,
     historyMaxSnapshots: config.historyMaxSnapshots,
     log,
-  });
+  };
+  const analysis: AnalysisScheduler = db.jobs
+    ? new LeasedAnalysisQueue({
+      ...queueOptions,
+      jobs: db.jobs,
+      leaseSeconds: config.analysisLeaseSeconds,
+    })
+    : new AnalysisQueue(queueOptions);
   // Results of an older analysis are run again in the background, after any new delivery.
   analysis.rerunOutdated().then((queued) => {
     if (queued > 0) log.info("re-running analyses made by an older version", { queued });
   }, (error) => log.warn("older analyses not re-run", { error: describeError(error) }));
+  // Timer work runs on one instance at a time (every step is idempotent all the same).
   const scan = new PeriodicJob({
     name: "scan",
     intervalMs: config.scanIntervalSeconds * 1000,
@@ -146,14 +166,15 @@ export async function createService(
     log,
     run: async () => {
       await grants?.flush(); // grants handed out in the last 50 ms too
-      const result = await scanDeliveries({
-        store,
-        db,
-        deliveries,
-        maxUploadBytes: config.maxUploadBytes,
-        inFlight: (orgId, experimentId, etag) => analysis.inFlight(orgId, experimentId, etag),
-      });
-      return result.noticed + result.retried > 0 ? result : undefined;
+      const result = await db.withTimerLock("scan", () =>
+        scanDeliveries({
+          store,
+          db,
+          deliveries,
+          maxUploadBytes: config.maxUploadBytes,
+          inFlight: (orgId, experimentId, etag) => analysis.inFlight(orgId, experimentId, etag),
+        }));
+      return result !== undefined && result.noticed + result.retried > 0 ? result : undefined;
     },
   });
   const reconciler = new PeriodicJob({
@@ -166,9 +187,15 @@ export async function createService(
     log,
     run: async () => {
       const first = !catalog.ready;
-      const result = await reconcile({ store, db, deliveries });
-      catalog.markReady();
+      const result = await db.withTimerLock(
+        "reconcile",
+        () => reconcile({ store, db, deliveries }),
+      );
+      // Another instance reconciles the shared catalog now: this one's list reads storage until
+      // a reconciliation of its own finished, tried again at the retry's pace.
+      if (result === undefined) return first ? NOT_RUN : undefined;
       if (first) await warnOversize(db, config, log);
+      catalog.markReady();
       return result.delivered + result.removed > 0 || first ? { ...result } : undefined;
     },
   });
@@ -178,8 +205,13 @@ export async function createService(
     metrics,
     log,
     run: async () => {
-      const result = await cleanup({ store, db, metrics, maxUploadBytes: config.maxUploadBytes });
-      return result.deleted + result.swept + result.grantsPruned > 0 ? result : undefined;
+      const result = await db.withTimerLock(
+        "cleanup",
+        () => cleanup({ store, db, metrics, maxUploadBytes: config.maxUploadBytes }),
+      );
+      return result !== undefined && result.deleted + result.swept + result.grantsPruned > 0
+        ? result
+        : undefined;
     },
   });
   reconciler.start();

@@ -307,6 +307,8 @@ export interface FaultProxy {
   mode: ProxyMode;
   /** Bytes a connection may send upstream before a `cut`. */
   cutAfterBytes: number;
+  /** When set, answers flow back to clients at most this fast (a slow storage to read from). */
+  downBytesPerSecond: number | null;
   /**
    * Request heads (request line and headers) seen going upstream, in order, while `recordHeads`
    * is on: lets a test check what the service sends to the storage.
@@ -343,6 +345,7 @@ export function startFaultProxy(
     endpoint: `http://127.0.0.1:${port}`,
     mode: options.mode ?? "pass",
     cutAfterBytes: options.cutAfterBytes ?? 64 * 1024,
+    downBytesPerSecond: null,
     heads: [],
     recordHeads: false,
     stats,
@@ -425,9 +428,11 @@ export function startFaultProxy(
       const back = new Uint8Array(32 * 1024);
       try {
         while (true) {
-          const n = await upstream.read(back);
+          const rate = proxy.downBytesPerSecond;
+          const n = await upstream.read(rate ? back.subarray(0, 4096) : back);
           if (n === null) break;
           await writeAll(client, back.subarray(0, n));
+          if (rate) await new Promise((r) => setTimeout(r, (n / rate) * 1000));
         }
       } catch { /* either side closed */ }
       closeConn(client);

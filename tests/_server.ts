@@ -39,13 +39,26 @@ export async function startTestServer(
   { port = freePort(), dataDir, ...options }: TestServerOptions = {},
 ): Promise<TestServer> {
   dataDir ??= await Deno.makeTempDir({ prefix: "abn-test-" });
+  // ABN_TEST_CONTROL_PLANE=postgres: in-process servers get a fresh PostgreSQL database each
+  // (a run of the SQLite suites on the other driver; tests that break SQLite on purpose fail).
+  let database: { url: string; drop(): Promise<void> } | undefined;
+  if (Deno.env.get("ABN_TEST_CONTROL_PLANE") === "postgres" && !env.ABN_DATABASE_URL) {
+    const { sharedCluster } = await import("./_postgres.ts");
+    database = await (await sharedCluster()).database();
+    env = { ...env, ABN_DATABASE_URL: database.url };
+  }
   const config = loadConfig({
     ABN_DATA_DIR: dataDir,
     ABN_PORT: String(port),
     ABN_HOST: "127.0.0.1",
     ...env,
   });
-  const service = await createService(config, { log: () => {}, ...options });
+  const service = await createService(config, { log: () => {}, ...options }).catch(
+    async (error) => {
+      await database?.drop();
+      throw error;
+    },
+  );
   const controller = new AbortController();
   const server = Deno.serve(
     { hostname: "127.0.0.1", port, signal: controller.signal, onListen: () => {} },
@@ -69,6 +82,7 @@ export async function startTestServer(
       controller.abort();
       await server.finished;
       await service.close();
+      await database?.drop();
       await Deno.remove(dataDir, { recursive: true }).catch(() => {});
     },
   };

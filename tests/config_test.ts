@@ -1,5 +1,5 @@
 import { assertEquals, assertThrows } from "./_assert.ts";
-import { ConfigError, loadConfig } from "../src/config.ts";
+import { ConfigError, loadConfig, redactDatabaseUrl } from "../src/config.ts";
 
 Deno.test("loadConfig answers the documented defaults", () => {
   const c = loadConfig({});
@@ -52,6 +52,9 @@ for (
     [{ ABN_S3_FORCE_PATH_STYLE: "maybe" }, "ABN_S3_FORCE_PATH_STYLE"],
     [{ ABN_TLS_CERT: "/c.pem" }, "ABN_TLS_CERT"],
     [{ ABN_S3_ACCESS_KEY_ID: "id" }, "ABN_S3_ACCESS_KEY_ID"],
+    [{ ABN_DATABASE_URL: "mysql://u:p@h/db" }, "ABN_DATABASE_URL"],
+    [{ ABN_DATABASE_URL: "postgres://u:p@h" }, "ABN_DATABASE_URL"],
+    [{ ABN_ANALYSIS_LEASE_SECONDS: "0" }, "ABN_ANALYSIS_LEASE_SECONDS"],
   ] as [Record<string, string>, string][]
 ) {
   Deno.test(`loadConfig refuses ${JSON.stringify(env)} naming ${name}`, () => {
@@ -60,3 +63,19 @@ for (
     assertEquals(error.message.includes("\n"), false);
   });
 }
+
+Deno.test("loadConfig keeps ABN_DATABASE_URL and never repeats its password when refusing it", () => {
+  const url = "postgres://abn:s3cr3t-pw@db.internal:5432/abn?sslmode=verify-full";
+  const c = loadConfig({ ABN_DATABASE_URL: url });
+  assertEquals(c.databaseUrl, url);
+  assertEquals(c.analysisLeaseSeconds, 60);
+  assertEquals(loadConfig({}).databaseUrl, undefined);
+  for (const bad of ["postgres://abn:s3cr3t-pw@db.internal", "s3cr3t-pw not a url"]) {
+    const error = assertThrows(() => loadConfig({ ABN_DATABASE_URL: bad }), ConfigError);
+    assertEquals(error.message.includes("s3cr3t-pw"), false, error.message);
+  }
+  assertEquals(
+    redactDatabaseUrl(url),
+    "postgres://abn:***@db.internal:5432/abn?sslmode=verify-full",
+  );
+});

@@ -1,8 +1,10 @@
 /**
- * Runs the analysis after every delivery, in the background: at most one run per dataset at a
- * time, newest delivery wins, results saved in SQLite keyed by the object's ETag. One run per
- * delivery: a request, a scan or an event for the ETag being analysed (or already queued) joins
- * that run; a settings change for it queues one re-run, afterwards.
+ * Runs the analysis after every delivery, in the background, in this process (the control plane
+ * has no shared jobs: SQLite): at most one run per dataset at a time, newest delivery wins,
+ * results saved keyed by the object's ETag. One run per delivery: a request, a scan or an event
+ * for the ETag being analysed (or already queued) joins that run; a settings change for it
+ * queues one re-run, afterwards. Each run is `analyseDelivery` (shared with the leased queue of
+ * several instances, `leased_analysis_queue.ts`).
  *
  * Datasets up to `SMALL_INPUT_BYTES` are read on this thread in about a millisecond; up to
  * `SMALL_AT_ONCE` of them run beside the `concurrency` larger ones, so that a burst of small
@@ -11,41 +13,43 @@
  * `BUSY_WAIT_MS`, then one at a time): on two cores a burst of tiny uploads keeps the request
  * thread busy, the requests come first, and the analyses catch up once the burst ends.
  *
- * A ready run also keeps the experiment's history: a snapshot per delivered content (keyed by its
- * SHA-256, from the upload or hashed here while reading), and the delivery's per-user summary,
- * which the next delivery is compared with (`changes`). Results of an older `ANALYSIS_VERSION` are
- * run again in the background (`rerunOutdated`), newest deliveries first, after any delivery.
+ * Results of an older `ANALYSIS_VERSION` are run again in the background (`rerunOutdated`),
+ * newest deliveries first, after any delivery.
  */
-import { createHash } from "node:crypto";
-import type { ControlPlane, DeliverySummaryRow } from "../db/control_plane.ts";
-import { DatabaseUnavailable } from "../db/control_plane.ts";
+import type { ControlPlane } from "../db/control_plane.ts";
 import type { ObjectStore } from "../storage/object_store.ts";
-import { StorageError } from "../storage/object_store.ts";
 import type { Delivery, DeliveryHub } from "../deliveries.ts";
 import type { Metrics } from "../metrics.ts";
 import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
-import { ApiError } from "../http/errors.ts";
 import { SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
 import { datasetKey } from "../storage/object_store.ts";
-import { aggregateDelivery } from "./aggregate_delivery.ts";
-import { ANALYSIS_VERSION, buildReport } from "./report.ts";
-import { validateSettings } from "./settings.ts";
-import {
-  type Changes,
-  compareDeliveries,
-  decodeDeliverySummary,
-  deliverySummaryOf,
-  encodeDeliverySummary,
-} from "./history/delivery_summary.ts";
-import { snapshotFigures } from "./history/snapshot.ts";
+import { ANALYSIS_VERSION } from "./report.ts";
+import { analyseDelivery } from "./analyse_delivery.ts";
 
 /** Small datasets analysed at the same time (beside the larger ones). */
-const SMALL_AT_ONCE = 8;
+export const SMALL_AT_ONCE = 8;
 /** Longest a small analysis waits for uploads to stop streaming before it runs anyway. */
-const BUSY_WAIT_MS = 5_000;
+export const BUSY_WAIT_MS = 5_000;
 /** How often a waiting queue looks again whether uploads stopped. */
-const BUSY_POLL_MS = 20;
+export const BUSY_POLL_MS = 20;
+
+/** What the wiring, the scan and tests see of either analysis queue. */
+export interface AnalysisScheduler {
+  /** Offers a delivery for analysis (never throws; a failure is logged and retried later). */
+  enqueue(delivery: Delivery): void;
+  /** True when a delivery with this ETag is queued or running here. */
+  inFlight(orgId: string, experimentId: string, etag: string): boolean;
+  /**
+   * Queues, in the background, a re-run of every ready result made by an older analysis
+   * (`ANALYSIS_VERSION`), newest deliveries first; answers how many were offered.
+   */
+  rerunOutdated(): Promise<number>;
+  /** Resolves when nothing is admitted, queued or running in this process. */
+  whenIdle(): Promise<void>;
+  /** Stops taking work and waits for the runs under way. */
+  stop(): Promise<void>;
+}
 
 export interface AnalysisQueueOptions {
   db: ControlPlane;
@@ -64,7 +68,7 @@ export interface AnalysisQueueOptions {
   log: Logger;
 }
 
-export class AnalysisQueue {
+export class AnalysisQueue implements AnalysisScheduler {
   #o: AnalysisQueueOptions;
   /** Deliveries waiting to run, by dataset, in order of arrival: small ones and the others. */
   #small = new Map<string, Delivery>();
@@ -282,169 +286,18 @@ export class AnalysisQueue {
   }
 
   async #run(delivery: Delivery): Promise<void> {
-    const { db, store, metrics } = this.#o;
-    const log = this.#o.log;
-    const startedAt = new Date().toISOString();
-    const t0 = performance.now();
-    const { orgId, experimentId, key } = delivery;
-    let etag = delivery.info.etag;
-    let outcome: {
-      status: "ready" | "failed";
-      error: string | null;
-      rows: number | null;
-      result: unknown;
-      version: number;
-    };
-    /** What the history keeps of a ready run, once its result is saved. */
-    let history: (() => Promise<void>) | null = null;
-    try {
-      const object = await store.get(key);
-      if (!object) return; // deleted meanwhile
-      if (object.info.etag !== etag) {
-        // Replaced since it was announced: what is there now is a delivery (recorded, analysed;
-        // for a re-run of an older result: nothing more).
-        await object.body.cancel();
-        if (delivery.source !== "upgrade") {
-          void this.#o.deliveries.deliver({
-            ...delivery,
-            info: object.info,
-            source: "scan",
-            sha256: undefined,
-          });
-        }
-        return;
-      }
-      etag = object.info.etag;
-      const settings = validateSettings((await db.settings.get(orgId, experimentId)) ?? {});
-      const previous = await db.deliverySummaries.get(orgId, experimentId);
-      // The content's SHA-256: from the upload, from the last run of this object, or read here.
-      const known = delivery.sha256 ?? (previous?.etag === etag ? previous.sha256 : undefined);
-      const hash = known === undefined ? createHash("sha256") : null;
-      // A two-step delivery is validated beside the reading: a refusal is the upload check's.
-      const aggregate = await aggregateDelivery(object.body, {
-        validated: delivery.validated,
-        metricKinds: settings.metric_kinds,
-        covariates: settings.covariates,
-        winsorize: settings.winsorize,
-        sizeBytes: object.info.size,
-        keyMetric: settings.key_metric,
-        userSummary: true,
-        onChunk: hash === null ? undefined : (chunk) => hash.update(chunk),
-      });
-      const sha256 = known ?? hash!.digest("hex");
-      const rows = aggregate.rows;
-      const summary = deliverySummaryOf(aggregate);
-      const sameContent = previous?.sha256 === sha256;
-      let changes: Changes | null = null;
-      if (previous && sameContent) {
-        // The same bytes again (a re-run, or a re-delivery): what they changed, as found then.
-        changes = previous.changes === null ? null : JSON.parse(previous.changes);
-      } else if (previous) {
-        const before = decodeDeliverySummary(previous.summary);
-        if (before !== null) {
-          changes = compareDeliveries(before, summary, previous.etag, previous.delivered_at);
-        }
-      }
-      const report = buildReport(aggregate, settings, { changes });
-      // `_data` keeps what settings are checked against (variants, metrics), not served as such.
-      const data = { ...aggregate, daily: [], dimensions: [], userSummary: null };
-      outcome = {
-        status: "ready",
-        error: null,
-        rows,
-        result: { ...report, _data: data },
-        version: ANALYSIS_VERSION,
-      };
-      const deliveredAt = object.info.lastModified.toISOString();
-      history = async () => {
-        if (!sameContent || previous?.etag !== etag) {
-          const row: DeliverySummaryRow = {
-            etag,
-            sha256,
-            delivered_at: deliveredAt,
-            summary: encodeDeliverySummary(summary),
-            changes: report.changes === null ? null : JSON.stringify(report.changes),
-          };
-          await db.deliverySummaries.save(orgId, experimentId, row);
-        }
-        await db.history.record(orgId, experimentId, {
-          sha256,
-          etag,
-          delivered_at: deliveredAt,
-          analysed_at: new Date().toISOString(),
-          figures: JSON.stringify(snapshotFigures(report, rows)),
-        }, this.#o.historyMaxSnapshots ?? 1000);
-      };
-    } catch (error) {
-      if (error instanceof StorageError || error instanceof DatabaseUnavailable) {
-        // Transient: the row stays `pending`, and the timer's scan runs it again.
-        metrics.analysisRuns.inc({ outcome: "retry" });
-        const failed = error instanceof StorageError ? "storage" : "the database";
-        log.warn(`analysis postponed: ${failed} failed; the next scan retries it`, {
-          org_id: orgId,
-          experiment_id: experimentId,
-          error: error.message,
-        });
-        return;
-      }
-      if (error instanceof ApiError) {
-        outcome = {
-          status: "failed",
-          error: error.message,
-          rows: null,
-          result: null,
-          version: ANALYSIS_VERSION,
-        };
-      } else {
-        log.error("analysis failed", {
-          org_id: orgId,
-          experiment_id: experimentId,
-          error: describeError(error),
-        });
-        outcome = {
-          status: "failed",
-          error: "The analysis failed unexpectedly; it will run again after the next delivery",
-          rows: null,
-          result: null,
-          version: ANALYSIS_VERSION,
-        };
-      }
-    }
-    const seconds = (performance.now() - t0) / 1000;
-    metrics.analysisRuns.inc({ outcome: outcome.status });
-    metrics.analysisSeconds.observe(seconds);
-    let saved = false;
-    try {
-      saved = await db.analyses.saveResult(orgId, experimentId, etag, outcome, startedAt);
-    } catch (error) {
-      // Not saved: the row stays `pending`, and the timer's scan runs the analysis again.
-      log.error("analysis result not saved", {
-        org_id: orgId,
-        experiment_id: experimentId,
-        error: describeError(error),
+    const result = await analyseDelivery(this.#o, delivery);
+    // Replaced since it was announced: what is there now is a delivery (recorded, analysed; for
+    // a re-run of an older result: nothing more). `postponed`: the row stays `pending`, and the
+    // timer's scan runs it again.
+    if (result.kind === "replaced" && delivery.source !== "upgrade") {
+      void this.#o.deliveries.deliver({
+        ...delivery,
+        info: result.info,
+        source: "scan",
+        sha256: undefined,
       });
     }
-    if (saved && history !== null) {
-      try {
-        await history();
-      } catch (error) {
-        // The result stands; the history misses this delivery (the next one compares with the
-        // delivery before it).
-        log.error("analysis history not saved", {
-          org_id: orgId,
-          experiment_id: experimentId,
-          error: describeError(error),
-        });
-      }
-    }
-    log.info("analysis finished", {
-      org_id: orgId,
-      experiment_id: experimentId,
-      etag,
-      source: delivery.source,
-      status: outcome.status,
-      duration_ms: Math.round(seconds * 1000),
-    });
   }
 
   async stop(): Promise<void> {

@@ -1,6 +1,8 @@
 /**
- * HMAC-SHA256 signatures for the local driver's upload URLs, over method, key, expiry and the
- * declared length. The secret is generated on first start and kept in the data directory (0600).
+ * HMAC-SHA256 signatures for the local driver's upload URLs (over method, key, expiry and the
+ * declared length) and for list cursors. The secret comes from the control plane's `secrets`
+ * (`url-signing`): a file in the data directory with SQLite, a row shared by every instance with
+ * PostgreSQL, so a URL or a page issued by one instance is accepted by another.
  */
 import { Buffer } from "node:buffer";
 import { timingSafeEqual } from "node:crypto";
@@ -50,28 +52,4 @@ export class UrlSigner {
     if (now > expires) return { result: "expired", size };
     return { result: "ok", size };
   }
-}
-
-/** Reads the signing secret from `path`, creating it (mode 0600) on first start. */
-export async function loadOrCreateSecret(path: string): Promise<Uint8Array> {
-  try {
-    const text = (await Deno.readTextFile(path)).trim();
-    const bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
-    if (bytes.length >= 32) return bytes;
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
-  }
-  const secret = crypto.getRandomValues(new Uint8Array(32));
-  const dir = path.slice(0, path.lastIndexOf("/"));
-  if (dir) await Deno.mkdir(dir, { recursive: true });
-  try {
-    await Deno.writeTextFile(path, btoa(String.fromCharCode(...secret)) + "\n", {
-      mode: 0o600,
-      createNew: true,
-    });
-  } catch (error) {
-    if (error instanceof Deno.errors.AlreadyExists) return loadOrCreateSecret(path);
-    throw error;
-  }
-  return secret;
 }

@@ -1,10 +1,15 @@
 /**
  * The control plane: what the service keeps besides the datasets themselves (organizations, API
  * keys, settings, analysis results, the dataset catalog and upload grants, each experiment's
- * history of snapshots and the summary of its previous delivery). One interface, two drivers:
- * SQLite (`sqlite/`, the embedded
- * default for one host) and PostgreSQL (several instances sharing one bucket). Every method is
- * asynchronous so both drivers fit; the SQLite driver answers at once.
+ * history of snapshots and the summary of its previous delivery, signing secrets). One interface,
+ * two drivers: SQLite (`sqlite/`, the embedded default for one host) and PostgreSQL (`postgres/`,
+ * several instances sharing one bucket). Every method is asynchronous so both drivers fit; the
+ * SQLite driver answers at once.
+ *
+ * What scale-out needs is part of the interface, so callers never ask which driver they hold:
+ * `secrets` (shared by every instance of one database), `withTimerLock` (timer work on one
+ * instance at a time) and the optional `jobs` (analysis jobs claimed with a lease; absent on
+ * SQLite, where one process owns the database and the analysis queue lives in memory).
  *
  * A driver reports failures that pass with time or an operator's fix (a lock held too long, a
  * read-only or full disk, a database that cannot be reached) as `DatabaseUnavailable`: the HTTP
@@ -91,6 +96,16 @@ export interface HistorySnapshot {
 
 /** What `HistoryRepo.record` did with a snapshot. */
 export type RecordOutcome = "added" | "replaced" | "unchanged";
+
+/** What a ready result adds to its experiment's history (`AnalysisRepo.saveResult`). */
+export interface ResultHistory {
+  /** The delivery's summary, replacing the experiment's; null keeps the one saved (the same). */
+  summary: DeliverySummaryRow | null;
+  /** The snapshot, recorded as `HistoryRepo.record` does. */
+  snapshot: Omit<HistorySnapshot, "seq">;
+  /** Snapshots kept per experiment. */
+  keep: number;
+}
 
 /** The summary of an experiment's last analysed delivery (what `changes` is computed from). */
 export interface DeliverySummaryRow {
@@ -236,6 +251,8 @@ export interface AnalysisRepo {
   /**
    * Saves a finished run, unless a newer delivery replaced the object meanwhile (false then, or
    * when the database cannot be written: the row stays `pending` and the scan runs it again).
+   * `history`, given with a ready result, is written in the same transaction: whoever reads the
+   * result then finds its snapshot too, and a result not saved leaves no history.
    */
   saveResult(
     orgId: string,
@@ -243,6 +260,7 @@ export interface AnalysisRepo {
     etag: string,
     outcome: AnalysisOutcome,
     startedAt: string,
+    history?: ResultHistory,
   ): Promise<boolean>;
   delete(orgId: string, experimentId: string): Promise<void>;
   /** Ready results made by an analysis older than `version` (or by an unrecorded one), newest deliveries first. */
@@ -279,6 +297,94 @@ export interface DeliverySummaryRepo {
   delete(orgId: string, experimentId: string): Promise<void>;
 }
 
+export interface SecretRepo {
+  /**
+   * The secret called `name`, stored on first use (`initial`, else 32 random bytes): every
+   * instance sharing the database gets the same bytes.
+   */
+  getOrCreate(name: string, initial?: Uint8Array): Promise<Uint8Array>;
+  /** The secret called `name`, or null when none was made yet. */
+  get(name: string): Promise<Uint8Array | null>;
+}
+
+/** What a delivery offers the shared analysis queue. */
+export interface AnalysisJobOffer {
+  orgId: string;
+  experimentId: string;
+  /** The dataset's storage key. */
+  key: string;
+  etag: string;
+  sizeBytes: number;
+  /** ISO time the object was stored. */
+  deliveredAt: string;
+  /** True when the bytes were validated on the way in (direct upload). */
+  validated: boolean;
+  /** SHA-256 of the bytes (hex) when known on the way in (direct upload). */
+  sha256?: string;
+  /**
+   * How the delivery was noticed; `settings` asks for one more run of the same object; `upgrade`
+   * is the re-run of a result made by an older analysis, which never replaces a job.
+   */
+  source: "upload" | "presigned_put" | "scan" | "event" | "reconcile" | "settings" | "upgrade";
+}
+
+/** A claimed analysis job: the newest delivery of one dataset. */
+export interface AnalysisJob extends AnalysisJobOffer {
+  /** Grows with every offer that changes the job; `complete` compares it. */
+  generation: number;
+  /** Claims so far, this one included (postponed claims do not count). */
+  attempts: number;
+}
+
+/** Which jobs a claim takes (every one by default). */
+export interface AnalysisJobSelection {
+  /** Jobs of objects up to this many bytes only. */
+  maxBytes?: number;
+  /** Jobs of objects over this many bytes only. */
+  overBytes?: number;
+  /** Jobs offered at least this many milliseconds ago only (by the database's clock). */
+  offeredAgoMs?: number;
+  /** `exclude`: no re-runs of older results (`upgrade`); `only`: nothing else. */
+  upgrades?: "exclude" | "only";
+}
+
+/**
+ * Analysis jobs shared by every instance: one row per dataset, claimed with a lease that the
+ * running instance renews; a lease that runs out (the instance died) makes the job claimable
+ * again.
+ */
+export interface AnalysisJobRepo {
+  /**
+   * Records that a delivery awaits analysis. The object already offered joins that job (nothing
+   * changes) unless the source is `settings`, which queues one more run; another object replaces
+   * the job's (newest wins) and is run after the current run, if any, finished. An `upgrade`
+   * only adds a job to a dataset that has none.
+   */
+  offer(job: AnalysisJobOffer): Promise<void>;
+  /**
+   * Claims up to `limit` jobs for `leaseSeconds` among those `select` names, oldest offer first
+   * and re-runs of older results last: jobs nobody holds, and jobs `owner` holds but does not
+   * run (`running` lists the `org/experiment` it runs): a claim or a release whose answer was
+   * lost in a database outage is taken back at once instead of waiting for its lease to run out.
+   */
+  claim(
+    owner: string,
+    leaseSeconds: number,
+    limit: number,
+    running?: readonly string[],
+    select?: AnalysisJobSelection,
+  ): Promise<AnalysisJob[]>;
+  /** Extends the lease; false when `owner` no longer holds the job. */
+  renew(owner: string, job: AnalysisJob, leaseSeconds: number): Promise<boolean>;
+  /**
+   * Ends a run: the job is removed, unless an offer changed it meanwhile; then it is released, to
+   * be claimed again at once.
+   */
+  complete(owner: string, job: AnalysisJob): Promise<void>;
+  /** Releases the job after a transient failure, claimable again in `delaySeconds`. */
+  postpone(owner: string, job: AnalysisJob, delaySeconds: number): Promise<void>;
+}
+
 export interface ControlPlane {
   readonly driver: "sqlite" | "postgres";
   readonly orgs: OrgRepo;
@@ -289,6 +395,15 @@ export interface ControlPlane {
   readonly grants: GrantRepo;
   readonly history: HistoryRepo;
   readonly deliverySummaries: DeliverySummaryRepo;
+  /** Secrets that sign list cursors and local upload URLs. */
+  readonly secrets: SecretRepo;
+  /** Analysis jobs claimed with a lease, when several instances share the database. */
+  readonly jobs?: AnalysisJobRepo;
+  /**
+   * Runs `fn` while this instance holds the lock `name`, so that timer work runs on one instance
+   * at a time; answers undefined without running `fn` when another instance holds it.
+   */
+  withTimerLock<T>(name: string, fn: () => Promise<T>): Promise<T | undefined>;
   /** True when the database answers a trivial query. */
   reachable(): Promise<boolean>;
   close(): Promise<void>;
@@ -299,6 +414,18 @@ export class DatabaseUnavailable extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = "DatabaseUnavailable";
+  }
+}
+
+/**
+ * The database cannot be used at all (unreachable at start-up, a wrong password, no such
+ * database, missing permissions): start-up stops with this one line, which never holds a
+ * password.
+ */
+export class DatabaseOpenError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "DatabaseOpenError";
   }
 }
 

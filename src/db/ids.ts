@@ -28,3 +28,12 @@ export function toBase62(value: number, width: number): string {
   }
   return out.padStart(width, "0");
 }
+
+/** Checks an organization name: 1 to 200 characters once trimmed. */
+export function orgName(name: string): string {
+  const trimmed = name.trim();
+  if (trimmed === "" || trimmed.length > 200) {
+    throw new RangeError("Cannot create organization: the name must be 1 to 200 characters");
+  }
+  return trimmed;
+}

@@ -35,24 +35,49 @@ export function bearerKey(header: string | null): string {
 
 /**
  * Key lookups answered in the last half second, by key hash: a hot key costs one hash, not a
- * query, and an admin change (revoke, deactivate) is still seen within a second.
+ * query, and an admin change (revoke, deactivate) is still seen within a second. A request that
+ * finds an entry older than `REFRESH_AHEAD_MS` starts one refresh in the background, so a hot key
+ * is refreshed before it expires; requests that miss while a lookup of the same key is under way
+ * wait for that one. With PostgreSQL, 50 requests arriving as an entry expired would otherwise
+ * each wait for a query (a p99 several times the median).
  */
-const recent = new WeakMap<ControlPlane, Map<string, { owner: KeyOwner | null; at: number }>>();
+interface KeyCache {
+  recent: Map<string, { owner: KeyOwner | null; at: number }>;
+  pending: Map<string, Promise<KeyOwner | null>>;
+}
+const caches = new WeakMap<ControlPlane, KeyCache>();
 const RECENT_MS = 500;
+const REFRESH_AHEAD_MS = 300;
 
-async function lookup(db: ControlPlane, key: string): Promise<KeyOwner | null> {
-  let cache = recent.get(db);
+function refresh(db: ControlPlane, cache: KeyCache, hash: string): Promise<KeyOwner | null> {
+  const inFlight = cache.pending.get(hash);
+  if (inFlight) return inFlight;
+  const started = performance.now();
+  const query = db.keys.ownerByHash(hash).then((owner) => {
+    if (cache.recent.size >= 10_000) cache.recent.clear();
+    // Dated from when the query started: what it read is at most that old.
+    cache.recent.set(hash, { owner, at: started });
+    return owner;
+  }).finally(() => cache.pending.delete(hash));
+  cache.pending.set(hash, query);
+  return query;
+}
+
+function lookup(db: ControlPlane, key: string): Promise<KeyOwner | null> {
+  let cache = caches.get(db);
   if (!cache) {
-    cache = new Map();
-    recent.set(db, cache);
+    cache = { recent: new Map(), pending: new Map() };
+    caches.set(db, cache);
   }
   const hash = hashKey(key);
-  const hit = cache.get(hash);
-  if (hit && performance.now() - hit.at < RECENT_MS) return hit.owner;
-  const owner = await db.keys.ownerByHash(hash);
-  if (cache.size >= 10_000) cache.clear();
-  cache.set(hash, { owner, at: performance.now() });
-  return owner;
+  const hit = cache.recent.get(hash);
+  const age = hit ? performance.now() - hit.at : Infinity;
+  if (hit && age < RECENT_MS) {
+    // A failed refresh is retried by the next request; once expired, requests wait for one.
+    if (age > REFRESH_AHEAD_MS) refresh(db, cache, hash).catch(() => {});
+    return Promise.resolve(hit.owner);
+  }
+  return refresh(db, cache, hash);
 }
 
 export async function authenticate(

@@ -1,5 +1,12 @@
+/**
+ * Both analysis queues (in memory on SQLite, leased jobs on PostgreSQL): small analyses wait
+ * while uploads stream and run after (or once they waited too long); results of an older
+ * analysis are run again, with their history kept, as any run's.
+ */
 import { assertEquals } from "../_assert.ts";
 import { SqliteControlPlane } from "../../src/db/sqlite/sqlite_control_plane.ts";
+import { openPostgres } from "../../src/db/postgres/postgres_control_plane.ts";
+import type { ControlPlane } from "../../src/db/control_plane.ts";
 import { LocalStore } from "../../src/storage/local_store.ts";
 import type { ObjectInfo } from "../../src/storage/object_store.ts";
 import { UrlSigner } from "../../src/crypto/url_signer.ts";
@@ -7,25 +14,33 @@ import { createLogger } from "../../src/log.ts";
 import { DeliveryHub } from "../../src/deliveries.ts";
 import { Metrics } from "../../src/metrics.ts";
 import { AnalysisQueue } from "../../src/analysis/analysis_queue.ts";
+import type { AnalysisScheduler } from "../../src/analysis/analysis_queue.ts";
+import { LeasedAnalysisQueue } from "../../src/analysis/leased_analysis_queue.ts";
 import { ANALYSIS_VERSION } from "../../src/analysis/report.ts";
+import { postgresTest, withDatabase } from "../_postgres.ts";
 
 const CSV = new TextEncoder().encode(
   "user_id,variant,date,m\nu1,A,2026-01-01,1\nu2,B,2026-01-01,0\n",
 );
 
-async function setup(busy: () => boolean, busyWaitMs: number) {
-  const dir = await Deno.makeTempDir({ prefix: "abn-queue-" });
+type Setup = (busy: () => boolean, busyWaitMs: number) => ReturnType<typeof setupWith>;
+
+async function setupWith(
+  dir: string,
+  db: ControlPlane,
+  busy: () => boolean,
+  busyWaitMs: number,
+) {
   const store = new LocalStore({
     dataDir: dir,
     signer: new UrlSigner(new Uint8Array(32)),
     publicUrl: "http://127.0.0.1:1",
   });
   await store.open();
-  const db = new SqliteControlPlane(`${dir}/abn.sqlite`);
   const log = createLogger({ sink: () => {} });
   const deliveries = new DeliveryHub({ log });
   const metrics = new Metrics();
-  const queue = new AnalysisQueue({
+  const options = {
     db,
     store,
     deliveries,
@@ -34,7 +49,10 @@ async function setup(busy: () => boolean, busyWaitMs: number) {
     busy,
     busyWaitMs,
     log,
-  });
+  };
+  const queue: AnalysisScheduler = db.jobs
+    ? new LeasedAnalysisQueue({ ...options, jobs: db.jobs, leaseSeconds: 60, pollMs: 100 })
+    : new AnalysisQueue(options);
   const infos: ObjectInfo[] = [];
   for (let i = 0; i < 5; i++) {
     const writer = await store.createWriter(`org/o/experiments/e${i}/latest.csv`);
@@ -53,50 +71,92 @@ async function setup(busy: () => boolean, busyWaitMs: number) {
       })
     );
   const ready = () => metrics.analysisRuns.get({ outcome: "ready" });
-  return {
-    db,
-    infos,
-    deliver,
-    ready,
-    queue,
-    async close() {
-      await queue.stop();
-      await db.close();
-      await Deno.remove(dir, { recursive: true });
-    },
+  /** Resolves once `n` runs ended ready (the leased queue's idleness is this instance's only). */
+  const readyCount = async (n: number, ms = 20_000) => {
+    const deadline = Date.now() + ms;
+    while (ready() < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await queue.whenIdle();
+    return ready();
   };
+  return { db, infos, deliver, ready, readyCount, queue, stop: () => queue.stop() };
 }
 
-Deno.test("AnalysisQueue lets small analyses wait while uploads stream, and runs them after", async () => {
+/** Registers `name (sqlite)` and `name (postgres)`, the body given a setup on that driver. */
+function queueTest(name: string, body: (setup: Setup) => Promise<void>): void {
+  const run = async (open: (dir: string) => Promise<ControlPlane>) => {
+    const dir = await Deno.makeTempDir({ prefix: "abn-queue-" });
+    const opened: { db: ControlPlane; stop: () => Promise<void> }[] = [];
+    try {
+      await body(async (busy, busyWaitMs) => {
+        const t = await setupWith(dir, await open(dir), busy, busyWaitMs);
+        opened.push(t);
+        return t;
+      });
+    } finally {
+      for (const t of opened) {
+        await t.stop();
+        await t.db.close();
+      }
+      await Deno.remove(dir, { recursive: true });
+    }
+  };
+  Deno.test(`${name} (sqlite)`, () =>
+    run((dir) => Promise.resolve(new SqliteControlPlane(`${dir}/abn.sqlite`))));
+  postgresTest(
+    `${name} (postgres)`,
+    () => withDatabase((database) => run(() => openPostgres(database.url))),
+  );
+}
+
+queueTest("small analyses wait while uploads stream, and run after", async (setup) => {
   let busy = true;
   const t = await setup(() => busy, 60_000);
-  try {
-    t.deliver();
-    await new Promise((r) => setTimeout(r, 300));
-    assertEquals(t.ready(), 0);
-    busy = false;
-    await t.queue.whenIdle();
-    assertEquals(t.ready(), 5);
-  } finally {
-    await t.close();
-  }
+  t.deliver();
+  await new Promise((r) => setTimeout(r, 300));
+  assertEquals(t.ready(), 0);
+  busy = false;
+  assertEquals(await t.readyCount(5), 5);
 });
 
-Deno.test("AnalysisQueue runs a small analysis that waited too long even while uploads stream", async () => {
-  const t = await setup(() => true, 100);
-  try {
+queueTest(
+  "a small analysis that waited too long runs even while uploads stream",
+  async (setup) => {
+    const t = await setup(() => true, 100);
     t.deliver();
-    await t.queue.whenIdle();
-    assertEquals(t.ready(), 5);
-  } finally {
-    await t.close();
-  }
-});
+    assertEquals(await t.readyCount(5), 5);
+  },
+);
 
-Deno.test("AnalysisQueue keeps a re-run of an older result when a delivery finds that result saved", async () => {
-  let busy = true;
-  const t = await setup(() => busy, 60_000);
-  try {
+queueTest(
+  "results of an older analysis run again; the new result keeps a history snapshot",
+  async (setup) => {
+    const t = await setup(() => false, 0);
+    const [info] = t.infos;
+    const delivered = info.lastModified.toISOString();
+    await t.db.analyses.markPending("o", "e0", info.etag, info.size, delivered);
+    await t.db.analyses.saveResult(
+      "o",
+      "e0",
+      info.etag,
+      { status: "ready", error: null, rows: 2, result: {}, version: ANALYSIS_VERSION - 1 },
+      delivered,
+    );
+    assertEquals(await t.queue.rerunOutdated(), 1);
+    assertEquals(await t.readyCount(1), 1);
+    const row = await t.db.analyses.get("o", "e0");
+    assertEquals([row?.status, row?.analysis_version], ["ready", ANALYSIS_VERSION]);
+    assertEquals((await t.db.history.list("o", "e0", 0, 10)).map((s) => s.etag), [info.etag]);
+    assertEquals((await t.db.deliverySummaries.get("o", "e0"))?.etag, info.etag);
+    // Nothing older is left to run again.
+    assertEquals(await t.queue.rerunOutdated(), 0);
+  },
+);
+
+queueTest(
+  "a re-run of an older result is kept when a delivery finds that result saved",
+  async (setup) => {
+    let busy = true;
+    const t = await setup(() => busy, 60_000);
     // e0–e3 hold results of an older analysis; e4 has none yet.
     for (let i = 0; i < 4; i++) {
       const { etag, size } = t.infos[i];
@@ -113,12 +173,9 @@ Deno.test("AnalysisQueue keeps a re-run of an older result when a delivery finds
     t.deliver([0, 1, 2, 3], "reconcile");
     await new Promise((r) => setTimeout(r, 100));
     busy = false;
-    await t.queue.whenIdle();
+    assertEquals(await t.readyCount(5), 5);
     for (let i = 0; i < 5; i++) {
       assertEquals((await t.db.analyses.get("o", `e${i}`))?.analysis_version, ANALYSIS_VERSION);
     }
-    assertEquals(t.ready(), 5);
-  } finally {
-    await t.close();
-  }
-});
+  },
+);

@@ -1,8 +1,14 @@
+/**
+ * The dataset catalog and upload grants: the repositories' contract on both drivers (SQLite and
+ * PostgreSQL: byte-order keyset pages, newer observation wins, the analysis status mirrored),
+ * then the SQLite driver's group commit.
+ */
 import { DatabaseSync } from "node:sqlite";
 import { assert, assertEquals } from "../_assert.ts";
 import { SqliteControlPlane } from "../../src/db/sqlite/sqlite_control_plane.ts";
 import type { DatasetEntry } from "../../src/db/control_plane.ts";
 import { DatabaseUnavailable } from "../../src/db/control_plane.ts";
+import { controlPlaneTest } from "./_control_planes.ts";
 
 async function withDb(fn: (db: SqliteControlPlane, path: string) => Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "abn-catalog-db-" });
@@ -34,30 +40,40 @@ function plain<T>(row: T): T {
   return { ...row };
 }
 
-Deno.test("datasets.page answers one organization's rows in experiment_id byte order, by keyset", async () => {
-  await withDb(async (db) => {
+controlPlaneTest(
+  "datasets.page answers one organization's rows in experiment_id byte order, by keyset",
+  async (db, reopen) => {
     const ids = ["x", "x-1", "x.y", "X", "_a", "0", "x0", "a"];
     await db.datasets.put(ids.map((id) => entry(id)));
     await db.datasets.put([entry("other", { org_id: "org_b" })]);
     const sorted = [...ids].sort((a, b) => a < b ? -1 : 1);
     assertEquals(sorted, ["0", "X", "_a", "a", "x", "x-1", "x.y", "x0"]);
-    const all = await db.datasets.page("org_a", { limit: 100 });
+    const other = await reopen();
+    const all = await other.datasets.page("org_a", { limit: 100 });
     assertEquals(all.map((r) => r.experiment_id), sorted);
+    // Storage keys in byte order too, as reconciliation compares them with a listing ("x/…"
+    // after "x-1/…" and "x.y/…").
+    const keys = [...ids.map((id) => entry(id).key), entry("other", { org_id: "org_b" }).key];
+    assertEquals(
+      (await other.datasets.keyRange("", null, 100)).map((r) => r.key),
+      keys.sort((a, b) => a < b ? -1 : 1),
+    );
     const pages: string[][] = [];
     let after: string | null = null;
     do {
-      const page: string[] = (await db.datasets.page("org_a", { after, limit: 3 }))
+      const page: string[] = (await other.datasets.page("org_a", { after, limit: 3 }))
         .map((r) => r.experiment_id);
       pages.push(page);
       after = page.length === 3 ? page[2] : null;
     } while (after !== null);
     assertEquals(pages.flat(), sorted);
     assertEquals(pages[0], ["0", "X", "_a"]);
-  });
-});
+  },
+);
 
-Deno.test("datasets.put keeps the later observation and takes the analysis status of the new ETag", async () => {
-  await withDb(async (db) => {
+controlPlaneTest(
+  "datasets.put keeps the later observation and takes the analysis status of the new ETag",
+  async (db, reopen) => {
     await db.datasets.put([entry("e", { etag: "v1", observed_at: "2026-01-01T00:00:05.000Z" })]);
     // An older observation (a listing that started before the commit) changes nothing.
     await db.datasets.put([entry("e", { etag: "v0", observed_at: "2026-01-01T00:00:04.000Z" })]);
@@ -93,22 +109,69 @@ Deno.test("datasets.put keeps the later observation and takes the analysis statu
     );
     assertEquals((await db.datasets.get("org_a", "e"))?.analysis_status, "failed");
     await db.analyses.delete("org_a", "e");
-    assertEquals((await db.datasets.get("org_a", "e"))?.analysis_status, "pending");
-  });
-});
+    const other = await reopen();
+    assertEquals((await other.datasets.get("org_a", "e"))?.analysis_status, "pending");
+    // One batch holding several observations of a dataset: the latest wins, the later of equals.
+    await other.datasets.put([
+      entry("f", { etag: "f1", observed_at: "2026-01-01T00:00:05.000Z" }),
+      entry("f", { etag: "f3", observed_at: "2026-01-01T00:00:06.000Z" }),
+      entry("g", { etag: "g1" }),
+      entry("f", { etag: "f4", observed_at: "2026-01-01T00:00:06.000Z" }),
+      entry("f", { etag: "f2", observed_at: "2026-01-01T00:00:04.000Z" }),
+    ]);
+    assertEquals((await db.datasets.get("org_a", "f"))?.etag, "f4");
+    assertEquals(plain((await db.datasets.get("org_a", "g"))!), {
+      ...entry("g", { etag: "g1" }),
+      analysis_status: "pending",
+    });
+  },
+);
 
-Deno.test("datasets.remove leaves a row observed after the removal's time", async () => {
-  await withDb(async (db) => {
+controlPlaneTest(
+  "a catalog row written while its analysis is saved elsewhere ends with the saved status",
+  async (db, reopen) => {
+    const other = await reopen();
+    const ids = Array.from({ length: 40 }, (_, i) => `race${i}`);
+    for (const id of ids) {
+      await db.analyses.markPending("org_a", id, `v-${id}`, 10, "2026-01-01T00:00:00.000Z");
+    }
+    // One instance records the objects while another saves their results, all at once.
+    await Promise.all(ids.flatMap((id, i) => [
+      db.datasets.put([entry(id, { etag: `v-${id}` })]),
+      other.analyses.saveResult(
+        "org_a",
+        id,
+        `v-${id}`,
+        { status: i % 2 ? "ready" : "failed", error: null, rows: 1, result: {} },
+        "2026-01-01T00:00:01.000Z",
+      ),
+    ]));
+    const rows = await db.datasets.page("org_a", { limit: 100 });
+    assertEquals(rows.length, ids.length);
+    for (const row of rows) {
+      const i = Number(row.experiment_id.slice(4));
+      assertEquals([row.experiment_id, row.analysis_status], [
+        row.experiment_id,
+        i % 2 ? "ready" : "failed",
+      ]);
+    }
+  },
+);
+
+controlPlaneTest(
+  "datasets.remove leaves a row observed after the removal's time",
+  async (db) => {
     await db.datasets.put([entry("e", { observed_at: "2026-01-01T00:00:05.000Z" })]);
     assertEquals(await db.datasets.remove("org_a", "e", "2026-01-01T00:00:04.000Z"), false);
     assertEquals((await db.datasets.get("org_a", "e"))?.experiment_id, "e");
     assertEquals(await db.datasets.remove("org_a", "e", "2026-01-01T00:00:05.000Z"), true);
     assertEquals(await db.datasets.get("org_a", "e"), null);
-  });
-});
+  },
+);
 
-Deno.test("datasets.keyRange, larger and pending answer what reconciliation, clean-up and scan read", async () => {
-  await withDb(async (db) => {
+controlPlaneTest(
+  "datasets.keyRange, larger and pending answer what reconciliation, clean-up and scan read",
+  async (db) => {
     await db.datasets.put([
       entry("a", { size_bytes: 5 }),
       entry("b", { size_bytes: 500 }),
@@ -141,11 +204,12 @@ Deno.test("datasets.keyRange, larger and pending answer what reconciliation, cle
       ...entry("a", { size_bytes: 5 }),
       analysis_status: "pending",
     });
-  });
-});
+  },
+);
 
-Deno.test("grants keep their latest expiry and are open from a cut-off on", async () => {
-  await withDb(async (db) => {
+controlPlaneTest(
+  "grants keep their latest expiry and are open from a cut-off on",
+  async (db, reopen) => {
     const grant = (key: string, expires: string, org = "org_a") => ({
       key,
       org_id: org,
@@ -158,8 +222,9 @@ Deno.test("grants keep their latest expiry and are open from a cut-off on", asyn
       grant("k2", "2026-01-01T00:10:00.000Z"),
       grant("k3", "2026-01-01T02:00:00.000Z", "org_b"),
     ]);
+    const other = await reopen();
     const open = (since: string, org?: string) =>
-      db.grants.open(since, org).then((gs) => gs.map((g) => `${g.key}@${g.expires_at}`));
+      other.grants.open(since, org).then((gs) => gs.map((g) => `${g.key}@${g.expires_at}`));
     assertEquals(await open("2026-01-01T00:20:00.000Z"), [
       "k1@2026-01-01T01:00:00.000Z",
       "k3@2026-01-01T02:00:00.000Z",
@@ -175,8 +240,19 @@ Deno.test("grants keep their latest expiry and are open from a cut-off on", asyn
       "k1@2026-01-01T01:00:00.000Z",
       "k3@2026-01-01T02:00:00.000Z",
     ]);
-  });
-});
+    // One batch granting a key twice keeps its later expiry.
+    await db.grants.put([
+      grant("k4", "2026-01-01T04:00:00.000Z"),
+      grant("k4", "2026-01-01T03:00:00.000Z"),
+    ]);
+    assertEquals(
+      (await other.grants.get("k4", "2026-01-01T03:30:00.000Z"))?.expires_at,
+      "2026-01-01T04:00:00.000Z",
+    );
+    assertEquals(await db.grants.prune("2026-01-01T05:00:00.000Z"), 3);
+    assertEquals(await open("2000-01-01T00:00:00.000Z"), []);
+  },
+);
 
 Deno.test("writes issued together share one transaction", async () => {
   await withDb(async (db, path) => {

@@ -1,22 +1,12 @@
 /**
- * The control plane's history repos on SQLite: snapshots keyed by content, numbered, trimmed and
- * paged; the per-experiment delivery summary; the analyses an older version made; and the
- * migration of a database made before them.
+ * The control plane's history repos on both drivers (SQLite and PostgreSQL): snapshots keyed by
+ * content, numbered, trimmed and paged; the per-experiment delivery summary; the analyses an older
+ * version made. Then the SQLite migration of a database made before them.
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { SqliteControlPlane } from "../../src/db/sqlite/sqlite_control_plane.ts";
-
-async function withDb(fn: (db: SqliteControlPlane, path: string) => Promise<void>) {
-  const dir = await Deno.makeTempDir({ prefix: "abn-history-db-" });
-  const db = new SqliteControlPlane(`${dir}/abn.sqlite`);
-  try {
-    await fn(db, `${dir}/abn.sqlite`);
-  } finally {
-    await db.close();
-    await Deno.remove(dir, { recursive: true });
-  }
-}
+import { controlPlaneTest } from "./_control_planes.ts";
 
 const snap = (sha256: string, n: number) => ({
   sha256,
@@ -26,8 +16,9 @@ const snap = (sha256: string, n: number) => ({
   figures: JSON.stringify({ rows: n }),
 });
 
-Deno.test("HistoryRepo keeps one snapshot per content, replaces the latest's figures, trims the oldest", async () => {
-  await withDb(async (db) => {
+controlPlaneTest(
+  "HistoryRepo keeps one snapshot per content, replaces the latest's figures, trims the oldest",
+  async (db, reopen) => {
     const h = db.history;
     assert.equal(await h.record("o1", "e", snap("a", 1), 3), "added");
     assert.equal(await h.record("o1", "e", snap("b", 2), 3), "added");
@@ -62,12 +53,24 @@ Deno.test("HistoryRepo keeps one snapshot per content, replaces the latest's fig
     assert.equal((await h.list("o2", "e", 0, 10)).length, 1);
     // After a deletion the history starts again.
     assert.equal(await h.record("o1", "e", snap("a", 1), 3), "added");
-    assert.deepEqual((await h.list("o1", "e", 0, 10)).map((s) => s.seq), [1]);
-  });
-});
+    const other = await reopen();
+    assert.deepEqual((await other.history.list("o1", "e", 0, 10)).map((s) => s.seq), [1]);
+    // Two handles (instances) recording at once number their snapshots one after the other.
+    const outcomes = await Promise.all(
+      ["p", "q", "r", "s"].map((sha, i) =>
+        (i % 2 === 0 ? db : other).history.record("o3", "e", snap(sha, i + 1), 10)
+      ),
+    );
+    assert.deepEqual(outcomes, ["added", "added", "added", "added"]);
+    const numbered = await other.history.list("o3", "e", 0, 10);
+    assert.deepEqual(numbered.map((s) => s.seq), [1, 2, 3, 4]);
+    assert.deepEqual(numbered.map((s) => s.sha256).sort(), ["p", "q", "r", "s"]);
+  },
+);
 
-Deno.test("DeliverySummaryRepo replaces an experiment's summary, blob and all", async () => {
-  await withDb(async (db) => {
+controlPlaneTest(
+  "DeliverySummaryRepo replaces an experiment's summary, blob and all",
+  async (db, reopen) => {
     const repo = db.deliverySummaries;
     assert.equal(await repo.get("o", "e"), null);
     const row = {
@@ -81,14 +84,17 @@ Deno.test("DeliverySummaryRepo replaces an experiment's summary, blob and all", 
     assert.deepEqual(await repo.get("o", "e"), row);
     const next = { ...row, etag: "e2", summary: new Uint8Array(100_000).fill(7), changes: "{}" };
     await repo.save("o", "e", next);
-    assert.deepEqual(await repo.get("o", "e"), next);
+    const other = await reopen();
+    assert.deepEqual(await other.deliverySummaries.get("o", "e"), next);
+    assert.equal(await other.deliverySummaries.get("o", "other"), null);
     await repo.delete("o", "e");
-    assert.equal(await repo.get("o", "e"), null);
-  });
-});
+    assert.equal(await other.deliverySummaries.get("o", "e"), null);
+  },
+);
 
-Deno.test("AnalysisRepo lists ready results of older versions, newest deliveries first", async () => {
-  await withDb(async (db) => {
+controlPlaneTest(
+  "AnalysisRepo lists ready results of older versions, newest deliveries first",
+  async (db, reopen) => {
     const a = db.analyses;
     const ready = { status: "ready" as const, error: null, rows: 1, result: {} };
     await a.markPending("o", "old", "e1", 10, "2026-01-01T00:00:00.000Z");
@@ -98,16 +104,21 @@ Deno.test("AnalysisRepo lists ready results of older versions, newest deliveries
     await a.markPending("o", "current", "e3", 10, "2026-01-04T00:00:00.000Z");
     await a.saveResult("o", "current", "e3", { ...ready, version: 3 }, "2026-01-04T00:00:00.000Z");
     await a.markPending("o", "waiting", "e4", 10, "2026-01-05T00:00:00.000Z");
-    assert.deepEqual((await a.outdated(3)).map((r) => [r.experiment_id, r.etag, r.size_bytes]), [
-      ["newer", "e2", 10],
-      ["old", "e1", 10],
-    ]);
+    const other = await reopen();
+    assert.deepEqual(
+      (await other.analyses.outdated(3)).map((r) => [r.experiment_id, r.etag, r.size_bytes]),
+      [["newer", "e2", 10], ["old", "e1", 10]],
+    );
+    assert.deepEqual(
+      (await other.analyses.outdated(3))[0].delivered_at,
+      "2026-01-03T00:00:00.000Z",
+    );
     assert.equal((await a.get("o", "current"))?.analysis_version, 3);
     // A new delivery forgets the version until its result is saved.
     await a.markPending("o", "current", "e5", 10, "2026-01-06T00:00:00.000Z");
     assert.equal((await a.get("o", "current"))?.analysis_version, null);
-  });
-});
+  },
+);
 
 Deno.test("a database made before the history tables gains them, its results marked for a re-run", async () => {
   const dir = await Deno.makeTempDir({ prefix: "abn-history-migrate-" });
@@ -141,3 +152,59 @@ Deno.test("a database made before the history tables gains them, its results mar
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+controlPlaneTest(
+  "saveResult writes a ready result's history with it, and none for a result not saved",
+  async (db, reopen) => {
+    const ready = { status: "ready" as const, error: null, rows: 1, result: {}, version: 3 };
+    const summary = {
+      etag: "e1",
+      sha256: "s1",
+      delivered_at: "2026-01-01T00:00:00.000Z",
+      summary: Uint8Array.from([9, 8, 7]),
+      changes: null,
+    };
+    const history = { summary, snapshot: snap("s1", 1), keep: 10 };
+    await db.analyses.markPending("o", "e", "e1", 10, "2026-01-01T00:00:00.000Z");
+    // A newer delivery replaced the object meanwhile: neither the result nor its history.
+    await db.analyses.markPending("o", "e", "e2", 10, "2026-01-02T00:00:00.000Z");
+    assert.equal(
+      await db.analyses.saveResult("o", "e", "e1", ready, "2026-01-01T00:00:01.000Z", history),
+      false,
+    );
+    const other = await reopen();
+    assert.deepEqual(await other.history.list("o", "e", 0, 10), []);
+    assert.equal(await other.deliverySummaries.get("o", "e"), null);
+    // Saved: the snapshot and the summary are there as soon as the result is.
+    const second = {
+      summary: { ...summary, etag: "e2", sha256: "s2" },
+      snapshot: snap("s2", 2),
+      keep: 10,
+    };
+    assert.equal(
+      await db.analyses.saveResult("o", "e", "e2", ready, "2026-01-02T00:00:01.000Z", second),
+      true,
+    );
+    assert.deepEqual(
+      (await other.history.list("o", "e", 0, 10)).map((s) => [s.seq, s.sha256, s.etag]),
+      [[1, "s2", "etag-2"]],
+    );
+    assert.deepEqual(await other.deliverySummaries.get("o", "e"), second.summary);
+    // A re-run of the same delivery (no new summary) replaces the latest snapshot's figures.
+    await db.analyses.markPending("o", "e", "e2", 10, "2026-01-02T00:00:00.000Z");
+    const rerun = {
+      summary: null,
+      snapshot: { ...snap("s2", 3), figures: '{"rows":7}' },
+      keep: 10,
+    };
+    assert.equal(
+      await db.analyses.saveResult("o", "e", "e2", ready, "2026-01-03T00:00:01.000Z", rerun),
+      true,
+    );
+    assert.deepEqual(
+      (await other.history.list("o", "e", 0, 10)).map((s) => [s.seq, s.figures]),
+      [[1, '{"rows":7}']],
+    );
+    assert.deepEqual(await other.deliverySummaries.get("o", "e"), second.summary);
+  },
+);

@@ -12,7 +12,7 @@ import { LocalStore } from "../../src/storage/local_store.ts";
 import type { ListOptions, ListPage } from "../../src/storage/object_store.ts";
 import { StorageError } from "../../src/storage/object_store.ts";
 import { UrlSigner } from "../../src/crypto/url_signer.ts";
-import { loadOrCreateSecret } from "../../src/crypto/url_signer.ts";
+import { loadOrCreateSecret } from "../../src/crypto/secret_file.ts";
 
 const VALID = await Deno.readFile(new URL("../testdata/small.csv", import.meta.url));
 const enc = new TextEncoder();

@@ -25,7 +25,8 @@ import { DatabaseSync } from "node:sqlite";
 import { DatasetValidator } from "../../src/pipeline/mod.ts";
 import { LocalStore } from "../../src/storage/local_store.ts";
 import { S3Store } from "../../src/storage/s3/s3_store.ts";
-import { loadOrCreateSecret, UrlSigner } from "../../src/crypto/url_signer.ts";
+import { UrlSigner } from "../../src/crypto/url_signer.ts";
+import { loadOrCreateSecret } from "../../src/crypto/secret_file.ts";
 
 const enc = new TextEncoder();
 

@@ -3,6 +3,10 @@
  * and `deno task dev`. WAL mode so the admin CLI can write while the server reads; statements are
  * prepared once per handle; migrations keyed by `PRAGMA user_version` (`migrations.ts`).
  *
+ * One process owns the file, so the scale-out capabilities are trivial: secrets are files in
+ * the data directory (as before the interface had them), the timer lock is always held, and
+ * there is no shared job table (`jobs` is absent: the analysis queue lives in memory).
+ *
  * Writes are group-committed: those issued within one turn of the event loop (up to
  * `MAX_BATCH`) run in one transaction (a failing one alone again, see `#commit`), and every
  * caller's promise settles once that transaction committed. An autocommit write costs 60–90 µs
@@ -43,12 +47,14 @@ import type {
   OrgRepo,
   OutdatedAnalysis,
   RecordOutcome,
+  SecretRepo,
   SettingsRepo,
 } from "../control_plane.ts";
 import { DatabaseUnavailable, nowIso } from "../control_plane.ts";
 import { generateKey, hashKey, KEY_PREFIX } from "../api_keys.ts";
-import { newId } from "../ids.ts";
+import { newId, orgName } from "../ids.ts";
 import { migrate } from "./migrations.ts";
+import { loadOrCreateSecret, readSecret } from "../../crypto/secret_file.ts";
 
 /**
  * SQLite failures that pass with time or an operator's fix (another connection holds the lock
@@ -114,13 +120,9 @@ function toKeyInfo(row: KeyRow): ApiKeyInfo {
   };
 }
 
-/** Checks an organization name: 1 to 200 characters once trimmed. */
-export function orgName(name: string): string {
-  const trimmed = name.trim();
-  if (trimmed === "" || trimmed.length > 200) {
-    throw new RangeError("Cannot create organization: the name must be 1 to 200 characters");
-  }
-  return trimmed;
+export interface SqliteControlPlaneOptions {
+  /** Where secrets are kept as files; default the `secrets` folder beside the database file. */
+  secretsDir?: string;
 }
 
 export class SqliteControlPlane implements ControlPlane {
@@ -135,11 +137,12 @@ export class SqliteControlPlane implements ControlPlane {
   readonly grants: GrantRepo;
   readonly history: HistoryRepo;
   readonly deliverySummaries: DeliverySummaryRepo;
+  readonly secrets: SecretRepo;
   readonly #statements = new Map<string, StatementSync>();
   #batch: QueuedWrite[] = [];
   #flush: ReturnType<typeof setImmediate> | undefined;
 
-  constructor(path: string) {
+  constructor(path: string, options: SqliteControlPlaneOptions = {}) {
     const db = this.sqlite = new DatabaseSync(path);
     db.exec("PRAGMA busy_timeout = 5000");
     db.exec("PRAGMA journal_mode = WAL");
@@ -154,6 +157,15 @@ export class SqliteControlPlane implements ControlPlane {
     this.grants = this.#grantRepo();
     this.history = this.#historyRepo();
     this.deliverySummaries = this.#deliverySummaryRepo();
+    const slash = path.lastIndexOf("/");
+    this.secrets = fileSecrets(
+      options.secretsDir ?? `${slash < 0 ? "." : path.slice(0, slash)}/secrets`,
+    );
+  }
+
+  /** One process owns the file: the lock is always this instance's. */
+  withTimerLock<T>(_name: string, fn: () => Promise<T>): Promise<T | undefined> {
+    return fn();
   }
 
   reachable(): Promise<boolean> {
@@ -393,7 +405,7 @@ export class SqliteControlPlane implements ControlPlane {
           ).run(orgId, experimentId, etag, sizeBytes, deliveredAt);
           this.#setCatalogStatus(orgId, experimentId, etag, "pending");
         }),
-      saveResult: (orgId, experimentId, etag, outcome: AnalysisOutcome, startedAt) =>
+      saveResult: (orgId, experimentId, etag, outcome: AnalysisOutcome, startedAt, history) =>
         this.#write(() => {
           const changes = this.#stmt(
             `UPDATE analyses SET status = ?, error = ?, rows = ?, result = ?, started_at = ?,
@@ -413,6 +425,10 @@ export class SqliteControlPlane implements ControlPlane {
           ).changes;
           if (Number(changes) === 0) return false;
           this.#setCatalogStatus(orgId, experimentId, etag, outcome.status);
+          if (history) {
+            if (history.summary) this.#saveSummary(orgId, experimentId, history.summary);
+            this.#recordSnapshot(orgId, experimentId, history.snapshot, history.keep);
+          }
           return true;
         }).catch((error) => {
           // A busy or read-only database must not take the process down from a background run:
@@ -442,42 +458,7 @@ export class SqliteControlPlane implements ControlPlane {
   #historyRepo(): HistoryRepo {
     return {
       record: (orgId, experimentId, snapshot, keep) =>
-        this.#write((): RecordOutcome => {
-          const last = this.#stmt(
-            `SELECT seq FROM history_snapshots WHERE org_id = ? AND experiment_id = ?
-               ORDER BY seq DESC LIMIT 1`,
-          ).get(orgId, experimentId) as { seq: number } | undefined;
-          const same = this.#stmt(
-            `SELECT seq FROM history_snapshots
-               WHERE org_id = ? AND experiment_id = ? AND sha256 = ?`,
-          ).get(orgId, experimentId, snapshot.sha256) as { seq: number } | undefined;
-          if (same !== undefined) {
-            if (same.seq !== last?.seq) return "unchanged";
-            this.#stmt(
-              `UPDATE history_snapshots SET figures = ?, analysed_at = ?
-                 WHERE org_id = ? AND experiment_id = ? AND seq = ?`,
-            ).run(snapshot.figures, snapshot.analysed_at, orgId, experimentId, same.seq);
-            return "replaced";
-          }
-          const seq = (last?.seq ?? 0) + 1;
-          this.#stmt(
-            `INSERT INTO history_snapshots (org_id, experiment_id, seq, sha256, etag,
-                 delivered_at, analysed_at, figures) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-          ).run(
-            orgId,
-            experimentId,
-            seq,
-            snapshot.sha256,
-            snapshot.etag,
-            snapshot.delivered_at,
-            snapshot.analysed_at,
-            snapshot.figures,
-          );
-          this.#stmt(
-            `DELETE FROM history_snapshots WHERE org_id = ? AND experiment_id = ? AND seq <= ?`,
-          ).run(orgId, experimentId, seq - keep);
-          return "added";
-        }),
+        this.#write(() => this.#recordSnapshot(orgId, experimentId, snapshot, keep)),
       list: (orgId, experimentId, afterSeq, limit) =>
         this.#run(() =>
           this.#stmt(
@@ -504,31 +485,77 @@ export class SqliteControlPlane implements ControlPlane {
           return row === undefined ? null : { ...row };
         }),
       save: (orgId, experimentId, row) =>
-        this.#write(() => {
-          this.#stmt(
-            `INSERT INTO delivery_summaries (org_id, experiment_id, etag, sha256, delivered_at,
-               summary, changes, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT (org_id, experiment_id) DO UPDATE SET etag = excluded.etag,
-               sha256 = excluded.sha256, delivered_at = excluded.delivered_at,
-               summary = excluded.summary, changes = excluded.changes,
-               updated_at = excluded.updated_at`,
-          ).run(
-            orgId,
-            experimentId,
-            row.etag,
-            row.sha256,
-            row.delivered_at,
-            row.summary,
-            row.changes,
-            nowIso(),
-          );
-        }),
+        this.#write(() => this.#saveSummary(orgId, experimentId, row)),
       delete: (orgId, experimentId) =>
         this.#write(() => {
           this.#stmt("DELETE FROM delivery_summaries WHERE org_id = ? AND experiment_id = ?")
             .run(orgId, experimentId);
         }),
     };
+  }
+
+  /** Keeps a snapshot (inside a write), as `HistoryRepo.record` describes. */
+  #recordSnapshot(
+    orgId: string,
+    experimentId: string,
+    snapshot: Omit<HistorySnapshot, "seq">,
+    keep: number,
+  ): RecordOutcome {
+    const last = this.#stmt(
+      `SELECT seq FROM history_snapshots WHERE org_id = ? AND experiment_id = ?
+         ORDER BY seq DESC LIMIT 1`,
+    ).get(orgId, experimentId) as { seq: number } | undefined;
+    const same = this.#stmt(
+      `SELECT seq FROM history_snapshots
+         WHERE org_id = ? AND experiment_id = ? AND sha256 = ?`,
+    ).get(orgId, experimentId, snapshot.sha256) as { seq: number } | undefined;
+    if (same !== undefined) {
+      if (same.seq !== last?.seq) return "unchanged";
+      this.#stmt(
+        `UPDATE history_snapshots SET figures = ?, analysed_at = ?
+           WHERE org_id = ? AND experiment_id = ? AND seq = ?`,
+      ).run(snapshot.figures, snapshot.analysed_at, orgId, experimentId, same.seq);
+      return "replaced";
+    }
+    const seq = (last?.seq ?? 0) + 1;
+    this.#stmt(
+      `INSERT INTO history_snapshots (org_id, experiment_id, seq, sha256, etag,
+           delivered_at, analysed_at, figures) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      orgId,
+      experimentId,
+      seq,
+      snapshot.sha256,
+      snapshot.etag,
+      snapshot.delivered_at,
+      snapshot.analysed_at,
+      snapshot.figures,
+    );
+    this.#stmt(
+      `DELETE FROM history_snapshots WHERE org_id = ? AND experiment_id = ? AND seq <= ?`,
+    ).run(orgId, experimentId, seq - keep);
+    return "added";
+  }
+
+  /** Replaces an experiment's delivery summary (inside a write). */
+  #saveSummary(orgId: string, experimentId: string, row: DeliverySummaryRow): void {
+    this.#stmt(
+      `INSERT INTO delivery_summaries (org_id, experiment_id, etag, sha256, delivered_at,
+         summary, changes, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (org_id, experiment_id) DO UPDATE SET etag = excluded.etag,
+         sha256 = excluded.sha256, delivered_at = excluded.delivered_at,
+         summary = excluded.summary, changes = excluded.changes,
+         updated_at = excluded.updated_at`,
+    ).run(
+      orgId,
+      experimentId,
+      row.etag,
+      row.sha256,
+      row.delivered_at,
+      row.summary,
+      row.changes,
+      nowIso(),
+    );
   }
 
   /** Mirrors the status of the analysis of `etag` into the catalog row of that ETag. */
@@ -680,4 +707,16 @@ export class SqliteControlPlane implements ControlPlane {
         ),
     };
   }
+}
+
+/** Secrets as files `{dir}/{name}.key` (base64, mode 0600). */
+function fileSecrets(dir: string): SecretRepo {
+  const file = (name: string) => {
+    if (!/^[a-z0-9-]{1,64}$/.test(name)) throw new RangeError(`Invalid secret name: ${name}`);
+    return `${dir}/${name}.key`;
+  };
+  return {
+    getOrCreate: (name, initial) => loadOrCreateSecret(file(name), initial),
+    get: (name) => readSecret(file(name)),
+  };
 }

@@ -1,0 +1,194 @@
+/**
+ * One analysis run of one delivery, shared by both analysis queues (in memory with SQLite, jobs
+ * with leases on PostgreSQL): reads the stored object, aggregates it (validating it beside the
+ * reading when it was not validated on the way in), builds the report with the saved settings
+ * and what changed since the previous delivery, and saves it keyed by the object's ETag with the
+ * `ANALYSIS_VERSION` that made it. Logged as `analysis finished` (tests count runs by that line).
+ *
+ * A ready run also keeps the experiment's history: a snapshot per delivered content (keyed by its
+ * SHA-256, from the upload or hashed here while reading), and the delivery's per-user summary,
+ * which the next delivery is compared with (`changes`). Both are saved with the result, in its
+ * transaction: a reader who sees the result finds its snapshot, and a run whose result lost to a
+ * newer delivery leaves no trace in the history.
+ */
+import { createHash } from "node:crypto";
+import type { AnalysisOutcome, ControlPlane, ResultHistory } from "../db/control_plane.ts";
+import { DatabaseUnavailable } from "../db/control_plane.ts";
+import type { ObjectInfo, ObjectStore } from "../storage/object_store.ts";
+import { StorageError } from "../storage/object_store.ts";
+import type { Delivery } from "../deliveries.ts";
+import type { Metrics } from "../metrics.ts";
+import type { Logger } from "../log.ts";
+import { describeError } from "../log.ts";
+import { ApiError } from "../http/errors.ts";
+import { aggregateDelivery } from "./aggregate_delivery.ts";
+import { ANALYSIS_VERSION, buildReport } from "./report.ts";
+import { validateSettings } from "./settings.ts";
+import {
+  type Changes,
+  compareDeliveries,
+  decodeDeliverySummary,
+  deliverySummaryOf,
+  encodeDeliverySummary,
+} from "./history/delivery_summary.ts";
+import { snapshotFigures } from "./history/snapshot.ts";
+
+export interface AnalyseDeps {
+  db: ControlPlane;
+  store: ObjectStore;
+  metrics: Metrics;
+  log: Logger;
+  /** Snapshots kept per experiment (`ABN_HISTORY_MAX_SNAPSHOTS`); default 1000. */
+  historyMaxSnapshots?: number;
+}
+
+/**
+ * How a run ended: `finished` (an outcome was computed; `saved` false when a newer delivery
+ * replaced the row or the database could not be written), `gone` (the object was deleted),
+ * `replaced` (another object is stored now: that one is a delivery of its own), `postponed`
+ * (storage or the database failed for a while: run it again later).
+ */
+export type AnalyseResult =
+  | { kind: "finished"; status: "ready" | "failed"; saved: boolean }
+  | { kind: "gone" }
+  | { kind: "replaced"; info: ObjectInfo }
+  | { kind: "postponed" };
+
+export async function analyseDelivery(
+  deps: AnalyseDeps,
+  delivery: Delivery,
+): Promise<AnalyseResult> {
+  const { db, store, metrics, log } = deps;
+  const startedAt = new Date().toISOString();
+  const t0 = performance.now();
+  const { orgId, experimentId, key } = delivery;
+  const etag = delivery.info.etag;
+  let outcome: AnalysisOutcome & { version: number };
+  /** What the history keeps of a ready run, saved with its result. */
+  let history: ResultHistory | undefined;
+  try {
+    const object = await store.get(key);
+    if (!object) return { kind: "gone" };
+    if (object.info.etag !== etag) {
+      await object.body.cancel();
+      return { kind: "replaced", info: object.info };
+    }
+    const settings = validateSettings((await db.settings.get(orgId, experimentId)) ?? {});
+    const previous = await db.deliverySummaries.get(orgId, experimentId);
+    // The content's SHA-256: from the upload, from the last run of this object, or read here.
+    const known = delivery.sha256 ?? (previous?.etag === etag ? previous.sha256 : undefined);
+    const hash = known === undefined ? createHash("sha256") : null;
+    // A two-step delivery is validated beside the reading: a refusal is the upload check's.
+    const aggregate = await aggregateDelivery(object.body, {
+      validated: delivery.validated,
+      metricKinds: settings.metric_kinds,
+      covariates: settings.covariates,
+      winsorize: settings.winsorize,
+      sizeBytes: object.info.size,
+      keyMetric: settings.key_metric,
+      userSummary: true,
+      onChunk: hash === null ? undefined : (chunk) => hash.update(chunk),
+    });
+    const sha256 = known ?? hash!.digest("hex");
+    const rows = aggregate.rows;
+    const summary = deliverySummaryOf(aggregate);
+    const sameContent = previous?.sha256 === sha256;
+    let changes: Changes | null = null;
+    if (previous && sameContent) {
+      // The same bytes again (a re-run, or a re-delivery): what they changed, as found then.
+      changes = previous.changes === null ? null : JSON.parse(previous.changes);
+    } else if (previous) {
+      const before = decodeDeliverySummary(previous.summary);
+      if (before !== null) {
+        changes = compareDeliveries(before, summary, previous.etag, previous.delivered_at);
+      }
+    }
+    const report = buildReport(aggregate, settings, { changes });
+    // `_data` keeps what settings are checked against (variants, metrics), not served as such.
+    const data = { ...aggregate, daily: [], dimensions: [], userSummary: null };
+    outcome = {
+      status: "ready",
+      error: null,
+      rows,
+      result: { ...report, _data: data },
+      version: ANALYSIS_VERSION,
+    };
+    const deliveredAt = object.info.lastModified.toISOString();
+    history = {
+      // The same delivery again (a re-run) keeps its summary, and the changes found then.
+      summary: sameContent && previous?.etag === etag ? null : {
+        etag,
+        sha256,
+        delivered_at: deliveredAt,
+        summary: encodeDeliverySummary(summary),
+        changes: report.changes === null ? null : JSON.stringify(report.changes),
+      },
+      snapshot: {
+        sha256,
+        etag,
+        delivered_at: deliveredAt,
+        analysed_at: new Date().toISOString(),
+        figures: JSON.stringify(snapshotFigures(report, rows)),
+      },
+      keep: deps.historyMaxSnapshots ?? 1000,
+    };
+  } catch (error) {
+    if (error instanceof StorageError || error instanceof DatabaseUnavailable) {
+      // Transient: the row stays `pending`, and the analysis runs again later (the timer's scan
+      // offers it again; a leased job is postponed).
+      metrics.analysisRuns.inc({ outcome: "retry" });
+      const failed = error instanceof StorageError ? "storage" : "the database";
+      log.warn(`analysis postponed: ${failed} failed; it is retried later`, {
+        org_id: orgId,
+        experiment_id: experimentId,
+        error: error.message,
+      });
+      return { kind: "postponed" };
+    }
+    if (error instanceof ApiError) {
+      outcome = {
+        status: "failed",
+        error: error.message,
+        rows: null,
+        result: null,
+        version: ANALYSIS_VERSION,
+      };
+    } else {
+      log.error("analysis failed", {
+        org_id: orgId,
+        experiment_id: experimentId,
+        error: describeError(error),
+      });
+      outcome = {
+        status: "failed",
+        error: "The analysis failed unexpectedly; it will run again after the next delivery",
+        rows: null,
+        result: null,
+        version: ANALYSIS_VERSION,
+      };
+    }
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  metrics.analysisRuns.inc({ outcome: outcome.status });
+  metrics.analysisSeconds.observe(seconds);
+  let saved = false;
+  try {
+    saved = await db.analyses.saveResult(orgId, experimentId, etag, outcome, startedAt, history);
+  } catch (error) {
+    // Not saved (nor its history): the row stays `pending`, and the analysis runs again.
+    log.error("analysis result not saved", {
+      org_id: orgId,
+      experiment_id: experimentId,
+      error: describeError(error),
+    });
+  }
+  log.info("analysis finished", {
+    org_id: orgId,
+    experiment_id: experimentId,
+    etag,
+    source: delivery.source,
+    status: outcome.status,
+    duration_ms: Math.round(seconds * 1000),
+  });
+  return { kind: "finished", status: outcome.status, saved };
+}

@@ -1,0 +1,231 @@
+/**
+ * The PostgreSQL schema, as numbered migrations: the same tables and columns as the SQLite
+ * driver's (`../sqlite/migrations.ts`), in PostgreSQL's types (`TIMESTAMPTZ`, `BOOLEAN`,
+ * `BIGINT`, `BYTEA`), plus what several instances share (signing secrets, analysis jobs).
+ * Identifiers that lists are ordered by are `COLLATE "C"` (byte order, as SQLite compares).
+ *
+ * Pending migrations are applied at start-up or by `main.ts admin db migrate`, all in one
+ * transaction under an advisory lock, so instances starting together apply each once and a
+ * failure leaves the schema as it was. An up-to-date schema takes no lock and runs no DDL, so the
+ * service may run as a role without CREATE once the owner migrated.
+ */
+import type { PgClient, Queryable } from "./pg_client.ts";
+import { LOCK_NAMESPACE } from "./pg_client.ts";
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "control plane: organizations, keys, settings, analyses",
+    sql: `
+      CREATE TABLE orgs (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        name TEXT NOT NULL,
+        active BOOLEAN NOT NULL DEFAULT true,
+        created_at TIMESTAMPTZ NOT NULL
+      );
+      CREATE TABLE api_keys (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        org_id TEXT COLLATE "C" NOT NULL REFERENCES orgs(id),
+        prefix TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        created_at TIMESTAMPTZ NOT NULL,
+        last_used_at TIMESTAMPTZ,
+        revoked_at TIMESTAMPTZ
+      );
+      CREATE INDEX api_keys_org ON api_keys(org_id);
+      CREATE TABLE settings (
+        org_id TEXT COLLATE "C" NOT NULL,
+        experiment_id TEXT COLLATE "C" NOT NULL,
+        json TEXT NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (org_id, experiment_id)
+      );
+      CREATE TABLE analyses (
+        org_id TEXT COLLATE "C" NOT NULL,
+        experiment_id TEXT COLLATE "C" NOT NULL,
+        etag TEXT NOT NULL,
+        size_bytes BIGINT NOT NULL,
+        status TEXT NOT NULL,
+        error TEXT,
+        rows BIGINT,
+        result TEXT,
+        delivered_at TIMESTAMPTZ NOT NULL,
+        started_at TIMESTAMPTZ,
+        finished_at TIMESTAMPTZ,
+        PRIMARY KEY (org_id, experiment_id)
+      );`,
+  },
+  {
+    version: 2,
+    name: "scale-out: shared secrets, analysis jobs with leases",
+    sql: `
+      CREATE TABLE secrets (
+        name TEXT PRIMARY KEY,
+        value BYTEA NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+      );
+      CREATE TABLE analysis_jobs (
+        org_id TEXT COLLATE "C" NOT NULL,
+        experiment_id TEXT COLLATE "C" NOT NULL,
+        object_key TEXT NOT NULL,
+        etag TEXT NOT NULL,
+        size_bytes BIGINT NOT NULL,
+        delivered_at TIMESTAMPTZ NOT NULL,
+        validated BOOLEAN NOT NULL,
+        source TEXT NOT NULL,
+        generation BIGINT NOT NULL DEFAULT 1,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        offered_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        lease_owner TEXT,
+        lease_until TIMESTAMPTZ,
+        PRIMARY KEY (org_id, experiment_id)
+      );
+      CREATE INDEX analysis_jobs_offered ON analysis_jobs (offered_at);`,
+  },
+  {
+    version: 3,
+    name: "the dataset catalog and upload grants",
+    // Keys and experiment ids in byte order, as storage lists keys and SQLite compares them.
+    sql: `
+      CREATE TABLE datasets (
+        org_id TEXT COLLATE "C" NOT NULL,
+        experiment_id TEXT COLLATE "C" NOT NULL,
+        key TEXT COLLATE "C" NOT NULL,
+        size_bytes BIGINT NOT NULL,
+        etag TEXT NOT NULL,
+        delivered_at TIMESTAMPTZ NOT NULL,
+        observed_at TIMESTAMPTZ NOT NULL,
+        analysis_status TEXT NOT NULL,
+        PRIMARY KEY (org_id, experiment_id)
+      );
+      CREATE UNIQUE INDEX datasets_key ON datasets (key);
+      CREATE INDEX datasets_pending ON datasets (observed_at) WHERE analysis_status = 'pending';
+      CREATE TABLE grants (
+        key TEXT COLLATE "C" PRIMARY KEY,
+        org_id TEXT COLLATE "C" NOT NULL,
+        experiment_id TEXT COLLATE "C" NOT NULL,
+        expires_at TIMESTAMPTZ NOT NULL
+      );
+      CREATE INDEX grants_expiry ON grants (expires_at);`,
+  },
+  {
+    version: 4,
+    name: "health and history: analysis versions, snapshots, delivery summaries",
+    sql: `
+      ALTER TABLE analyses ADD COLUMN analysis_version INTEGER;
+      CREATE TABLE history_snapshots (
+        org_id TEXT COLLATE "C" NOT NULL,
+        experiment_id TEXT COLLATE "C" NOT NULL,
+        seq INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        etag TEXT NOT NULL,
+        delivered_at TIMESTAMPTZ NOT NULL,
+        analysed_at TIMESTAMPTZ NOT NULL,
+        figures TEXT NOT NULL,
+        PRIMARY KEY (org_id, experiment_id, seq),
+        UNIQUE (org_id, experiment_id, sha256)
+      );
+      CREATE TABLE delivery_summaries (
+        org_id TEXT COLLATE "C" NOT NULL,
+        experiment_id TEXT COLLATE "C" NOT NULL,
+        etag TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        delivered_at TIMESTAMPTZ NOT NULL,
+        summary BYTEA NOT NULL,
+        changes TEXT,
+        updated_at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (org_id, experiment_id)
+      );
+      ALTER TABLE analysis_jobs ADD COLUMN sha256 TEXT;`,
+  },
+];
+
+/** Every table the service reads and writes (checked for privileges at start-up). */
+export const TABLES = [
+  "orgs",
+  "api_keys",
+  "settings",
+  "analyses",
+  "secrets",
+  "analysis_jobs",
+  "datasets",
+  "grants",
+  "history_snapshots",
+  "delivery_summaries",
+];
+
+/** The advisory lock that serializes migrations. */
+const MIGRATION_LOCK = 1;
+
+/** The schema version of the database: 0 before the first migration. */
+export async function schemaVersion(db: Queryable): Promise<number> {
+  const { rows: [{ exists }] } = await db.query<{ exists: boolean }>(
+    "SELECT to_regclass('schema_migrations') IS NOT NULL AS exists",
+  );
+  if (!exists) return 0;
+  const { rows: [{ version }] } = await db.query<{ version: number | null }>(
+    "SELECT max(version) AS version FROM schema_migrations",
+  );
+  return version ?? 0;
+}
+
+/**
+ * Applies the pending migrations; answers the version this call found and the one it left
+ * (equal when there was nothing to do, or another instance did it while this one waited).
+ */
+export async function migrate(db: PgClient): Promise<{ from: number; to: number }> {
+  const latest = MIGRATIONS[MIGRATIONS.length - 1].version;
+  const current = await schemaVersion(db);
+  if (current >= latest) return { from: current, to: current };
+  return await db.transaction(async (tx) => {
+    await tx.query("SELECT pg_advisory_xact_lock($1, $2)", [LOCK_NAMESPACE, MIGRATION_LOCK]);
+    await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY,
+      name TEXT NOT NULL,
+      applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    )`);
+    // Another instance may have applied some while this one waited for the lock.
+    const from = await schemaVersion(tx);
+    for (const migration of MIGRATIONS) {
+      if (migration.version <= from) continue;
+      await tx.query(migration.sql);
+      await tx.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", [
+        migration.version,
+        migration.name,
+      ]);
+    }
+    return { from, to: Math.max(from, latest) };
+  });
+}
+
+/**
+ * Throws (SQLSTATE 42501) naming the tables the connected role cannot read and write (of those
+ * that exist), so a database without permissions stops start-up instead of failing requests.
+ */
+export async function checkPrivileges(db: Queryable): Promise<void> {
+  const { rows } = await db.query<{ table: string; ok: boolean }>(
+    `SELECT t AS table, has_table_privilege(t, 'SELECT') AND (t = 'schema_migrations' OR
+       (has_table_privilege(t, 'INSERT') AND has_table_privilege(t, 'UPDATE') AND
+        has_table_privilege(t, 'DELETE'))) AS ok
+     FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n)
+     WHERE to_regclass(t) IS NOT NULL ORDER BY n`,
+    [["schema_migrations", ...TABLES]],
+  );
+  const missing = rows.filter((r) => !r.ok).map((r) => r.table);
+  if (missing.length > 0) {
+    throw Object.assign(
+      new Error(
+        `permission denied: SELECT, INSERT, UPDATE and DELETE are needed on ${
+          missing.join(", ")
+        } (SELECT on schema_migrations)`,
+      ),
+      { code: "42501" },
+    );
+  }
+}

@@ -1,0 +1,388 @@
+/**
+ * What only the PostgreSQL driver has: analysis jobs with leases, timer locks held by one
+ * instance at a time, migrations applied once by instances starting together, TLS, and start-up
+ * failures reported in one line without the password.
+ */
+import { assert, assertEquals, assertRejects } from "../_assert.ts";
+import type { AnalysisJob, AnalysisJobOffer } from "../../src/db/control_plane.ts";
+import { DatabaseOpenError, DatabaseUnavailable } from "../../src/db/control_plane.ts";
+import {
+  openPostgres,
+  PostgresControlPlane,
+} from "../../src/db/postgres/postgres_control_plane.ts";
+import { createPool } from "../../src/db/postgres/pg_client.ts";
+import { admin, postgresTest, withDatabase } from "../_postgres.ts";
+import { freePort, runMain } from "../_server.ts";
+
+function offer(experimentId: string, etag: string, extra: Partial<AnalysisJobOffer> = {}) {
+  return {
+    orgId: "org_a",
+    experimentId,
+    key: `org/org_a/experiments/${experimentId}/latest.csv`,
+    etag,
+    sizeBytes: 100,
+    deliveredAt: "2026-03-05T10:00:00.000Z",
+    validated: false,
+    source: "upload" as const,
+    ...extra,
+  };
+}
+
+/** Two handles on one fresh database, as two instances. */
+function twoInstances(
+  name: string,
+  fn: (a: PostgresControlPlane, b: PostgresControlPlane) => Promise<void>,
+): void {
+  postgresTest(name, () =>
+    withDatabase(async (database) => {
+      const a = await openPostgres(database.url);
+      const b = await openPostgres(database.url);
+      try {
+        await fn(a, b);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    }));
+}
+
+twoInstances(
+  "jobs: the same object offered again joins its job; a newer one runs after the current run",
+  async (a, b) => {
+    await a.jobs.offer(offer("exp", "e1", { validated: true }));
+    await b.jobs.offer(offer("exp", "e1", { source: "scan" })); // joins: nothing changes
+    const [job] = await a.jobs.claim("A", 60, 10);
+    assertEquals([job.etag, job.generation, job.attempts, job.validated, job.source], [
+      "e1",
+      1,
+      1,
+      true,
+      "upload",
+    ]);
+    assertEquals(await b.jobs.claim("B", 60, 10), []); // held by A
+    await b.jobs.offer(offer("exp", "e2")); // a newer delivery while A runs
+    assertEquals(await b.jobs.claim("B", 60, 10), []); // still one run at a time
+    await a.jobs.complete("A", job); // e1 done; the row now holds e2: released, not removed
+    const [next] = await b.jobs.claim("B", 60, 10);
+    assertEquals([next.etag, next.generation, next.validated], ["e2", 2, false]);
+    await b.jobs.complete("B", next);
+    assertEquals(await a.jobs.claim("A", 60, 10), []);
+  },
+);
+
+twoInstances(
+  "jobs: a settings change queues exactly one more run of the same object",
+  async (a, b) => {
+    await a.jobs.offer(offer("exp", "e1", { validated: true }));
+    const [job] = await a.jobs.claim("A", 60, 10);
+    for (let i = 0; i < 3; i++) await b.jobs.offer(offer("exp", "e1", { source: "settings" }));
+    await a.jobs.complete("A", job);
+    const [rerun] = await b.jobs.claim("B", 60, 10);
+    assertEquals([rerun.source, rerun.validated, rerun.generation], ["settings", true, 4]);
+    await b.jobs.complete("B", rerun);
+    assertEquals(await b.jobs.claim("B", 60, 10), []);
+  },
+);
+
+twoInstances("jobs: instances claiming at the same time never take the same job", async (a, b) => {
+  for (let i = 0; i < 30; i++) await a.jobs.offer(offer(`exp${i}`, `e${i}`));
+  const taken: string[][] = [[], []];
+  await Promise.all([a, b].map(async (db, n) => {
+    while (true) {
+      const running = taken[n].map((id) => `org_a/${id}`);
+      const jobs = await db.jobs.claim(`I${n}`, 60, 3, running);
+      if (jobs.length === 0) break;
+      taken[n].push(...jobs.map((j) => j.experimentId));
+    }
+  }));
+  const all = [...taken[0], ...taken[1]];
+  assertEquals(all.length, 30);
+  assertEquals(new Set(all).size, 30);
+  assert(taken[0].length > 0 && taken[1].length > 0, `both claimed: ${taken.map((t) => t.length)}`);
+});
+
+twoInstances(
+  "jobs: a lease that runs out lets another instance claim the job; renewal keeps it",
+  async (a, b) => {
+    await a.jobs.offer(offer("exp", "e1"));
+    const [job] = await a.jobs.claim("A", 1, 10);
+    await new Promise((r) => setTimeout(r, 600));
+    assertEquals(await a.jobs.renew("A", job, 1), true);
+    await new Promise((r) => setTimeout(r, 600));
+    assertEquals(await b.jobs.claim("B", 1, 10), []); // renewed 600 ms ago: still A's
+    await new Promise((r) => setTimeout(r, 700));
+    const [taken] = await b.jobs.claim("B", 60, 10); // A went silent: its lease ran out
+    assertEquals([taken.etag, taken.attempts], ["e1", 2]);
+    assertEquals(await a.jobs.renew("A", job, 60), false);
+    await a.jobs.complete("A", job); // too late: not A's any more, nothing happens
+    assertEquals(await a.jobs.claim("A", 60, 10), []);
+    await b.jobs.complete("B", taken);
+  },
+);
+
+twoInstances(
+  "jobs: an instance takes back at once a job it holds but does not run (an answer lost in an outage)",
+  async (a, b) => {
+    await a.jobs.offer(offer("exp", "e1"));
+    const [job] = await a.jobs.claim("A", 60, 10);
+    assertEquals(await a.jobs.claim("A", 60, 10, ["org_a/exp"]), []); // running it: left alone
+    assertEquals(await b.jobs.claim("B", 60, 10), []); // another instance waits for the lease
+    const [back] = await a.jobs.claim("A", 60, 10, []); // A lost track of it: taken back
+    assertEquals([back.etag, back.attempts], [job.etag, 2]);
+    await a.jobs.complete("A", back);
+  },
+);
+
+twoInstances(
+  "jobs: a postponed job is claimable again after its delay, and that is no attempt",
+  async (a, b) => {
+    await a.jobs.offer(offer("exp", "e1"));
+    const [job] = await a.jobs.claim("A", 60, 10);
+    await a.jobs.postpone("A", job, 1);
+    assertEquals(await b.jobs.claim("B", 60, 10), []);
+    await new Promise((r) => setTimeout(r, 1100));
+    const [again] = await b.jobs.claim("B", 60, 10);
+    assertEquals(again.attempts, 1);
+    await b.jobs.complete("B", again);
+  },
+);
+
+twoInstances(
+  "jobs: a claim takes small or large jobs, offered long enough ago, re-runs of older results last",
+  async (a, b) => {
+    const MB = 1 << 20;
+    await a.jobs.offer(offer("old", "u1", { source: "upgrade" }));
+    await a.jobs.offer(offer("small", "s1"));
+    await a.jobs.offer(offer("large", "l1", { sizeBytes: 2 * MB }));
+    const ids = (jobs: { experimentId: string }[]) => jobs.map((j) => j.experimentId);
+    // Re-runs of older results come after deliveries, however long they waited.
+    const peek: AnalysisJob[] = [];
+    for (let i = 0; i < 3; i++) {
+      peek.push(...await b.jobs.claim("B", 60, 1, peek.map((j) => `org_a/${j.experimentId}`)));
+    }
+    assertEquals(ids(peek), ["small", "large", "old"]);
+    for (const job of peek) await b.jobs.postpone("B", job, 0);
+    const exclude = "exclude" as const;
+    assertEquals(ids(await a.jobs.claim("A", 60, 10, [], { overBytes: MB, upgrades: exclude })), [
+      "large",
+    ]);
+    assertEquals(ids(await a.jobs.claim("A", 60, 10, [], { maxBytes: MB, upgrades: exclude })), [
+      "small",
+    ]);
+    assertEquals(ids(await a.jobs.claim("A", 60, 10, [], { upgrades: "only" })), ["old"]);
+    // Offered just now: not yet 500 ms old.
+    await b.jobs.offer(offer("fresh", "f1"));
+    assertEquals(await b.jobs.claim("B", 60, 10, [], { offeredAgoMs: 500 }), []);
+    await new Promise((r) => setTimeout(r, 600));
+    assertEquals(ids(await b.jobs.claim("B", 60, 10, [], { offeredAgoMs: 500 })), ["fresh"]);
+  },
+);
+
+twoInstances(
+  "jobs: a re-run of an older result never replaces a job; a settings change replaces it; the upload's SHA-256 is kept",
+  async (a, b) => {
+    await a.jobs.offer(offer("exp", "e2", { sha256: "abc" }));
+    await b.jobs.offer(offer("exp", "e1", { source: "upgrade" })); // an older object: ignored
+    await b.jobs.offer(offer("exp", "e2", { source: "scan" })); // joins, SHA-256 kept
+    const [job] = await a.jobs.claim("A", 60, 10);
+    assertEquals([job.etag, job.source, job.sha256, job.generation], ["e2", "upload", "abc", 1]);
+    await a.jobs.complete("A", job);
+    await a.jobs.offer(offer("exp", "e2", { source: "upgrade" }));
+    await b.jobs.offer(offer("exp", "e2", { source: "settings" }));
+    const [rerun] = await b.jobs.claim("B", 60, 10);
+    assertEquals([rerun.source, rerun.sha256], ["settings", undefined]);
+    await b.jobs.complete("B", rerun);
+  },
+);
+
+twoInstances(
+  "withTimerLock: one instance at a time runs the job; the lock is free after",
+  async (a, b) => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => release = r);
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => entered = r);
+    const first = a.withTimerLock("scan", async () => {
+      entered();
+      await held;
+      return "a";
+    });
+    await inside;
+    assertEquals(await b.withTimerLock("scan", () => Promise.resolve("b")), undefined);
+    assertEquals(await b.withTimerLock("cleanup", () => Promise.resolve("b")), "b"); // another lock
+    release();
+    assertEquals(await first, "a");
+    assertEquals(await b.withTimerLock("scan", () => Promise.resolve("b")), "b");
+  },
+);
+
+postgresTest(
+  "migrations: instances starting together apply each migration once",
+  () =>
+    withDatabase(async (database) => {
+      const planes = await Promise.all([1, 2, 3, 4].map(() => openPostgres(database.url)));
+      try {
+        const { rows } = await planes[0].db.query<{ version: number }>(
+          "SELECT version FROM schema_migrations ORDER BY version",
+        );
+        assertEquals(rows.map((v) => v.version), [1, 2, 3, 4]);
+        assertEquals(planes.filter((p) => p.schema.from === 0).length, 1, "one instance migrated");
+        assertEquals(planes.every((p) => p.schema.to === 4), true);
+        const migrated = await runMain(["admin", "db", "migrate"], {
+          ABN_DATABASE_URL: database.url,
+        });
+        assertEquals(migrated.code, 0, migrated.stderr);
+        assertEquals(migrated.stdout.trim(), "PostgreSQL schema up to date (version 4)");
+      } finally {
+        for (const p of planes) await p.close();
+      }
+    }),
+);
+
+postgresTest(
+  "TLS: sslmode=no-verify encrypts; sslrootcert=CA verifies the server; an unknown CA is refused",
+  () =>
+    withDatabase(async (database, cluster) => {
+      for (
+        const query of ["sslmode=no-verify", `sslmode=verify-full&sslrootcert=${cluster.caFile}`]
+      ) {
+        const db = await openPostgres(`${database.url}?${query}`);
+        try {
+          const { rows: [{ ssl }] } = await db.db.query<{ ssl: boolean }>(
+            "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+          );
+          assertEquals(ssl, true, query);
+        } finally {
+          await db.close();
+        }
+      }
+      const error = await assertRejects(
+        () => openPostgres(`${database.url}?sslmode=verify-full`),
+        DatabaseOpenError,
+      );
+      assert(/certificate/i.test(error.message), error.message);
+    }),
+);
+
+/** Checks an open failure: one line, the expected cause, no password. */
+async function openFails(url: string, password: string, cause: RegExp): Promise<void> {
+  const error = await assertRejects(() => openPostgres(url), DatabaseOpenError);
+  assert(cause.test(error.message), error.message);
+  assertEquals(error.message.includes("\n"), false, error.message);
+  assertEquals(error.message.includes(password), false, error.message);
+}
+
+postgresTest(
+  "bad configuration stops opening with one line naming the cause, never the password",
+  () =>
+    withDatabase(async (database, cluster) => {
+      const user = { name: "abn_limited", password: `secret-${crypto.randomUUID()}` };
+      await admin(
+        database.url,
+        `CREATE ROLE ${user.name} LOGIN PASSWORD '${user.password}'`,
+      );
+      try {
+        const port = freePort();
+        await openFails(
+          `postgres://u:${user.password}@127.0.0.1:${port}/db`,
+          user.password,
+          new RegExp(`PostgreSQL at 127\\.0\\.0\\.1:${port} refused the connection`),
+        );
+        await openFails(
+          cluster.url(database.name, { name: user.name, password: "wrong-password" }),
+          "wrong-password",
+          /refused the password of user "abn_limited"/,
+        );
+        await openFails(
+          cluster.url("no_such_db", user),
+          user.password,
+          /has no database "no_such_db"/,
+        );
+        // PostgreSQL 15 lets no one but the owner create tables in `public`.
+        await openFails(
+          cluster.url(database.name, user),
+          user.password,
+          /user "abn_limited" lacks a permission in database "abn_test_\w+": permission denied for schema public/,
+        );
+        // The owner migrated, but the role may not use the tables.
+        await (await openPostgres(database.url)).close();
+        await openFails(
+          cluster.url(database.name, user),
+          user.password,
+          /lacks a permission .*SELECT, INSERT, UPDATE and DELETE are needed on schema_migrations, orgs, api_keys/,
+        );
+        await admin(
+          database.url,
+          `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${user.name}`,
+        );
+        const db = await openPostgres(cluster.url(database.name, user));
+        await db.orgs.create("works");
+        await db.close();
+      } finally {
+        await admin(
+          database.url,
+          `REVOKE ALL ON ALL TABLES IN SCHEMA public FROM ${user.name}`,
+          `DROP ROLE ${user.name}`,
+        );
+      }
+    }),
+);
+
+postgresTest(
+  "serve refuses to start on a wrong password: exit 1, one line on stderr, no password anywhere",
+  () =>
+    withDatabase(async (database, cluster) => {
+      const dataDir = await Deno.makeTempDir({ prefix: "abn-pg-serve-" });
+      try {
+        const url = cluster.url(database.name, {
+          name: cluster.user,
+          password: "not-the-password",
+        });
+        const out = await runMain(["serve"], {
+          ABN_DATA_DIR: dataDir,
+          ABN_DATABASE_URL: url,
+          ABN_PORT: String(freePort()),
+        });
+        assertEquals(out.code, 1);
+        assertEquals(
+          out.stderr.trim(),
+          `Cannot start: PostgreSQL at 127.0.0.1:${cluster.port} refused the password of user "${cluster.user}" (ABN_DATABASE_URL)`,
+        );
+        assertEquals((out.stdout + out.stderr).includes("not-the-password"), false);
+      } finally {
+        await Deno.remove(dataDir, { recursive: true });
+      }
+    }),
+);
+
+postgresTest(
+  "a database that went away answers DatabaseUnavailable (503), not a crash",
+  async () => {
+    const db = new PostgresControlPlane(
+      createPool(`postgres://u:p@127.0.0.1:${freePort()}/db?connect_timeout=2`),
+      { from: 2, to: 2 },
+    );
+    try {
+      await assertRejects(() => db.orgs.get("org_x"), DatabaseUnavailable);
+      await assertRejects(() => db.keys.ownerByHash("x"), DatabaseUnavailable);
+      await assertRejects(() => db.jobs.claim("A", 60, 1), DatabaseUnavailable);
+      await assertRejects(
+        () => db.withTimerLock("scan", () => Promise.resolve(1)),
+        DatabaseUnavailable,
+      );
+      assertEquals(await db.reachable(), false);
+      // A result that cannot be saved is reported unsaved (the job runs again), not thrown.
+      assertEquals(
+        await db.analyses.saveResult("o", "e", "t", {
+          status: "failed",
+          error: null,
+          rows: null,
+          result: null,
+        }, new Date().toISOString()),
+        false,
+      );
+    } finally {
+      await db.close();
+    }
+  },
+);
