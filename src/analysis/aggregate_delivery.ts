@@ -3,6 +3,9 @@
  * a two-step delivery was not, so the upload validator runs beside the reader over the same
  * chunks and its verdict is the delivery's: the same `ValidationError` (code, message, line) as
  * a direct upload of the same bytes would have got.
+ *
+ * With `waited`, the time spent awaiting the body's chunks (the storage's part of the run) is
+ * added to `waited.ms`; the rest of the call's time is the aggregation's (and the validator's).
  */
 import { DatasetValidator, ValidationError } from "../pipeline/mod.ts";
 import { aggregateCsv, type AggregateOptions } from "./aggregate/aggregate.ts";
@@ -24,6 +27,42 @@ export interface AggregateDeliveryOptions extends
   > {
   /** The bytes passed the upload checks as they arrived (a direct upload); default false. */
   validated?: boolean;
+  /** Receives, in `ms`, the milliseconds spent awaiting the body's chunks (added to it). */
+  waited?: { ms: number };
+}
+
+/**
+ * Yields the chunks of `chunks`, adding the time spent awaiting each one to `waited.ms`. Ending
+ * early (a `break` or a throw in the consumer) ends `chunks` the same way.
+ */
+export async function* timedChunks<T>(
+  chunks: AsyncIterable<T>,
+  waited: { ms: number },
+): AsyncGenerator<T> {
+  const iterator = chunks[Symbol.asyncIterator]();
+  /** Whether `chunks` ended (or failed) by itself: then it needs no `return`. */
+  let ended = false;
+  try {
+    for (;;) {
+      const t0 = performance.now();
+      let next: IteratorResult<T>;
+      try {
+        next = await iterator.next();
+      } catch (error) {
+        ended = true;
+        throw error;
+      } finally {
+        waited.ms += performance.now() - t0;
+      }
+      if (next.done) {
+        ended = true;
+        return;
+      }
+      yield next.value;
+    }
+  } finally {
+    if (!ended) await iterator.return?.();
+  }
 }
 
 /**
@@ -37,12 +76,14 @@ export async function aggregateDelivery(
   body: ReadableStream<Uint8Array>,
   options: AggregateDeliveryOptions = {},
 ): Promise<Aggregate> {
-  const { validated = false, ...aggregateOptions } = options;
-  if (validated) return await aggregateCsv(body, aggregateOptions);
+  const { validated = false, waited, ...aggregateOptions } = options;
+  const timed = (chunks: AsyncIterable<Uint8Array>) =>
+    waited === undefined ? chunks : timedChunks(chunks, waited);
+  if (validated) return await aggregateCsv(timed(body), aggregateOptions);
   const validator = new DatasetValidator();
   try {
     // Without cancelling on a stop, so that the validator can read on.
-    const chunks = body.values({ preventCancel: true });
+    const chunks = timed(body.values({ preventCancel: true }));
     const onChunk = aggregateOptions.onChunk;
     const aggregate = await aggregateCsv(chunks, {
       ...aggregateOptions,
@@ -55,7 +96,7 @@ export async function aggregateDelivery(
     return aggregate;
   } catch (error) {
     if (!(error instanceof ValidationError)) {
-      for await (const chunk of body) validator.push(chunk);
+      for await (const chunk of timed(body)) validator.push(chunk);
       validator.finish();
     }
     throw error;

@@ -40,6 +40,48 @@ import {
 } from "./history/delivery_summary.ts";
 import { snapshotFigures } from "./history/snapshot.ts";
 
+/** The phases of a run that its `analysis finished` line times (see `RunPhases`). */
+type Phase = "read" | "load" | "aggregate" | "report" | "save";
+
+/**
+ * Milliseconds per phase of one run: `read` (awaiting the stored bytes, wherever it happens),
+ * `load` (the settings and the previous delivery's summary from the database), `aggregate` (the
+ * aggregation, with the validation of a two-step delivery and the hashing of its bytes),
+ * `report` (the report and the comparison with the previous delivery), `save` (the result and
+ * the history written to the database).
+ */
+class RunPhases {
+  /** Time spent awaiting storage: `aggregateDelivery` adds to it (see its `waited`). */
+  readonly waited = { ms: 0 };
+  readonly ms: Record<Phase, number> = { read: 0, load: 0, aggregate: 0, report: 0, save: 0 };
+  #phase: Phase = "read";
+  #since = performance.now();
+  #waitedBefore = 0;
+
+  /** Ends the current phase (its time awaiting storage counted as `read`) and starts `next`. */
+  enter(next: Phase): void {
+    const now = performance.now();
+    const waited = this.waited.ms - this.#waitedBefore;
+    this.ms[this.#phase] += now - this.#since - waited;
+    this.ms.read += waited;
+    this.#waitedBefore = this.waited.ms;
+    this.#since = now;
+    this.#phase = next;
+  }
+
+  /** The log line's fields, whole milliseconds. */
+  fields(): Record<`${Phase}_ms`, number> {
+    const ms = this.ms;
+    return {
+      read_ms: Math.round(ms.read),
+      load_ms: Math.round(ms.load),
+      aggregate_ms: Math.round(ms.aggregate),
+      report_ms: Math.round(ms.report),
+      save_ms: Math.round(ms.save),
+    };
+  }
+}
+
 /** Small datasets analysed at the same time (beside the larger ones). */
 const SMALL_AT_ONCE = 8;
 /** Longest a small analysis waits for uploads to stop streaming before it runs anyway. */
@@ -284,6 +326,7 @@ export class AnalysisQueue {
     const log = this.#o.log;
     const startedAt = new Date().toISOString();
     const t0 = performance.now();
+    const phases = new RunPhases();
     const { orgId, experimentId, key } = delivery;
     let etag = delivery.info.etag;
     let outcome: {
@@ -313,11 +356,13 @@ export class AnalysisQueue {
         return;
       }
       etag = object.info.etag;
+      phases.enter("load");
       const settings = validateSettings((await db.settings.get(orgId, experimentId)) ?? {});
       const previous = await db.deliverySummaries.get(orgId, experimentId);
       // The content's SHA-256: from the upload, from the last run of this object, or read here.
       const known = delivery.sha256 ?? (previous?.etag === etag ? previous.sha256 : undefined);
       const hash = known === undefined ? createHash("sha256") : null;
+      phases.enter("aggregate");
       // A two-step delivery is validated beside the reading: a refusal is the upload check's.
       const aggregate = await aggregateDelivery(object.body, {
         validated: delivery.validated,
@@ -328,8 +373,10 @@ export class AnalysisQueue {
         keyMetric: settings.key_metric,
         userSummary: true,
         onChunk: hash === null ? undefined : (chunk) => hash.update(chunk),
+        waited: phases.waited,
       });
       const sha256 = known ?? hash!.digest("hex");
+      phases.enter("report");
       const rows = aggregate.rows;
       const summary = deliverySummaryOf(aggregate);
       const sameContent = previous?.sha256 === sha256;
@@ -411,6 +458,7 @@ export class AnalysisQueue {
     const seconds = (performance.now() - t0) / 1000;
     metrics.analysisRuns.inc({ outcome: outcome.status });
     metrics.analysisSeconds.observe(seconds);
+    phases.enter("save");
     let saved = false;
     try {
       saved = await db.analyses.saveResult(orgId, experimentId, etag, outcome, startedAt);
@@ -435,6 +483,7 @@ export class AnalysisQueue {
         });
       }
     }
+    phases.enter("save");
     log.info("analysis finished", {
       org_id: orgId,
       experiment_id: experimentId,
@@ -442,6 +491,7 @@ export class AnalysisQueue {
       source: delivery.source,
       status: outcome.status,
       duration_ms: Math.round(seconds * 1000),
+      ...phases.fields(),
     });
   }
 

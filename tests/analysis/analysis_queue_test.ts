@@ -7,12 +7,18 @@ import { createLogger } from "../../src/log.ts";
 import { DeliveryHub } from "../../src/deliveries.ts";
 import { Metrics } from "../../src/metrics.ts";
 import { AnalysisQueue } from "../../src/analysis/analysis_queue.ts";
+import { generateCsv } from "../../bench/generate_csv.ts";
 
 const CSV = new TextEncoder().encode(
   "user_id,variant,date,m\nu1,A,2026-01-01,1\nu2,B,2026-01-01,0\n",
 );
 
-async function setup(busy: () => boolean, busyWaitMs: number) {
+async function setup(
+  busy: () => boolean,
+  busyWaitMs: number,
+  files: Uint8Array[] = Array(5).fill(CSV),
+  lines: string[] = [],
+) {
   const dir = await Deno.makeTempDir({ prefix: "abn-queue-" });
   const store = new LocalStore({
     dataDir: dir,
@@ -21,7 +27,7 @@ async function setup(busy: () => boolean, busyWaitMs: number) {
   });
   await store.open();
   const db = new SqliteControlPlane(`${dir}/abn.sqlite`);
-  const log = createLogger({ sink: () => {} });
+  const log = createLogger({ sink: (line) => lines.push(line) });
   const deliveries = new DeliveryHub({ log });
   const metrics = new Metrics();
   const queue = new AnalysisQueue({
@@ -29,26 +35,26 @@ async function setup(busy: () => boolean, busyWaitMs: number) {
     store,
     deliveries,
     metrics,
-    maxUploadBytes: 1 << 20,
+    maxUploadBytes: 1 << 26,
     busy,
     busyWaitMs,
     log,
   });
   const infos: ObjectInfo[] = [];
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < files.length; i++) {
     const writer = await store.createWriter(`org/o/experiments/e${i}/latest.csv`);
-    await writer.write(CSV);
+    await writer.write(files[i]);
     infos.push(await writer.commit());
   }
-  const deliver = () =>
+  const deliver = (validated = true) =>
     infos.forEach((info, i) =>
       deliveries.publish({
         orgId: "o",
         experimentId: `e${i}`,
         key: info.key,
         info,
-        validated: true,
-        source: "upload",
+        validated,
+        source: validated ? "upload" : "scan",
       })
     );
   const ready = () => metrics.analysisRuns.get({ outcome: "ready" });
@@ -87,5 +93,41 @@ Deno.test("AnalysisQueue runs a small analysis that waited too long even while u
     assertEquals(t.ready(), 5);
   } finally {
     await t.close();
+  }
+});
+
+Deno.test("the analysis finished line times the run's phases", async () => {
+  const parts: Uint8Array[] = [];
+  for await (const chunk of generateCsv({ rows: 60_000, seed: 3, days: 5 })) parts.push(chunk);
+  const large = new Uint8Array(await new Blob(parts as Uint8Array<ArrayBuffer>[]).arrayBuffer());
+  const broken = new TextEncoder().encode("user_id,variant,date,m\nu1,A,2026-02-30,1\n");
+  for (const validated of [true, false]) {
+    const lines: string[] = [];
+    // A file read on two threads (over 1 MiB), a small one, and (not validated) a broken one.
+    const files = validated ? [large, CSV] : [large, CSV, broken];
+    const t = await setup(() => false, 0, files, lines);
+    try {
+      t.deliver(validated);
+      await t.queue.whenIdle();
+      const finished = lines.map((line) => JSON.parse(line)).filter((line) =>
+        line.msg === "analysis finished"
+      );
+      assertEquals(finished.length, files.length);
+      for (const line of finished) {
+        const phases = ["read_ms", "load_ms", "aggregate_ms", "report_ms", "save_ms"];
+        for (const field of ["duration_ms", ...phases]) {
+          assertEquals(Number.isInteger(line[field]) && line[field] >= 0, true, field);
+        }
+        // The phases up to the result make its duration (each rounded on its own).
+        const sum = line.read_ms + line.load_ms + line.aggregate_ms + line.report_ms;
+        assertEquals(Math.abs(sum - line.duration_ms) <= 3, true, JSON.stringify(line));
+        const status = line.experiment_id === "e2" ? "failed" : "ready";
+        assertEquals(line.status, status);
+      }
+      // The large file's aggregation takes measurable time on any machine.
+      assertEquals(finished.find((line) => line.experiment_id === "e0").aggregate_ms > 0, true);
+    } finally {
+      await t.close();
+    }
   }
 });
