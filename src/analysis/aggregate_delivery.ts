@@ -4,11 +4,13 @@
  * chunks and its verdict is the delivery's: the same `ValidationError` (code, message, line) as
  * a direct upload of the same bytes would have got.
  *
- * With `waited`, the time spent awaiting the body's chunks (the storage's part of the run) is
- * added to `waited.ms`; the rest of the call's time is the aggregation's (and the validator's).
+ * The body is read by `BodyChunks` (a stored file 1 MiB at a time into two reused buffers). With
+ * `waited`, the time spent awaiting its chunks (the storage's part of the run) is added to
+ * `waited.ms`; the rest of the call's time is the aggregation's (and the validator's).
  */
 import { DatasetValidator, ValidationError } from "../pipeline/mod.ts";
 import { aggregateCsv, type AggregateOptions } from "./aggregate/aggregate.ts";
+import { BodyChunks } from "./body_chunks.ts";
 import type { Aggregate } from "./aggregate/aggregate_types.ts";
 
 /** Options of `aggregateDelivery`. */
@@ -32,40 +34,6 @@ export interface AggregateDeliveryOptions extends
 }
 
 /**
- * Yields the chunks of `chunks`, adding the time spent awaiting each one to `waited.ms`. Ending
- * early (a `break` or a throw in the consumer) ends `chunks` the same way.
- */
-export async function* timedChunks<T>(
-  chunks: AsyncIterable<T>,
-  waited: { ms: number },
-): AsyncGenerator<T> {
-  const iterator = chunks[Symbol.asyncIterator]();
-  /** Whether `chunks` ended (or failed) by itself: then it needs no `return`. */
-  let ended = false;
-  try {
-    for (;;) {
-      const t0 = performance.now();
-      let next: IteratorResult<T>;
-      try {
-        next = await iterator.next();
-      } catch (error) {
-        ended = true;
-        throw error;
-      } finally {
-        waited.ms += performance.now() - t0;
-      }
-      if (next.done) {
-        ended = true;
-        return;
-      }
-      yield next.value;
-    }
-  } finally {
-    if (!ended) await iterator.return?.();
-  }
-}
-
-/**
  * Aggregates `body`. Unless `validated`, a `DatasetValidator` sees every chunk before the reader
  * (two threads where a worker can start, see `aggregateCsv`) and a refusal is its
  * `ValidationError`. When the reader stops first (it leaves some checks to the validator, whose
@@ -77,30 +45,30 @@ export async function aggregateDelivery(
   options: AggregateDeliveryOptions = {},
 ): Promise<Aggregate> {
   const { validated = false, waited, ...aggregateOptions } = options;
-  const timed = (chunks: AsyncIterable<Uint8Array>) =>
-    waited === undefined ? chunks : timedChunks(chunks, waited);
-  if (validated) return await aggregateCsv(timed(body), aggregateOptions);
-  const validator = new DatasetValidator();
+  const source = new BodyChunks(body, waited);
   try {
-    // Without cancelling on a stop, so that the validator can read on.
-    const chunks = timed(body.values({ preventCancel: true }));
-    const onChunk = aggregateOptions.onChunk;
-    const aggregate = await aggregateCsv(chunks, {
-      ...aggregateOptions,
-      onChunk: (chunk) => {
-        validator.push(chunk);
-        onChunk?.(chunk);
-      },
-    });
-    validator.finish();
-    return aggregate;
-  } catch (error) {
-    if (!(error instanceof ValidationError)) {
-      for await (const chunk of timed(body)) validator.push(chunk);
+    if (validated) return await aggregateCsv(source.chunks(), aggregateOptions);
+    const validator = new DatasetValidator();
+    try {
+      const onChunk = aggregateOptions.onChunk;
+      const aggregate = await aggregateCsv(source.chunks(), {
+        ...aggregateOptions,
+        onChunk: (chunk) => {
+          validator.push(chunk);
+          onChunk?.(chunk);
+        },
+      });
       validator.finish();
+      return aggregate;
+    } catch (error) {
+      if (!(error instanceof ValidationError)) {
+        // The reader stopped first: the validator reads on (the body is still open).
+        for await (const chunk of source.chunks()) validator.push(chunk);
+        validator.finish();
+      }
+      throw error;
     }
-    throw error;
   } finally {
-    await body.cancel().catch(() => {});
+    await source.cancel();
   }
 }
