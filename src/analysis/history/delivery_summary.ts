@@ -105,7 +105,10 @@ export function decodeDeliverySummary(blob: Uint8Array): DeliverySummary | null 
       ? new Uint8Array(bytes.buffer, at, n)
       : new Uint16Array(bytes.buffer, at, n);
     const none = width === 1 ? 0xff : 0xffff;
-    variant = Int32Array.from(stored, (v) => v === none ? -1 : v);
+    // A plain loop: `Int32Array.from` with a map function lists every value first (for 1.4 M
+    // users, tenths of a second and tens of MB of garbage).
+    variant = new Int32Array(n);
+    for (let i = 0; i < n; i++) variant[i] = stored[i] === none ? -1 : stored[i];
   }
   return {
     rows: header.rows,
