@@ -15,9 +15,12 @@
  *   GROUP BY variant
  *
  * timed from the instance's creation to the rows. The two take turns (which goes first alternates),
- * each after `sync`. The service's resident set (`VmRSS`) is read before the first upload and
- * after each delivery once its analysis is ready and the service idled 2 s. The phases of each run
- * come from the service's `analysis finished` log line.
+ * each after `sync`. The service's resident set (`VmRSS`, and of it `RssAnon`: what is not pages
+ * of the program's file) is read before the first upload and after each delivery once its
+ * analysis is ready and the service idled 2 s. Each upload comes on a connection of its own,
+ * closed after the answer, as from the upload client or curl (the runtime keeps some 17 MB of
+ * buffers with a connection that received a large body while it stays open). The phases of each
+ * run come from the service's `analysis finished` log line.
  *
  *   deno run -A bench/insight_bench.ts [FILE] [--runs=N]   (FILE default /tmp/bench.csv)
  */
@@ -50,6 +53,8 @@ export interface InsightRun {
   phases: Record<string, number>;
   /** The service's VmRSS once the analysis was ready and it idled 2 s, MB. */
   idleRssMB: number;
+  /** Its RssAnon then, MB. */
+  idleAnonMB: number;
 }
 
 export interface InsightBenchResult {
@@ -59,6 +64,8 @@ export interface InsightBenchResult {
   duckdbRunner: string;
   /** The service's VmRSS before the first upload, MB. */
   rssBeforeMB: number;
+  /** Its RssAnon then, MB. */
+  anonBeforeMB: number;
   /** Its peak (VmHWM) at the end, MB. */
   peakRssMB: number;
   rows: number;
@@ -195,6 +202,7 @@ async function startService(dataDir: string) {
       for (const line of lines) {
         if (line.includes('"msg":"listening"')) listening();
         if (line.includes('"msg":"analysis finished"')) finished.push(JSON.parse(line));
+        if (line.includes('"level":"error"')) console.error(line);
       }
     }
   })();
@@ -238,13 +246,14 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
   try {
     await sleep(IDLE_MS);
     const rssBeforeMB = await rssMB(service.pid);
+    const anonBeforeMB = await rssMB(service.pid, "RssAnon");
     const runOurs = async (i: number) => {
       await sync();
       const body = new Blob([file, extra(i)]);
       const t0 = performance.now();
       const res = await fetch(`${service.url}/api/v1/datasets/upload/?experiment_id=insight`, {
         method: "POST",
-        headers: { ...auth, "content-type": "text/csv" },
+        headers: { ...auth, "content-type": "text/csv", connection: "close" },
         body,
       });
       const created = performance.now();
@@ -258,7 +267,10 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
         analysis = await poll.json();
         const current = (analysis.dataset as { etag: string }).etag === answer.etag;
         if (current && analysis.status === "ready") break;
-        if (current && analysis.status === "failed") throw new Error(String(analysis.error));
+        if (current && analysis.status === "failed") {
+          await sleep(500); // the service's log line of the failure first
+          throw new Error(String(analysis.error));
+        }
         if (performance.now() - created > READY_TIMEOUT_MS) throw new Error("not ready in time");
         await sleep(POLL_MS);
       }
@@ -270,12 +282,19 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
       const phases = Object.fromEntries(
         Object.entries(line).filter(([key]) => key.endsWith("_ms")),
       ) as Record<string, number>;
-      ours.push({ seconds, phases, idleRssMB: await rssMB(service.pid) });
+      ours.push({
+        seconds,
+        phases,
+        idleRssMB: await rssMB(service.pid),
+        idleAnonMB: await rssMB(service.pid, "RssAnon"),
+      });
       if (Deno.env.get("ABN_BENCH_VERBOSE")) {
         console.error(
           `ours ${i + 1}: ${seconds.toFixed(2)} s (upload ${
             ((created - t0) / 1000).toFixed(2)
-          } s), ${JSON.stringify(phases)}, idle RSS ${ours.at(-1)!.idleRssMB.toFixed(0)} MB`,
+          } s), ${JSON.stringify(phases)}, idle RSS ${ours.at(-1)!.idleRssMB.toFixed(0)} MB (anon ${
+            ours.at(-1)!.idleAnonMB.toFixed(0)
+          })`,
         );
       }
     };
@@ -305,6 +324,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
       duckdbSeconds,
       duckdbRunner: "how" in duckdb ? duckdb.how : duckdb.why,
       rssBeforeMB,
+      anonBeforeMB,
       peakRssMB: await rssMB(service.pid, "VmHWM"),
       rows,
       users: Object.values(totals).reduce((sum, t) => sum + t.users, 0),
@@ -392,7 +412,9 @@ export function insightRows(r: InsightBenchResult): Record<string, string>[] {
         r.ours.at(-1)!.idleRssMB.toFixed(0)
       } MB (each: ${r.ours.map((run) => run.idleRssMB.toFixed(0)).join(", ")}; peak ${
         r.peakRssMB.toFixed(0)
-      })`,
+      }); not file pages: ${r.anonBeforeMB.toFixed(0)} → ${r.ours[0].idleAnonMB.toFixed(0)} → ${
+        r.ours.at(-1)!.idleAnonMB.toFixed(0)
+      } MB`,
       baseline: "—",
       ratio: "—",
       target: "within ~20 MB of before",

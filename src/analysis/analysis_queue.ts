@@ -39,6 +39,7 @@ import {
   encodeDeliverySummary,
 } from "./history/delivery_summary.ts";
 import { snapshotFigures } from "./history/snapshot.ts";
+import { releaseBuffers } from "../buffers.ts";
 
 /** The phases of a run that its `analysis finished` line times (see `RunPhases`). */
 type Phase = "read" | "load" | "aggregate" | "report" | "save";
@@ -338,6 +339,8 @@ export class AnalysisQueue {
     };
     /** What the history keeps of a ready run, once its result is saved. */
     let history: (() => Promise<void>) | null = null;
+    /** Large arrays of this run only (user hashes, summary blobs), freed at its end. */
+    const scratch: (ArrayBufferView | null | undefined)[] = [];
     try {
       const object = await store.get(key);
       if (!object) return; // deleted meanwhile
@@ -379,6 +382,8 @@ export class AnalysisQueue {
       phases.enter("report");
       const rows = aggregate.rows;
       const summary = deliverySummaryOf(aggregate);
+      const users = summary.users;
+      scratch.push(users.hi, users.lo, users.variant, previous?.summary);
       const sameContent = previous?.sha256 === sha256;
       let changes: Changes | null = null;
       if (previous && sameContent) {
@@ -386,6 +391,7 @@ export class AnalysisQueue {
         changes = previous.changes === null ? null : JSON.parse(previous.changes);
       } else if (previous) {
         const before = decodeDeliverySummary(previous.summary);
+        scratch.push(before?.users.hi, before?.users.variant);
         if (before !== null) {
           changes = compareDeliveries(before, summary, previous.etag, previous.delivered_at);
         }
@@ -410,6 +416,7 @@ export class AnalysisQueue {
             summary: encodeDeliverySummary(summary),
             changes: report.changes === null ? null : JSON.stringify(report.changes),
           };
+          scratch.push(row.summary);
           await db.deliverySummaries.save(orgId, experimentId, row);
         }
         await db.history.record(orgId, experimentId, {
@@ -483,6 +490,8 @@ export class AnalysisQueue {
         });
       }
     }
+    // Freed now rather than at a garbage collection an idle service would not run.
+    releaseBuffers(...scratch);
     phases.enter("save");
     log.info("analysis finished", {
       org_id: orgId,

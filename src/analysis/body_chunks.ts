@@ -5,9 +5,10 @@
  *
  * A byte stream (a file of the local driver) is read `READ_BYTES` at a time into two buffers that
  * take turns, the next read under way while the current chunk is read: nothing is allocated per
- * chunk, and the reading thread does not wait for the disk between chunks. Any other stream (an
- * S3 body, bytes already in memory) is read chunk by chunk as it comes.
+ * chunk, and the reading thread does not wait for the disk between chunks; `cancel` frees them.
+ * Any other stream (an S3 body, bytes already in memory) is read chunk by chunk as it comes.
  */
+import { largeBuffer, releaseBuffers } from "../buffers.ts";
 
 /** Bytes asked for at once from a byte stream. */
 export const READ_BYTES = 1024 * 1024;
@@ -35,7 +36,7 @@ export class BodyChunks {
     } catch { /* not a byte stream */ }
     this.#byob = reader !== null;
     this.#reader = reader ?? body.getReader();
-    if (this.#byob) this.#free.push(new ArrayBuffer(READ_BYTES), new ArrayBuffer(READ_BYTES));
+    if (this.#byob) this.#free.push(largeBuffer(READ_BYTES), largeBuffer(READ_BYTES));
   }
 
   /**
@@ -59,6 +60,7 @@ export class BodyChunks {
       const result = await pending;
       if (result.done) {
         this.#done = true;
+        if (result.value !== undefined) this.#free.push(result.value.buffer as ArrayBuffer);
         return null;
       }
       this.#current = result.value.buffer as ArrayBuffer;
@@ -87,16 +89,20 @@ export class BodyChunks {
   /** Stops reading: cancels the body (a no-op once it ended) and frees the reader's buffers. */
   async cancel(): Promise<void> {
     this.#done = true;
-    await this.#reader.cancel().catch(() => {});
-    this.#ahead?.catch(() => {});
+    const ahead = this.#ahead;
     this.#ahead = null;
+    await this.#reader.cancel().catch(() => {});
+    // A read under way ends with the cancel, handing its buffer back.
+    const last = await ahead?.catch(() => null);
+    releaseBuffers(...this.#free, this.#current, last?.value);
     this.#current = null;
     this.#free.length = 0;
   }
 
   #read(): Promise<ReadableStreamReadResult<Uint8Array>> {
     const buffer = this.#free.pop()!;
-    const read = (this.#reader as ReadableStreamBYOBReader).read(new Uint8Array(buffer));
+    const view = new Uint8Array(buffer, 0, READ_BYTES);
+    const read = (this.#reader as ReadableStreamBYOBReader).read(view);
     // A read ahead that nobody awaits (the reading stopped) must not fail unhandled.
     read.catch(() => {});
     return read;

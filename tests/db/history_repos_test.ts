@@ -87,6 +87,76 @@ Deno.test("DeliverySummaryRepo replaces an experiment's summary, blob and all", 
   });
 });
 
+Deno.test("DeliverySummaryRepo keeps a large blob in parts, and a shorter one replaces all of them", async (t) => {
+  await withDb(async (db, path) => {
+    const repo = db.deliverySummaries;
+    const blob = Uint8Array.from({ length: 1_000_003 }, (_, i) => (i * 7919) & 0xff);
+    const row = { etag: "e1", sha256: "s1", delivered_at: "d", summary: blob, changes: null };
+    await repo.save("o", "e", row);
+    await repo.save("o", "other", { ...row, summary: Uint8Array.from([9]) });
+    const read = await repo.get("o", "e");
+    assert.deepEqual(read, row);
+    const parts = (sql: string) => {
+      const peek = new DatabaseSync(path);
+      try {
+        return (peek.prepare(sql).get() as { n: number }).n;
+      } finally {
+        peek.close();
+      }
+    };
+    const count = "SELECT count(*) AS n FROM delivery_summary_parts WHERE experiment_id = 'e'";
+    await t.step("no part holds more than 64 KiB", () => {
+      assert.equal(parts(count), Math.ceil(blob.length / 65536));
+      assert.equal(
+        parts("SELECT max(length(bytes)) AS n FROM delivery_summary_parts"),
+        65536,
+      );
+    });
+    const shorter = { ...row, etag: "e2", summary: blob.slice(0, 70_000) };
+    await repo.save("o", "e", shorter);
+    assert.deepEqual(await repo.get("o", "e"), shorter);
+    assert.equal(parts(count), 2);
+    const empty = { ...row, etag: "e3", summary: new Uint8Array(0) };
+    await repo.save("o", "e", empty);
+    assert.deepEqual(await repo.get("o", "e"), empty);
+    await repo.delete("o", "e");
+    assert.equal(parts(count), 0);
+    assert.deepEqual((await repo.get("o", "other"))?.summary, Uint8Array.from([9]));
+  });
+});
+
+Deno.test("a summary stored as one blob (schema 3) is read the same after the migration to parts", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "abn-history-parts-" });
+  const path = `${dir}/abn.sqlite`;
+  try {
+    // A database as schema version 3 left it, with one summary in its single-blob column.
+    const blob = Uint8Array.from({ length: 200_000 }, (_, i) => i & 0xff);
+    const first = new SqliteControlPlane(path);
+    await first.close();
+    const old = new DatabaseSync(path);
+    old.exec("DROP TABLE delivery_summary_parts; PRAGMA user_version = 3");
+    old.prepare(
+      `INSERT INTO delivery_summaries VALUES ('o', 'e', 'etag', 'sha', 'at', ?, NULL, 'now')`,
+    ).run(blob);
+    old.close();
+    const db = new SqliteControlPlane(path);
+    try {
+      const row = await db.deliverySummaries.get("o", "e");
+      assert.deepEqual(row, {
+        etag: "etag",
+        sha256: "sha",
+        delivered_at: "at",
+        summary: blob,
+        changes: null,
+      });
+    } finally {
+      await db.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("AnalysisRepo lists ready results of older versions, newest deliveries first", async () => {
   await withDb(async (db) => {
     const a = db.analyses;

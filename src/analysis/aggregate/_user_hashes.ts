@@ -11,6 +11,7 @@
  */
 import { EXCLUDED, type RecordLayout, type TallyState, VARIANT_WORD } from "./_user_tally.ts";
 import { nextRecord } from "./_user_table.ts";
+import { largeBuffer, releaseBuffers } from "../../buffers.ts";
 
 /** Users sorted by (hi, lo) as unsigned numbers; `variant[i]` is a position in the sorted variants, -1 for a user seen in two. */
 export interface UserHashes {
@@ -53,9 +54,11 @@ export function userHashes(
   position: Int32Array,
 ): UserHashes {
   const n = tallies.reduce((sum, tally) => sum + tally.users, 0);
-  const hi = new Uint32Array(n);
-  const lo = new Uint32Array(n);
-  const variant = new Int32Array(n);
+  // One large buffer for the three (see `buffers.ts`): releasing one of them frees it.
+  const buffer = largeBuffer(12 * n);
+  const hi = new Uint32Array(buffer, 0, n);
+  const lo = new Uint32Array(buffer, 4 * n, n);
+  const variant = new Int32Array(buffer, 8 * n, n);
   const words = layout.words;
   let i = 0;
   for (const tally of tallies) {
@@ -78,11 +81,12 @@ export function userHashes(
 /** Sorts the three parallel arrays by (hi, lo), unsigned: four stable passes of 16 bits. */
 export function sortByHash(hi: Uint32Array, lo: Uint32Array, variant: Int32Array): void {
   const n = hi.length;
+  const scratch = largeBuffer(12 * n + 4 * (1 << 16));
   let srcHi: Uint32Array = hi, srcLo: Uint32Array = lo, srcV: Int32Array = variant;
-  let dstHi: Uint32Array = new Uint32Array(n);
-  let dstLo: Uint32Array = new Uint32Array(n);
-  let dstV: Int32Array = new Int32Array(n);
-  const count = new Int32Array(1 << 16);
+  let dstHi: Uint32Array = new Uint32Array(scratch, 0, n);
+  let dstLo: Uint32Array = new Uint32Array(scratch, 4 * n, n);
+  let dstV: Int32Array = new Int32Array(scratch, 8 * n, n);
+  const count = new Int32Array(scratch, 12 * n, 1 << 16);
   for (let pass = 0; pass < 4; pass++) {
     const key = pass < 2 ? srcLo : srcHi;
     const shift = (pass & 1) * 16;
@@ -105,4 +109,5 @@ export function sortByHash(hi: Uint32Array, lo: Uint32Array, variant: Int32Array
     [srcV, dstV] = [dstV, srcV];
   }
   // After an even number of passes the sorted data is back in the caller's arrays.
+  releaseBuffers(scratch);
 }
