@@ -22,11 +22,11 @@ import type { WorkerReply, WorkerRequest } from "./_user_worker.ts";
 
 /** Rows per batch of lane 0 (added here at once) and of lane 1 (sent to the worker). */
 const LOCAL_BATCH_ROWS = 256;
-const WORKER_BATCH_ROWS = 4096;
+const WORKER_BATCH_ROWS = 16384;
 /** Batches at the worker before reading waits for one to come back. */
-const MAX_IN_FLIGHT = 8;
+const MAX_IN_FLIGHT = 4;
 /** Batches kept while the worker starts before reading waits for it. */
-const MAX_WAITING = 32;
+const MAX_WAITING = 8;
 /** A worker not up after this long is given up for reading on this thread. */
 const START_TIMEOUT_MS = 5000;
 
