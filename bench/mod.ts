@@ -7,6 +7,7 @@
  *   ABN_BENCH_ONLY=scale deno task bench             (many stored datasets, tiny uploads)
  *   ABN_BENCH_ONLY=scale-out deno task bench         (PostgreSQL and two instances; needs
  *                                                     Debian's `postgresql`)
+ *   ABN_BENCH_ONLY=insight deno task bench           (201 → analysis ready, against DuckDB)
  */
 import { writeCsv } from "./generate_csv.ts";
 import { printTable } from "./_util.ts";
@@ -18,12 +19,15 @@ import { benchScaleOut } from "./scale_out_bench.ts";
 import { benchScale } from "./scale_bench.ts";
 import { benchDimensions } from "./dimensions_bench.ts";
 import { benchHistory } from "./history_bench.ts";
+import { benchInsight, insightRows } from "./insight_bench.ts";
 import { median } from "./_util.ts";
 
 const only = (Deno.env.get("ABN_BENCH_ONLY") ??
-  "validator,upload,initiate,analysis,dimensions,history,scale,scale-out").split(",");
+  "validator,upload,initiate,analysis,insight,dimensions,history,scale,scale-out").split(",");
 /** The sections that read the ~200 MB dataset. */
-const needsFile = ["validator", "upload", "analysis"].some((name) => only.includes(name));
+const needsFile = ["validator", "upload", "analysis", "insight"].some((name) =>
+  only.includes(name)
+);
 const work = await Deno.makeTempDir({ prefix: "abn-bench-" });
 const file = Deno.args[0] ?? `${work}/bench.csv`;
 try {
@@ -98,6 +102,9 @@ try {
       target: "≤ 1.00, memory no higher",
     });
   }
+  if (only.includes("insight")) {
+    rows.push(...insightRows(await benchInsight(file, 5)));
+  }
   if (only.includes("dimensions")) {
     const dimensionsFile = `${work}/bench-dimensions.csv`;
     console.log("generating a ~193 MB dataset with country and device (3.75 M rows)…");
@@ -148,7 +155,7 @@ try {
     });
   }
   printTable(
-    "Benchmarks (ratio: our rate ÷ baseline rate; for the analysis, our time ÷ DuckDB time)",
+    "Benchmarks (ratio: our rate ÷ baseline rate; for the analysis and time to insight, our time ÷ DuckDB time)",
     rows,
   );
   if (only.includes("scale")) {

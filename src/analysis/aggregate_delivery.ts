@@ -3,9 +3,14 @@
  * a two-step delivery was not, so the upload validator runs beside the reader over the same
  * chunks and its verdict is the delivery's: the same `ValidationError` (code, message, line) as
  * a direct upload of the same bytes would have got.
+ *
+ * The body is read by `BodyChunks` (a stored file 1 MiB at a time into two reused buffers). With
+ * `waited`, the time spent awaiting its chunks (the storage's part of the run) is added to
+ * `waited.ms`; the rest of the call's time is the aggregation's (and the validator's).
  */
 import { DatasetValidator, ValidationError } from "../pipeline/mod.ts";
 import { aggregateCsv, type AggregateOptions } from "./aggregate/aggregate.ts";
+import { BodyChunks } from "./body_chunks.ts";
 import type { Aggregate } from "./aggregate/aggregate_types.ts";
 
 /** Options of `aggregateDelivery`. */
@@ -24,6 +29,8 @@ export interface AggregateDeliveryOptions extends
   > {
   /** The bytes passed the upload checks as they arrived (a direct upload); default false. */
   validated?: boolean;
+  /** Receives, in `ms`, the milliseconds spent awaiting the body's chunks (added to it). */
+  waited?: { ms: number };
 }
 
 /**
@@ -37,29 +44,31 @@ export async function aggregateDelivery(
   body: ReadableStream<Uint8Array>,
   options: AggregateDeliveryOptions = {},
 ): Promise<Aggregate> {
-  const { validated = false, ...aggregateOptions } = options;
-  if (validated) return await aggregateCsv(body, aggregateOptions);
-  const validator = new DatasetValidator();
+  const { validated = false, waited, ...aggregateOptions } = options;
+  const source = new BodyChunks(body, waited);
   try {
-    // Without cancelling on a stop, so that the validator can read on.
-    const chunks = body.values({ preventCancel: true });
-    const onChunk = aggregateOptions.onChunk;
-    const aggregate = await aggregateCsv(chunks, {
-      ...aggregateOptions,
-      onChunk: (chunk) => {
-        validator.push(chunk);
-        onChunk?.(chunk);
-      },
-    });
-    validator.finish();
-    return aggregate;
-  } catch (error) {
-    if (!(error instanceof ValidationError)) {
-      for await (const chunk of body) validator.push(chunk);
+    if (validated) return await aggregateCsv(source.chunks(), aggregateOptions);
+    const validator = new DatasetValidator();
+    try {
+      const onChunk = aggregateOptions.onChunk;
+      const aggregate = await aggregateCsv(source.chunks(), {
+        ...aggregateOptions,
+        onChunk: (chunk) => {
+          validator.push(chunk);
+          onChunk?.(chunk);
+        },
+      });
       validator.finish();
+      return aggregate;
+    } catch (error) {
+      if (!(error instanceof ValidationError)) {
+        // The reader stopped first: the validator reads on (the body is still open).
+        for await (const chunk of source.chunks()) validator.push(chunk);
+        validator.finish();
+      }
+      throw error;
     }
-    throw error;
   } finally {
-    await body.cancel().catch(() => {});
+    await source.cancel();
   }
 }

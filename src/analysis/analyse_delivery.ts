@@ -32,6 +32,49 @@ import {
   encodeDeliverySummary,
 } from "./history/delivery_summary.ts";
 import { snapshotFigures } from "./history/snapshot.ts";
+import { releaseBuffers } from "../buffers.ts";
+
+/** The phases of a run that its `analysis finished` line times (see `RunPhases`). */
+type Phase = "read" | "load" | "aggregate" | "report" | "save";
+
+/**
+ * Milliseconds per phase of one run: `read` (awaiting the stored bytes, wherever it happens),
+ * `load` (the settings and the previous delivery's summary from the database), `aggregate` (the
+ * aggregation, with the validation of a two-step delivery and the hashing of its bytes),
+ * `report` (the report and the comparison with the previous delivery), `save` (the result and
+ * the history written to the database).
+ */
+class RunPhases {
+  /** Time spent awaiting storage: `aggregateDelivery` adds to it (see its `waited`). */
+  readonly waited = { ms: 0 };
+  readonly ms: Record<Phase, number> = { read: 0, load: 0, aggregate: 0, report: 0, save: 0 };
+  #phase: Phase = "read";
+  #since = performance.now();
+  #waitedBefore = 0;
+
+  /** Ends the current phase (its time awaiting storage counted as `read`) and starts `next`. */
+  enter(next: Phase): void {
+    const now = performance.now();
+    const waited = this.waited.ms - this.#waitedBefore;
+    this.ms[this.#phase] += now - this.#since - waited;
+    this.ms.read += waited;
+    this.#waitedBefore = this.waited.ms;
+    this.#since = now;
+    this.#phase = next;
+  }
+
+  /** The log line's fields, whole milliseconds. */
+  fields(): Record<`${Phase}_ms`, number> {
+    const ms = this.ms;
+    return {
+      read_ms: Math.round(ms.read),
+      load_ms: Math.round(ms.load),
+      aggregate_ms: Math.round(ms.aggregate),
+      report_ms: Math.round(ms.report),
+      save_ms: Math.round(ms.save),
+    };
+  }
+}
 
 export interface AnalyseDeps {
   db: ControlPlane;
@@ -61,11 +104,14 @@ export async function analyseDelivery(
   const { db, store, metrics, log } = deps;
   const startedAt = new Date().toISOString();
   const t0 = performance.now();
+  const phases = new RunPhases();
   const { orgId, experimentId, key } = delivery;
   const etag = delivery.info.etag;
   let outcome: AnalysisOutcome & { version: number };
   /** What the history keeps of a ready run, saved with its result. */
   let history: ResultHistory | undefined;
+  /** Large arrays of this run only (user hashes, summary blobs), freed at its end. */
+  const scratch: (ArrayBufferView | null | undefined)[] = [];
   try {
     const object = await store.get(key);
     if (!object) return { kind: "gone" };
@@ -73,11 +119,13 @@ export async function analyseDelivery(
       await object.body.cancel();
       return { kind: "replaced", info: object.info };
     }
+    phases.enter("load");
     const settings = validateSettings((await db.settings.get(orgId, experimentId)) ?? {});
     const previous = await db.deliverySummaries.get(orgId, experimentId);
     // The content's SHA-256: from the upload, from the last run of this object, or read here.
     const known = delivery.sha256 ?? (previous?.etag === etag ? previous.sha256 : undefined);
     const hash = known === undefined ? createHash("sha256") : null;
+    phases.enter("aggregate");
     // A two-step delivery is validated beside the reading: a refusal is the upload check's.
     const aggregate = await aggregateDelivery(object.body, {
       validated: delivery.validated,
@@ -88,10 +136,14 @@ export async function analyseDelivery(
       keyMetric: settings.key_metric,
       userSummary: true,
       onChunk: hash === null ? undefined : (chunk) => hash.update(chunk),
+      waited: phases.waited,
     });
     const sha256 = known ?? hash!.digest("hex");
+    phases.enter("report");
     const rows = aggregate.rows;
     const summary = deliverySummaryOf(aggregate);
+    const users = summary.users;
+    scratch.push(users.hi, users.lo, users.variant, previous?.summary);
     const sameContent = previous?.sha256 === sha256;
     let changes: Changes | null = null;
     if (previous && sameContent) {
@@ -99,6 +151,7 @@ export async function analyseDelivery(
       changes = previous.changes === null ? null : JSON.parse(previous.changes);
     } else if (previous) {
       const before = decodeDeliverySummary(previous.summary);
+      scratch.push(before?.users.hi, before?.users.variant);
       if (before !== null) {
         changes = compareDeliveries(before, summary, previous.etag, previous.delivered_at);
       }
@@ -114,13 +167,15 @@ export async function analyseDelivery(
       version: ANALYSIS_VERSION,
     };
     const deliveredAt = object.info.lastModified.toISOString();
+    const encoded = sameContent && previous?.etag === etag ? null : encodeDeliverySummary(summary);
+    scratch.push(encoded);
     history = {
       // The same delivery again (a re-run) keeps its summary, and the changes found then.
-      summary: sameContent && previous?.etag === etag ? null : {
+      summary: encoded === null ? null : {
         etag,
         sha256,
         delivered_at: deliveredAt,
-        summary: encodeDeliverySummary(summary),
+        summary: encoded,
         changes: report.changes === null ? null : JSON.stringify(report.changes),
       },
       snapshot: {
@@ -171,6 +226,7 @@ export async function analyseDelivery(
   const seconds = (performance.now() - t0) / 1000;
   metrics.analysisRuns.inc({ outcome: outcome.status });
   metrics.analysisSeconds.observe(seconds);
+  phases.enter("save");
   let saved = false;
   try {
     saved = await db.analyses.saveResult(orgId, experimentId, etag, outcome, startedAt, history);
@@ -182,6 +238,9 @@ export async function analyseDelivery(
       error: describeError(error),
     });
   }
+  // Freed now rather than at a garbage collection an idle service would not run.
+  releaseBuffers(...scratch);
+  phases.enter("save");
   log.info("analysis finished", {
     org_id: orgId,
     experiment_id: experimentId,
@@ -189,6 +248,7 @@ export async function analyseDelivery(
     source: delivery.source,
     status: outcome.status,
     duration_ms: Math.round(seconds * 1000),
+    ...phases.fields(),
   });
   return { kind: "finished", status: outcome.status, saved };
 }

@@ -291,8 +291,9 @@ export interface HistoryRepo {
 }
 
 export interface DeliverySummaryRepo {
+  /** The experiment's summary: a row (and blob) of the caller's own, which it may free. */
   get(orgId: string, experimentId: string): Promise<DeliverySummaryRow | null>;
-  /** Replaces the experiment's summary. */
+  /** Replaces the experiment's summary (the row's blob is not kept once this resolves). */
   save(orgId: string, experimentId: string, row: DeliverySummaryRow): Promise<void>;
   delete(orgId: string, experimentId: string): Promise<void>;
 }

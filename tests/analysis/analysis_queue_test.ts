@@ -18,6 +18,7 @@ import type { AnalysisScheduler } from "../../src/analysis/analysis_queue.ts";
 import { LeasedAnalysisQueue } from "../../src/analysis/leased_analysis_queue.ts";
 import { ANALYSIS_VERSION } from "../../src/analysis/report.ts";
 import { postgresTest, withDatabase } from "../_postgres.ts";
+import { generateCsv } from "../../bench/generate_csv.ts";
 
 const CSV = new TextEncoder().encode(
   "user_id,variant,date,m\nu1,A,2026-01-01,1\nu2,B,2026-01-01,0\n",
@@ -30,6 +31,8 @@ async function setupWith(
   db: ControlPlane,
   busy: () => boolean,
   busyWaitMs: number,
+  files: Uint8Array[] = Array(5).fill(CSV),
+  lines: string[] = [],
 ) {
   const store = new LocalStore({
     dataDir: dir,
@@ -37,7 +40,7 @@ async function setupWith(
     publicUrl: "http://127.0.0.1:1",
   });
   await store.open();
-  const log = createLogger({ sink: () => {} });
+  const log = createLogger({ sink: (line) => lines.push(line) });
   const deliveries = new DeliveryHub({ log });
   const metrics = new Metrics();
   const options = {
@@ -45,7 +48,7 @@ async function setupWith(
     store,
     deliveries,
     metrics,
-    maxUploadBytes: 1 << 20,
+    maxUploadBytes: 1 << 30,
     busy,
     busyWaitMs,
     log,
@@ -54,19 +57,23 @@ async function setupWith(
     ? new LeasedAnalysisQueue({ ...options, jobs: db.jobs, leaseSeconds: 60, pollMs: 100 })
     : new AnalysisQueue(options);
   const infos: ObjectInfo[] = [];
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < files.length; i++) {
     const writer = await store.createWriter(`org/o/experiments/e${i}/latest.csv`);
-    await writer.write(CSV);
+    await writer.write(files[i]);
     infos.push(await writer.commit());
   }
-  const deliver = (which = [0, 1, 2, 3, 4], source: "upload" | "reconcile" = "upload") =>
+  const deliver = (
+    which = infos.map((_, i) => i),
+    source: "upload" | "reconcile" | "scan" = "upload",
+  ) =>
     which.forEach((i) =>
       deliveries.publish({
         orgId: "o",
         experimentId: `e${i}`,
         key: infos[i].key,
         info: infos[i],
-        validated: true,
+        // A scan's delivery is a two-step one: validated beside the reading.
+        validated: source !== "scan",
         source,
       })
     );
@@ -179,3 +186,43 @@ queueTest(
     }
   },
 );
+
+Deno.test("the analysis finished line times the run's phases", async () => {
+  const parts: Uint8Array[] = [];
+  for await (const chunk of generateCsv({ rows: 60_000, seed: 3, days: 5 })) parts.push(chunk);
+  const large = new Uint8Array(await new Blob(parts as Uint8Array<ArrayBuffer>[]).arrayBuffer());
+  const broken = new TextEncoder().encode("user_id,variant,date,m\nu1,A,2026-02-30,1\n");
+  for (const validated of [true, false]) {
+    const lines: string[] = [];
+    // A file read on two threads (over 1 MiB), a small one, and (not validated) a broken one.
+    const files = validated ? [large, CSV] : [large, CSV, broken];
+    const dir = await Deno.makeTempDir({ prefix: "abn-queue-" });
+    const db = new SqliteControlPlane(`${dir}/abn.sqlite`);
+    const t = await setupWith(dir, db, () => false, 0, files, lines);
+    try {
+      t.deliver(undefined, validated ? "upload" : "scan");
+      await t.queue.whenIdle();
+      const finished = lines.map((line) => JSON.parse(line)).filter((line) =>
+        line.msg === "analysis finished"
+      );
+      assertEquals(finished.length, files.length, lines.join("\n"));
+      for (const line of finished) {
+        const phases = ["read_ms", "load_ms", "aggregate_ms", "report_ms", "save_ms"];
+        for (const field of ["duration_ms", ...phases]) {
+          assertEquals(Number.isInteger(line[field]) && line[field] >= 0, true, field);
+        }
+        // The phases up to the result make its duration (each rounded on its own).
+        const sum = line.read_ms + line.load_ms + line.aggregate_ms + line.report_ms;
+        assertEquals(Math.abs(sum - line.duration_ms) <= 3, true, JSON.stringify(line));
+        const status = line.experiment_id === "e2" ? "failed" : "ready";
+        assertEquals(line.status, status);
+      }
+      // The large file's aggregation takes measurable time on any machine.
+      assertEquals(finished.find((line) => line.experiment_id === "e0").aggregate_ms > 0, true);
+    } finally {
+      await t.stop();
+      await db.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  }
+});

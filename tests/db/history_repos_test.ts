@@ -8,6 +8,18 @@ import { DatabaseSync } from "node:sqlite";
 import { SqliteControlPlane } from "../../src/db/sqlite/sqlite_control_plane.ts";
 import { controlPlaneTest } from "./_control_planes.ts";
 
+/** A SQLite control plane in a temporary folder, for what only that driver has. */
+async function withDb(fn: (db: SqliteControlPlane, path: string) => Promise<void>) {
+  const dir = await Deno.makeTempDir({ prefix: "abn-history-db-" });
+  const db = new SqliteControlPlane(`${dir}/abn.sqlite`);
+  try {
+    await fn(db, `${dir}/abn.sqlite`);
+  } finally {
+    await db.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
 const snap = (sha256: string, n: number) => ({
   sha256,
   etag: `etag-${n}`,
@@ -91,6 +103,44 @@ controlPlaneTest(
     assert.equal(await other.deliverySummaries.get("o", "e"), null);
   },
 );
+
+Deno.test("DeliverySummaryRepo keeps a large blob in parts, and a shorter one replaces all of them", async (t) => {
+  await withDb(async (db, path) => {
+    const repo = db.deliverySummaries;
+    const blob = Uint8Array.from({ length: 1_000_003 }, (_, i) => (i * 7919) & 0xff);
+    const row = { etag: "e1", sha256: "s1", delivered_at: "d", summary: blob, changes: null };
+    await repo.save("o", "e", row);
+    await repo.save("o", "other", { ...row, summary: Uint8Array.from([9]) });
+    const read = await repo.get("o", "e");
+    assert.deepEqual(read, row);
+    const parts = (sql: string) => {
+      const peek = new DatabaseSync(path);
+      try {
+        return (peek.prepare(sql).get() as { n: number }).n;
+      } finally {
+        peek.close();
+      }
+    };
+    const count = "SELECT count(*) AS n FROM delivery_summary_parts WHERE experiment_id = 'e'";
+    await t.step("no part holds more than 64 KiB", () => {
+      assert.equal(parts(count), Math.ceil(blob.length / 65536));
+      assert.equal(
+        parts("SELECT max(length(bytes)) AS n FROM delivery_summary_parts"),
+        65536,
+      );
+    });
+    const shorter = { ...row, etag: "e2", summary: blob.slice(0, 70_000) };
+    await repo.save("o", "e", shorter);
+    assert.deepEqual(await repo.get("o", "e"), shorter);
+    assert.equal(parts(count), 2);
+    const empty = { ...row, etag: "e3", summary: new Uint8Array(0) };
+    await repo.save("o", "e", empty);
+    assert.deepEqual(await repo.get("o", "e"), empty);
+    await repo.delete("o", "e");
+    assert.equal(parts(count), 0);
+    assert.deepEqual((await repo.get("o", "other"))?.summary, Uint8Array.from([9]));
+  });
+});
 
 controlPlaneTest(
   "AnalysisRepo lists ready results of older versions, newest deliveries first",

@@ -14,18 +14,19 @@
 import type { Aggregate, AggregateOptions } from "./aggregate_types.ts";
 import { CsvRowSplitter } from "./_csv_rows.ts";
 import { batchBuffers, newBatch, type RowBatch } from "./_row_batch.ts";
-import { type BatchSink, type MetricKind, RowReader } from "./_row_reader.ts";
+import { type BatchSink, LANE_0_SHARE, type MetricKind, RowReader } from "./_row_reader.ts";
 import { summarize, type SummaryOptions, summaryOptions } from "./_summary.ts";
-import { type TallyState, UserTally } from "./_user_tally.ts";
+import { releaseState, type TallyState, UserTally } from "./_user_tally.ts";
+import { releaseBuffers } from "../../buffers.ts";
 import type { WorkerReply, WorkerRequest } from "./_user_worker.ts";
 
 /** Rows per batch of lane 0 (added here at once) and of lane 1 (sent to the worker). */
 const LOCAL_BATCH_ROWS = 256;
-const WORKER_BATCH_ROWS = 4096;
+const WORKER_BATCH_ROWS = 16384;
 /** Batches at the worker before reading waits for one to come back. */
-const MAX_IN_FLIGHT = 8;
+const MAX_IN_FLIGHT = 4;
 /** Batches kept while the worker starts before reading waits for it. */
-const MAX_WAITING = 32;
+const MAX_WAITING = 8;
 /** A worker not up after this long is given up for reading on this thread. */
 const START_TIMEOUT_MS = 5000;
 
@@ -68,6 +69,8 @@ class ThreadedRun {
   readonly #splitter: CsvRowSplitter;
   readonly #onMode: (mode: "threaded" | "local") => void;
   readonly #dimensions: boolean;
+  /** Per lane: the expected size of its user records (see `UserTable`), 0 when unknown. */
+  readonly #reserve: readonly [number, number];
   #worker: Worker | null = null;
   #mode: "starting" | "threaded" | "local" = "starting";
   #startTimer: ReturnType<typeof setTimeout> | undefined;
@@ -94,6 +97,10 @@ class ThreadedRun {
     this.#onHeader = options.onHeader;
     this.#onMode = onMode;
     this.#dimensions = options.dimensions ?? true;
+    // Each lane's user records take at most about its share of the input (ids and a few numbers
+    // per user, against rows of them): reserved at once, written only as needed.
+    const size = options.sizeBytes ?? 0;
+    this.#reserve = [Math.ceil(size * LANE_0_SHARE), Math.ceil(size * (1 - LANE_0_SHARE))];
     const rows = [LOCAL_BATCH_ROWS, WORKER_BATCH_ROWS] as const;
     this.#reader = new RowReader(this.#kinds, rows, (forced, header) => {
       this.#onHeader?.(header);
@@ -152,7 +159,20 @@ class ThreadedRun {
       }
       states.push(this.#workerState);
     }
-    return summarize(this.#reader, this.#tallies[0].layout, states, this.#kinds, this.#options);
+    const aggregate = summarize(
+      this.#reader,
+      this.#tallies[0].layout,
+      states,
+      this.#kinds,
+      this.#options,
+    );
+    // Done with: the user records, logs and batches go now, not at some later collection.
+    for (const tally of this.#tallies) tally.release();
+    if (this.#workerState !== null) releaseState(this.#workerState);
+    this.#workerState = null;
+    this.#reader.release();
+    for (const batch of this.#spare.splice(0)) releaseBuffers(...batchBuffers(batch));
+    return aggregate;
   }
 
   close(): void {
@@ -164,9 +184,9 @@ class ThreadedRun {
   /** The header is read: where the batches of each lane go from now on. */
   #open(forcedConversion: Uint8Array): [BatchSink, BatchSink] {
     this.#forcedConversion = forcedConversion;
-    this.#tallies.push(new UserTally(forcedConversion, this.#dimensions));
+    this.#tallies.push(new UserTally(forcedConversion, this.#dimensions, this.#reserve[0]));
     if (this.#mode === "local") {
-      this.#tallies.push(new UserTally(forcedConversion, this.#dimensions));
+      this.#tallies.push(new UserTally(forcedConversion, this.#dimensions, this.#reserve[1]));
     }
     if (this.#mode === "threaded") this.#start(forcedConversion);
     const local = (batch: RowBatch) => {
@@ -188,7 +208,12 @@ class ThreadedRun {
 
   #start(forcedConversion: Uint8Array): void {
     this.#worker!.postMessage(
-      { type: "start", forcedConversion, dimensions: this.#dimensions } satisfies WorkerRequest,
+      {
+        type: "start",
+        forcedConversion,
+        dimensions: this.#dimensions,
+        reserveBytes: this.#reserve[1],
+      } satisfies WorkerRequest,
     );
   }
 
@@ -231,7 +256,7 @@ class ThreadedRun {
     this.#mode = "local";
     this.#onMode("local");
     if (this.#forcedConversion) {
-      const tally = new UserTally(this.#forcedConversion, this.#dimensions);
+      const tally = new UserTally(this.#forcedConversion, this.#dimensions, this.#reserve[1]);
       this.#tallies.push(tally);
       for (const batch of this.#waiting.splice(0)) tally.add(batch);
     }

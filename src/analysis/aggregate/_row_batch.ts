@@ -2,6 +2,8 @@
  * Rows read from the CSV but not yet added to their users: the cells the user pass needs, in typed
  * arrays that can be handed to a worker (`batchBuffers` lists what to transfer).
  */
+import { largeBuffer } from "../../buffers.ts";
+
 export interface RowBatch {
   /** Rows in the batch. */
   size: number;
@@ -28,34 +30,55 @@ export interface RowBatch {
 
 /**
  * An empty batch for `rows` rows of `metrics` metric columns (with their value ids when
- * `dimensions`).
+ * `dimensions`). A large batch's arrays share one `largeBuffer` (see `buffers.ts`).
  */
 export function newBatch(rows: number, metrics: number, dimensions: boolean): RowBatch {
+  // In 32-bit words: ids, five per-row arrays, the values (two words each), the value ids.
+  const words = 13 * rows + 1 + 2 * rows * metrics + (dimensions ? rows * metrics : 0);
+  const buffer = largeBuffer(4 * words + metrics);
+  let at = 0;
+  const next = (length: number) => {
+    const view = new Int32Array(buffer, at, length);
+    at += 4 * length;
+    return view;
+  };
+  const ids = next(8 * rows);
+  const idStart = next(rows);
+  const idLength = next(rows);
+  const hash = next(rows);
+  const variant = next(rows);
+  const day = next(rows);
+  at = 8 * Math.ceil(at / 8);
+  const values = new Float64Array(buffer, at, rows * metrics);
+  at += 8 * rows * metrics;
+  const dims = next(dimensions ? rows * metrics : 0);
   return {
     size: 0,
-    ids: new Int32Array(8 * rows),
-    idStart: new Int32Array(rows),
-    idLength: new Int32Array(rows),
-    hash: new Int32Array(rows),
-    variant: new Int32Array(rows),
-    day: new Int32Array(rows),
-    values: new Float64Array(rows * metrics),
-    candidate: new Uint8Array(metrics),
-    dims: new Int32Array(dimensions ? rows * metrics : 0),
+    ids,
+    idStart,
+    idLength,
+    hash,
+    variant,
+    day,
+    values,
+    candidate: new Uint8Array(buffer, at, metrics),
+    dims,
   };
 }
 
-/** The buffers behind a batch, to transfer with it. */
+/** The buffers behind a batch (each once), to transfer with it. */
 export function batchBuffers(batch: RowBatch): ArrayBuffer[] {
   return [
-    batch.ids,
-    batch.idStart,
-    batch.idLength,
-    batch.hash,
-    batch.variant,
-    batch.day,
-    batch.values,
-    batch.candidate,
-    batch.dims,
-  ].map((array) => array.buffer as ArrayBuffer);
+    ...new Set([
+      batch.ids,
+      batch.idStart,
+      batch.idLength,
+      batch.hash,
+      batch.variant,
+      batch.day,
+      batch.values,
+      batch.candidate,
+      batch.dims,
+    ].map((array) => array.buffer as ArrayBuffer)),
+  ];
 }

@@ -20,7 +20,8 @@ import { emptyCellError, isBlank } from "../../csv/has_text.ts";
 import type { Header } from "../../csv/header.ts";
 import { BINARY, NUMBER, numberKind, TEXT } from "../../csv/number_kind.ts";
 import type { CsvRowSink } from "./_csv_rows.ts";
-import { newBatch, type RowBatch } from "./_row_batch.ts";
+import { batchBuffers, newBatch, type RowBatch } from "./_row_batch.ts";
+import { releaseBuffers } from "../../buffers.ts";
 import { copyId } from "./_user_table.ts";
 import {
   DIMENSION_VALUE_LIMIT,
@@ -231,6 +232,11 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     for (let lane = 0; lane < this.#batches.length; lane++) {
       if (this.#batches[lane].size > 0) this.#handOver(lane);
     }
+  }
+
+  /** Frees the batches being filled now (see `releaseBuffers`); the reading is done. */
+  release(): void {
+    for (const batch of this.#batches) releaseBuffers(...batchBuffers(batch));
   }
 
   #handOver(lane: number): void {

@@ -27,6 +27,7 @@ import {
 import { DAY_LIMIT, formatDay } from "../../csv/calendar_date.ts";
 import { addDimensionUsers, dimensionAggregates, dimensionTotals } from "./_dimensions.ts";
 import { userHashes } from "./_user_hashes.ts";
+import { largeFloat64Array, releaseBuffers } from "../../buffers.ts";
 import type { MetricKind, ReaderFindings } from "./_row_reader.ts";
 import { EXCLUDED, type RecordLayout, type TallyState, VARIANT_WORD } from "./_user_tally.ts";
 import { nextRecord } from "./_user_table.ts";
@@ -115,13 +116,14 @@ export function summarize(
   const adjusted = adjustedMetrics(metrics, options, variants.length);
   const capped = adjusted.filter((entry) => entry.percentile !== null);
   if (capped.length > 0) {
-    const values = new Float64Array(tallies.reduce((sum, tally) => sum + tally.users, 0));
+    const values = largeFloat64Array(tallies.reduce((sum, tally) => sum + tally.users, 0));
     for (const entry of capped) {
       const source = valueSource(layout, entry.metric.k, "numeric", false);
       let n = 0;
       for (const tally of tallies) n = collectUserValues(tally, layout, source, values, n);
       if (n > 0) entry.cap = linearQuantile(values.subarray(0, n), entry.percentile!);
     }
+    releaseBuffers(values);
   }
   const cappedMetrics = new Map(capped.map((entry) => [entry.metric, entry]));
 

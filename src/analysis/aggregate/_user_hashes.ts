@@ -11,6 +11,7 @@
  */
 import { EXCLUDED, type RecordLayout, type TallyState, VARIANT_WORD } from "./_user_tally.ts";
 import { nextRecord } from "./_user_table.ts";
+import { largeBuffer, releaseBuffers } from "../../buffers.ts";
 
 /** Users sorted by (hi, lo) as unsigned numbers; `variant[i]` is a position in the sorted variants, -1 for a user seen in two. */
 export interface UserHashes {
@@ -53,9 +54,11 @@ export function userHashes(
   position: Int32Array,
 ): UserHashes {
   const n = tallies.reduce((sum, tally) => sum + tally.users, 0);
-  const hi = new Uint32Array(n);
-  const lo = new Uint32Array(n);
-  const variant = new Int32Array(n);
+  // One large buffer for the three (see `buffers.ts`): releasing one of them frees it.
+  const buffer = largeBuffer(12 * n);
+  const hi = new Uint32Array(buffer, 0, n);
+  const lo = new Uint32Array(buffer, 4 * n, n);
+  const variant = new Int32Array(buffer, 8 * n, n);
   const words = layout.words;
   let i = 0;
   for (const tally of tallies) {
@@ -75,19 +78,22 @@ export function userHashes(
   return { hi, lo, variant };
 }
 
-/** Sorts the three parallel arrays by (hi, lo), unsigned: four stable passes of 16 bits. */
+/**
+ * Sorts the three parallel arrays by (hi, lo), unsigned: two stable passes of 16 bits on hi, then
+ * each run of equal hi words (random 32-bit words seldom repeat: about n²/2³³ pairs) in order of
+ * lo, stably. The same order as four passes over both words, in half their time.
+ */
 export function sortByHash(hi: Uint32Array, lo: Uint32Array, variant: Int32Array): void {
   const n = hi.length;
+  const scratch = largeBuffer(12 * n + 4 * (1 << 16));
   let srcHi: Uint32Array = hi, srcLo: Uint32Array = lo, srcV: Int32Array = variant;
-  let dstHi: Uint32Array = new Uint32Array(n);
-  let dstLo: Uint32Array = new Uint32Array(n);
-  let dstV: Int32Array = new Int32Array(n);
-  const count = new Int32Array(1 << 16);
-  for (let pass = 0; pass < 4; pass++) {
-    const key = pass < 2 ? srcLo : srcHi;
-    const shift = (pass & 1) * 16;
+  let dstHi: Uint32Array = new Uint32Array(scratch, 0, n);
+  let dstLo: Uint32Array = new Uint32Array(scratch, 4 * n, n);
+  let dstV: Int32Array = new Int32Array(scratch, 8 * n, n);
+  const count = new Int32Array(scratch, 12 * n, 1 << 16);
+  for (let shift = 0; shift < 32; shift += 16) {
     count.fill(0);
-    for (let i = 0; i < n; i++) count[(key[i] >>> shift) & 0xffff]++;
+    for (let i = 0; i < n; i++) count[(srcHi[i] >>> shift) & 0xffff]++;
     let sum = 0;
     for (let d = 0; d < count.length; d++) {
       const c = count[d];
@@ -95,7 +101,7 @@ export function sortByHash(hi: Uint32Array, lo: Uint32Array, variant: Int32Array
       sum += c;
     }
     for (let i = 0; i < n; i++) {
-      const at = count[(key[i] >>> shift) & 0xffff]++;
+      const at = count[(srcHi[i] >>> shift) & 0xffff]++;
       dstHi[at] = srcHi[i];
       dstLo[at] = srcLo[i];
       dstV[at] = srcV[i];
@@ -104,5 +110,39 @@ export function sortByHash(hi: Uint32Array, lo: Uint32Array, variant: Int32Array
     [srcLo, dstLo] = [dstLo, srcLo];
     [srcV, dstV] = [dstV, srcV];
   }
-  // After an even number of passes the sorted data is back in the caller's arrays.
+  // After two passes the data is back in the caller's arrays.
+  releaseBuffers(scratch);
+  for (let i = 1; i < n; i++) {
+    if (hi[i] !== hi[i - 1]) continue;
+    let end = i + 1;
+    while (end < n && hi[end] === hi[i]) end++;
+    sortRunByLo(lo, variant, i - 1, end);
+    i = end - 1;
+  }
+}
+
+/** Orders `lo[from..to)` (and `variant` alike) stably: an insertion sort, runs being short. */
+function sortRunByLo(lo: Uint32Array, variant: Int32Array, from: number, to: number): void {
+  if (to - from > 64) {
+    // A long run (not from random words): sorted through a list of positions.
+    const order = Array.from({ length: to - from }, (_, k) => from + k)
+      .sort((a, b) => lo[a] - lo[b] || a - b);
+    const los = order.map((i) => lo[i]);
+    const variants = order.map((i) => variant[i]);
+    lo.set(los, from);
+    variant.set(variants, from);
+    return;
+  }
+  for (let i = from + 1; i < to; i++) {
+    const key = lo[i];
+    const v = variant[i];
+    let j = i - 1;
+    while (j >= from && lo[j] > key) {
+      lo[j + 1] = lo[j];
+      variant[j + 1] = variant[j];
+      j--;
+    }
+    lo[j + 1] = key;
+    variant[j + 1] = v;
+  }
 }

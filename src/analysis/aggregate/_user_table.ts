@@ -10,15 +10,17 @@
  * Random memory reads are what the aggregation waits for (a few hundred nanoseconds each when they
  * depend on each other), so a user's fields and id share one record, and callers `warm` a batch
  * of lookups first, letting the cache misses of many rows overlap. Fresh memory is the other cost
- * (each page's first touch is a page fault): the arena grows in place where the runtime supports
- * resizable `ArrayBuffer`s, and the slots fill to 70 % before doubling.
+ * (each page's first touch is a page fault): a large arena is a `largeBuffer` of the size the
+ * caller expects (`reserveBytes`, from the input's size), so that it seldom has to be copied into
+ * a larger one (only the pages written cost memory), and the slots fill to 70 % before doubling.
+ * Replaced arenas and slots are freed at once, and `release` frees the rest (see `buffers.ts`).
  */
+
+import { LARGE_BYTES, largeBuffer, largeInt32Array, releaseBuffers } from "../../buffers.ts";
 
 /** Small to start with: a table per analysis, and most deliveries are small files. */
 const INITIAL_SLOTS = 1 << 8;
 const INITIAL_ARENA_BYTES = 1 << 12;
-/** Address space reserved for a resizable arena (committed only as it grows). */
-const MAX_ARENA_BYTES = 2 ** 32;
 
 /**
  * Reads the id `buf[start..end)` into `words` from `words[at]` as little-endian 32-bit words, the
@@ -73,16 +75,22 @@ export class UserTable {
   #arena: ArrayBuffer;
   /** Words per record before the id bytes. */
   readonly words: number;
+  /** The arena's expected size (see the constructor). */
+  readonly #reserveBytes: number;
   /** Pairs (hash, record + 1); 0 marks a free slot. */
   #slots = new Int32Array(2 * INITIAL_SLOTS);
   #mask = INITIAL_SLOTS - 1;
   #limit = Math.floor(INITIAL_SLOTS * 0.7);
 
-  /** `words` is the number of 32-bit words before the id bytes, word 0 included; at least 2. */
-  constructor(words: number) {
+  /**
+   * `words` is the number of 32-bit words before the id bytes, word 0 included; at least 2.
+   * `reserveBytes` is what the arena is expected to need (0: unknown): once it outgrows its small
+   * start, it is made that large at once.
+   */
+  constructor(words: number, reserveBytes = 0) {
     this.words = Math.max(2, words);
-    // Plain at first (reserving the address space of a resizable one costs more than a small
-    // file's whole table); the first growth makes it resizable.
+    this.#reserveBytes = 8 * Math.ceil(reserveBytes / 8); // whole doubles
+    // Small at first: most tables belong to small files.
     this.#arena = new ArrayBuffer(INITIAL_ARENA_BYTES);
     this.i32 = new Int32Array(this.#arena);
     this.f64 = new Float64Array(this.#arena);
@@ -139,6 +147,11 @@ export class UserTable {
     return record;
   }
 
+  /** Frees the arena and the slots now (see `releaseBuffers`); the table is done with. */
+  release(): void {
+    releaseBuffers(this.#arena, this.#slots);
+  }
+
   /** The arena (its first `8 * top` bytes hold the records). */
   get arena(): ArrayBuffer {
     return this.#arena;
@@ -166,12 +179,9 @@ export class UserTable {
   #grow(bytes: number): void {
     let size = 2 * this.#arena.byteLength;
     while (size < bytes) size *= 2;
-    if (this.#arena.resizable && size <= this.#arena.maxByteLength) {
-      this.#arena.resize(size);
-      return;
-    }
-    const arena = newArena(size);
+    const arena = largeBuffer(size < LARGE_BYTES ? size : Math.max(size, this.#reserveBytes));
     new Uint8Array(arena).set(new Uint8Array(this.#arena, 0, 8 * this.top));
+    releaseBuffers(this.#arena);
     this.#arena = arena;
     this.i32 = new Int32Array(arena);
     this.f64 = new Float64Array(arena);
@@ -180,7 +190,7 @@ export class UserTable {
   #rehash(): void {
     const old = this.#slots;
     const capacity = old.length; // twice the old slot count
-    const slots = new Int32Array(2 * capacity);
+    const slots = largeInt32Array(2 * capacity);
     const mask = capacity - 1;
     for (let i = 0; i < old.length; i += 2) {
       const entry = old[i + 1];
@@ -190,17 +200,9 @@ export class UserTable {
       slots[2 * slot] = old[i];
       slots[2 * slot + 1] = entry;
     }
+    releaseBuffers(old);
     this.#slots = slots;
     this.#mask = mask;
     this.#limit = Math.floor(capacity * 0.7);
-  }
-}
-
-/** A resizable arena where the runtime can reserve the address space, else a plain one. */
-function newArena(bytes: number): ArrayBuffer {
-  try {
-    return new ArrayBuffer(bytes, { maxByteLength: MAX_ARENA_BYTES });
-  } catch {
-    return new ArrayBuffer(bytes);
   }
 }

@@ -9,6 +9,7 @@ import { DAY_LIMIT } from "../../csv/calendar_date.ts";
 import type { RowBatch } from "./_row_batch.ts";
 import { UserTable } from "./_user_table.ts";
 import { type LogEntries, ValueLog } from "./_value_log.ts";
+import { releaseBuffers } from "../../buffers.ts";
 
 /** A user's variant word once the user was seen in two variants. */
 export const EXCLUDED = -1;
@@ -95,14 +96,23 @@ export interface TallyState {
   logs: (LogEntries | null)[];
 }
 
-/** The buffers behind a tally state, to transfer with it. */
+/** The buffers behind a tally state (each once), to transfer with it. */
 export function stateBuffers(state: TallyState): ArrayBuffer[] {
-  const buffers = [state.arena];
+  const buffers = new Set([state.arena]);
   for (const log of state.logs) {
-    for (const keys of log?.keys ?? []) buffers.push(keys.buffer as ArrayBuffer);
-    for (const values of log?.values ?? []) buffers.push(values.buffer as ArrayBuffer);
+    for (const keys of log?.keys ?? []) buffers.add(keys.buffer as ArrayBuffer);
+    for (const values of log?.values ?? []) buffers.add(values.buffer as ArrayBuffer);
   }
-  return buffers;
+  return [...buffers];
+}
+
+/** Frees the buffers of a tally state (or of one log's entries) now: they are done with. */
+export function releaseState(state: TallyState | LogEntries): void {
+  if ("arena" in state) {
+    releaseBuffers(...stateBuffers(state));
+    return;
+  }
+  releaseBuffers(...state.keys, ...state.values);
 }
 
 export class UserTally {
@@ -111,10 +121,13 @@ export class UserTally {
   readonly #users: UserTable;
   readonly #logs: (ValueLog | null)[];
 
-  /** With `dimensions`, records keep each column's value id (batches must carry `dims`). */
-  constructor(forcedConversion: Uint8Array, dimensions = false) {
+  /**
+   * With `dimensions`, records keep each column's value id (batches must carry `dims`).
+   * `reserveBytes`: the user records' expected size (see `UserTable`; 0 when unknown).
+   */
+  constructor(forcedConversion: Uint8Array, dimensions = false, reserveBytes = 0) {
     this.layout = recordLayout(forcedConversion, dimensions);
-    this.#users = new UserTable(this.layout.words);
+    this.#users = new UserTable(this.layout.words, reserveBytes);
     this.#logs = Array.from(forcedConversion, () => new ValueLog());
   }
 
@@ -189,6 +202,12 @@ export class UserTally {
         }
       }
     }
+  }
+
+  /** Frees the records, the table and the logs now (see `releaseBuffers`); the tally is done. */
+  release(): void {
+    this.#users.release();
+    for (const log of this.#logs) if (log !== null) releaseState(log.entries());
   }
 
   /** The records and logs so far (not a copy). */

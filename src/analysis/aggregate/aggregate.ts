@@ -72,13 +72,16 @@ export class CsvAggregator {
     this.#splitter.finish();
     this.#reader.end();
     const tallies = this.#tallies;
-    return summarize(
+    const aggregate = summarize(
       this.#reader,
       tallies[0].layout,
       tallies.map((t) => t.state()),
       this.#kinds,
       this.#options,
     );
+    for (const tally of tallies) tally.release();
+    this.#reader.release();
+    return aggregate;
   }
 }
 

@@ -216,6 +216,18 @@ export async function copyFromSqlite(
       : [];
     sources.set(table.name, rows);
   }
+  // Since SQLite's migration 4 a summary's blob is kept in parts (`summary` is empty there).
+  if (tableExists(sqlite, "delivery_summary_parts")) {
+    const parts = sqlite.prepare(
+      `SELECT bytes FROM delivery_summary_parts WHERE org_id = ? AND experiment_id = ?
+       ORDER BY part`,
+    );
+    for (const row of sources.get("delivery_summaries")!) {
+      const chunks = parts.all(row.org_id as string, row.experiment_id as string)
+        .map((part) => part.bytes as Uint8Array);
+      if (chunks.length > 0) row.summary = Buffer.concat(chunks);
+    }
+  }
   await pg.db.transaction(async (tx) => {
     for (const table of COPIED_TABLES) {
       const columns = Object.keys(table.columns);

@@ -92,6 +92,19 @@ const MIGRATIONS: string[] = [
      updated_at TEXT NOT NULL,
      PRIMARY KEY (org_id, experiment_id)
    );`,
+  // 4: the delivery summaries' blobs in parts of 64 KiB (`summary` stays empty), so that neither
+  // SQLite nor the service ever holds one in a single block of 10 MB and more, which the system
+  // allocator would keep resident after it was freed. Blobs stored before move to part 0.
+  `CREATE TABLE delivery_summary_parts (
+     org_id TEXT NOT NULL,
+     experiment_id TEXT NOT NULL,
+     part INTEGER NOT NULL,
+     bytes BLOB NOT NULL,
+     PRIMARY KEY (org_id, experiment_id, part)
+   );
+   INSERT INTO delivery_summary_parts (org_id, experiment_id, part, bytes)
+     SELECT org_id, experiment_id, 0, summary FROM delivery_summaries;
+   UPDATE delivery_summaries SET summary = x'';`,
 ];
 
 function version(db: DatabaseSync): number {

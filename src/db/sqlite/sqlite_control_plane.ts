@@ -55,6 +55,7 @@ import { generateKey, hashKey, KEY_PREFIX } from "../api_keys.ts";
 import { newId, orgName } from "../ids.ts";
 import { migrate } from "./migrations.ts";
 import { loadOrCreateSecret, readSecret } from "../../crypto/secret_file.ts";
+import { largeUint8Array, releaseBuffers } from "../../buffers.ts";
 
 /**
  * SQLite failures that pass with time or an operator's fix (another connection holds the lock
@@ -77,6 +78,9 @@ function mapError(error: unknown): unknown {
 
 /** Writes in one group commit at most; more commit at once. */
 const MAX_BATCH = 512;
+
+/** Bytes per stored part of a delivery summary's blob (see migration 4). */
+const SUMMARY_PART_BYTES = 64 * 1024;
 
 interface QueuedWrite {
   work: () => unknown;
@@ -476,19 +480,42 @@ export class SqliteControlPlane implements ControlPlane {
 
   #deliverySummaryRepo(): DeliverySummaryRepo {
     return {
+      // The blob is kept in parts of `SUMMARY_PART_BYTES` (migration 4): read part by part into
+      // one large buffer, each part's own buffer freed at once, and written part by part.
       get: (orgId, experimentId) =>
         this.#run(() => {
           const row = this.#stmt(
-            `SELECT etag, sha256, delivered_at, summary, changes FROM delivery_summaries
+            `SELECT etag, sha256, delivered_at, changes FROM delivery_summaries
              WHERE org_id = ? AND experiment_id = ?`,
-          ).get(orgId, experimentId) as DeliverySummaryRow | undefined;
-          return row === undefined ? null : { ...row };
+          ).get(orgId, experimentId) as Omit<DeliverySummaryRow, "summary"> | undefined;
+          if (row === undefined) return null;
+          const { size } = this.#stmt(
+            `SELECT coalesce(sum(length(bytes)), 0) AS size FROM delivery_summary_parts
+             WHERE org_id = ? AND experiment_id = ?`,
+          ).get(orgId, experimentId) as { size: number };
+          const summary = largeUint8Array(size);
+          let at = 0;
+          const parts = this.#stmt(
+            `SELECT bytes FROM delivery_summary_parts WHERE org_id = ? AND experiment_id = ?
+             ORDER BY part`,
+          ).iterate(orgId, experimentId) as Iterable<{ bytes: Uint8Array }>;
+          for (const { bytes } of parts) {
+            summary.set(bytes, at);
+            at += bytes.length;
+            // Each part's value is a buffer of its own: freed now, its memory taken by the next.
+            if (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.length) {
+              releaseBuffers(bytes);
+            }
+          }
+          return { ...row, summary };
         }),
       save: (orgId, experimentId, row) =>
         this.#write(() => this.#saveSummary(orgId, experimentId, row)),
       delete: (orgId, experimentId) =>
         this.#write(() => {
           this.#stmt("DELETE FROM delivery_summaries WHERE org_id = ? AND experiment_id = ?")
+            .run(orgId, experimentId);
+          this.#stmt("DELETE FROM delivery_summary_parts WHERE org_id = ? AND experiment_id = ?")
             .run(orgId, experimentId);
         }),
     };
@@ -537,25 +564,28 @@ export class SqliteControlPlane implements ControlPlane {
     return "added";
   }
 
-  /** Replaces an experiment's delivery summary (inside a write). */
+  /** Replaces an experiment's delivery summary (inside a write), its blob in parts. */
   #saveSummary(orgId: string, experimentId: string, row: DeliverySummaryRow): void {
     this.#stmt(
       `INSERT INTO delivery_summaries (org_id, experiment_id, etag, sha256, delivered_at,
-         summary, changes, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+         summary, changes, updated_at) VALUES (?, ?, ?, ?, ?, x'', ?, ?)
        ON CONFLICT (org_id, experiment_id) DO UPDATE SET etag = excluded.etag,
          sha256 = excluded.sha256, delivered_at = excluded.delivered_at,
-         summary = excluded.summary, changes = excluded.changes,
-         updated_at = excluded.updated_at`,
-    ).run(
-      orgId,
-      experimentId,
-      row.etag,
-      row.sha256,
-      row.delivered_at,
-      row.summary,
-      row.changes,
-      nowIso(),
+         changes = excluded.changes, updated_at = excluded.updated_at`,
+    ).run(orgId, experimentId, row.etag, row.sha256, row.delivered_at, row.changes, nowIso());
+    const blob = row.summary;
+    const insert = this.#stmt(
+      `INSERT OR REPLACE INTO delivery_summary_parts (org_id, experiment_id, part, bytes)
+       VALUES (?, ?, ?, ?)`,
     );
+    let part = 0;
+    for (let at = 0; at < blob.length; at += SUMMARY_PART_BYTES, part++) {
+      insert.run(orgId, experimentId, part, blob.subarray(at, at + SUMMARY_PART_BYTES));
+    }
+    this.#stmt(
+      `DELETE FROM delivery_summary_parts
+       WHERE org_id = ? AND experiment_id = ? AND part >= ?`,
+    ).run(orgId, experimentId, part);
   }
 
   /** Mirrors the status of the analysis of `etag` into the catalog row of that ETag. */

@@ -862,3 +862,27 @@ Deno.test("aggregateCsv counts days centuries apart and out of order, as the ref
     assert.deepEqual(closeTo(await aggregateText(text, { chunkSize }), expected), expected);
   }
 });
+
+Deno.test("aggregateCsv answers the same whatever size it is told to expect", async () => {
+  // Users as many as rows: the user records outgrow a reservation made from a small size.
+  let text = "";
+  const decoder = new TextDecoder();
+  for await (const chunk of generateCsv({ rows: 60_000, users: 60_000, seed: 4 })) {
+    text += decoder.decode(chunk);
+  }
+  const bytes = encoder.encode(text);
+  const alone = new CsvAggregator({ userSummary: true });
+  alone.push(bytes);
+  const expected = alone.finish();
+  // Above the small-input limit: a reservation for each lane, odd, too small or much too large.
+  for (const sizeBytes of [bytes.length, 1_048_583, 40_000_001]) {
+    for (const worker of [true, false]) {
+      const result = await aggregateCsv(ReadableStream.from(chunksOf(bytes, 65536)), {
+        sizeBytes,
+        worker,
+        userSummary: true,
+      });
+      assert.deepEqual(result, expected, `sizeBytes ${sizeBytes}, worker ${worker}`);
+    }
+  }
+});

@@ -1,0 +1,443 @@
+/**
+ * Time to insight: how long after the 201 of a direct upload the analysis is `ready`, against
+ * DuckDB doing the same per-user, then per-variant aggregation of the same file, and the memory
+ * the service keeps once an analysis is done.
+ *
+ * The real service runs (`main.ts serve`, local driver, its data on tmpfs when there is one) and
+ * receives the file `runs` times under one experiment id with `POST /api/v1/datasets/upload/`; from
+ * each 201 the analysis is polled every 50 ms until `ready`. Every delivery appends one row to the
+ * file that changes no figure (a row of the first user, a 0 written with i decimals), so that each
+ * delivery is new content compared with the one before, as in a nightly delivery. DuckDB
+ * (`npm:@duckdb/node-api`, 2 threads, in a child process) runs
+ *
+ *   SELECT variant, count(*), sum(conv), sum(rev) FROM (SELECT user_id, any_value(variant)
+ *   variant, max(converted) conv, sum(revenue) rev FROM read_csv(FILE) GROUP BY user_id)
+ *   GROUP BY variant
+ *
+ * timed from the instance's creation to the rows. The two take turns (which goes first alternates),
+ * each after `sync`. The service's resident set (`VmRSS`, and of it `RssAnon`: what is not pages
+ * of the program's file) is read before the first upload and after each delivery once its
+ * analysis is ready and the service idled 2 s. Each upload comes on a connection of its own,
+ * closed after the answer, as from the upload client or curl (the runtime keeps some 17 MB of
+ * buffers with a connection that received a large body while it stays open). The phases of each
+ * run come from the service's `analysis finished` log line.
+ *
+ *   deno run -A bench/insight_bench.ts [FILE] [--runs=N]   (FILE default /tmp/bench.csv)
+ */
+import { writeCsv } from "./generate_csv.ts";
+import { freePort, median } from "./_util.ts";
+
+const MAIN = new URL("../main.ts", import.meta.url).pathname;
+const DUCKDB = "npm:@duckdb/node-api@1.5.5-r.5";
+const POLL_MS = 50;
+const IDLE_MS = 2000;
+/** Longest wait for one analysis before the benchmark gives up. */
+const READY_TIMEOUT_MS = 120_000;
+
+const QUERY = `
+  SELECT variant, count(*) AS users, sum(conv) AS converted, sum(rev) AS revenue
+  FROM (
+    SELECT user_id, any_value(variant) AS variant, max(converted) AS conv, sum(revenue) AS rev
+    FROM read_csv({path})
+    GROUP BY user_id
+  )
+  GROUP BY variant ORDER BY variant`;
+
+/** Per variant: users, converted users and revenue, to check both sides agree. */
+type Totals = Record<string, { users: number; converted: number; revenue: number }>;
+
+export interface InsightRun {
+  /** From the 201 to the first poll answering `ready`. */
+  seconds: number;
+  /** The run's `analysis finished` line: duration_ms and the phases. */
+  phases: Record<string, number>;
+  /** The service's VmRSS once the analysis was ready and it idled 2 s, MB. */
+  idleRssMB: number;
+  /** Its RssAnon then, MB. */
+  idleAnonMB: number;
+}
+
+export interface InsightBenchResult {
+  ours: InsightRun[];
+  duckdbSeconds: number[];
+  /** How DuckDB ran, or why it did not. */
+  duckdbRunner: string;
+  /** The service's VmRSS before the first upload, MB. */
+  rssBeforeMB: number;
+  /** Its RssAnon then, MB. */
+  anonBeforeMB: number;
+  /** Its peak (VmHWM) at the end, MB. */
+  peakRssMB: number;
+  rows: number;
+  users: number;
+}
+
+function sqlString(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+async function rssMB(pid: number, field = "VmRSS"): Promise<number> {
+  const status = await Deno.readTextFile(`/proc/${pid}/status`);
+  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) / 1024;
+}
+
+async function sync(): Promise<void> {
+  try {
+    await new Deno.Command("sync").output();
+  } catch { /* no sync(1) */ }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The DuckDB side, in this process (the child). */
+async function runDuckdb(path: string): Promise<{ seconds: number; totals: Totals }> {
+  const { DuckDBInstance } = await import(DUCKDB);
+  const start = performance.now();
+  const instance = await DuckDBInstance.create(":memory:", { threads: "2" });
+  const connection = await instance.connect();
+  const reader = await connection.runAndReadAll(QUERY.replace("{path}", sqlString(path)));
+  const rows = reader.getRowObjectsJS() as Record<string, unknown>[];
+  const seconds = (performance.now() - start) / 1000;
+  connection.closeSync();
+  instance.closeSync();
+  const totals: Totals = Object.fromEntries(rows.map((row) => [String(row.variant), {
+    users: Number(row.users),
+    converted: Number(row.converted),
+    revenue: Number(row.revenue),
+  }]));
+  return { seconds, totals };
+}
+
+/** The same as `runDuckdb`, as a Node script (where DuckDB cannot load under Deno). */
+const NODE_SCRIPT = `
+import { DuckDBInstance } from "@duckdb/node-api";
+const path = process.argv[2];
+const start = performance.now();
+const instance = await DuckDBInstance.create(":memory:", { threads: "2" });
+const connection = await instance.connect();
+const reader = await connection.runAndReadAll(${JSON.stringify(QUERY)}.replace("{path}",
+  "'" + path.replaceAll("'", "''") + "'"));
+const rows = reader.getRowObjectsJS();
+const seconds = (performance.now() - start) / 1000;
+const totals = Object.fromEntries(rows.map((row) => [String(row.variant), {
+  users: Number(row.users), converted: Number(row.converted), revenue: Number(row.revenue),
+}]));
+console.log(JSON.stringify({ seconds, totals }));
+`;
+
+async function child(
+  command: string,
+  args: string[],
+  cwd?: string,
+): Promise<{ seconds: number; totals: Totals }> {
+  const output = await new Deno.Command(command, { args, cwd, stdout: "piped", stderr: "piped" })
+    .output();
+  const text = new TextDecoder().decode(output.stdout).trim();
+  if (!output.success) {
+    const error = new TextDecoder().decode(output.stderr).trim().split("\n").slice(-3).join(" ");
+    throw new Error(`${command} ${args.join(" ")} failed: ${error}`);
+  }
+  return JSON.parse(text.slice(text.lastIndexOf("\n") + 1));
+}
+
+/** A way to run DuckDB once (under Deno, else under Node), or why there is none. */
+async function duckdbRunner(path: string): Promise<
+  { run: () => Promise<{ seconds: number; totals: Totals }>; how: string } | { why: string }
+> {
+  const self = new URL(import.meta.url).pathname;
+  const underDeno = () =>
+    child("timeout", ["600", Deno.execPath(), "run", "-A", self, "--child=duckdb", path]);
+  try {
+    await underDeno();
+    return { run: underDeno, how: `under Deno ${Deno.version.deno}, ${DUCKDB}, 2 threads` };
+  } catch (denoError) {
+    try {
+      const dir = await Deno.makeTempDir({ prefix: "abn-insight-duckdb-" });
+      await Deno.writeTextFile(`${dir}/package.json`, '{ "type": "module", "private": true }');
+      await Deno.writeTextFile(`${dir}/bench.mjs`, NODE_SCRIPT);
+      const install = await new Deno.Command("npm", {
+        args: ["install", "--silent", "@duckdb/node-api"],
+        cwd: dir,
+        stdout: "null",
+        stderr: "piped",
+      }).output();
+      if (!install.success) throw new Error(new TextDecoder().decode(install.stderr));
+      const underNode = () => child("timeout", ["600", "node", "bench.mjs", path], dir);
+      await underNode();
+      return { run: underNode, how: `under Node, @duckdb/node-api (under Deno: ${denoError})` };
+    } catch (nodeError) {
+      return { why: `DuckDB could not run: under Deno ${denoError}; under Node ${nodeError}` };
+    }
+  }
+}
+
+/** The service with an organization and a key; collects its `analysis finished` lines. */
+async function startService(dataDir: string) {
+  const env = { ABN_DATA_DIR: dataDir };
+  const admin = async (args: string[]) => {
+    const out = await new Deno.Command("timeout", {
+      args: ["60", Deno.execPath(), "run", "-A", MAIN, "admin", ...args, "--json"],
+      env,
+      stdout: "piped",
+    }).output();
+    return JSON.parse(new TextDecoder().decode(out.stdout));
+  };
+  const { org_id } = await admin(["org", "create", "bench"]);
+  const { api_key } = await admin(["key", "create", org_id]);
+  const port = freePort();
+  const process = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN, "serve"],
+    env: { ...env, ABN_PORT: String(port) },
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const finished: Record<string, unknown>[] = [];
+  const { promise: up, resolve: listening } = Promise.withResolvers<void>();
+  const drained = (async () => {
+    let text = "";
+    for await (const chunk of process.stdout.pipeThrough(new TextDecoderStream())) {
+      text += chunk;
+      const lines = text.split("\n");
+      text = lines.pop()!;
+      for (const line of lines) {
+        if (line.includes('"msg":"listening"')) listening();
+        if (line.includes('"msg":"analysis finished"')) finished.push(JSON.parse(line));
+        if (line.includes('"level":"error"')) console.error(line);
+      }
+    }
+  })();
+  await Promise.race([up, sleep(60_000).then(() => Promise.reject(new Error("not listening")))]);
+  return {
+    pid: process.pid,
+    url: `http://127.0.0.1:${port}`,
+    apiKey: api_key as string,
+    finished,
+    async stop() {
+      try {
+        process.kill("SIGKILL");
+      } catch { /* gone */ }
+      await process.status;
+      await drained.catch(() => {});
+    },
+  };
+}
+
+/** Runs both sides `runs` times on `path`, alternating. */
+export async function benchInsight(path: string, runs = 5): Promise<InsightBenchResult> {
+  const file = await Deno.readFile(path);
+  // The first data row: every delivery appends a copy of it with the revenue 0 written another way.
+  const text = new TextDecoder().decode(file.subarray(0, 4096));
+  const [user, variant, date] = text.split("\n")[1].split(",");
+  const extra = (i: number) =>
+    new TextEncoder().encode(`${user},${variant},${date},0,0.${"0".repeat(i + 1)}\n`);
+  if (file[file.length - 1] !== 0x0a) throw new Error(`${path} does not end with a line feed`);
+
+  const shm = Deno.env.get("ABN_BENCH_DIR") ||
+    ((await Deno.stat("/dev/shm").then((s) => s.isDirectory, () => false)) ? "/dev/shm" : "");
+  const work = await Deno.makeTempDir({ prefix: "abn-bench-insight-", dir: shm || undefined });
+  const duckdb = await duckdbRunner(path);
+  const service = await startService(`${work}/data`);
+  const auth = { authorization: `Bearer ${service.apiKey}` };
+  const ours: InsightRun[] = [];
+  const duckdbSeconds: number[] = [];
+  let duckdbTotals: Totals | null = null;
+  let oursTotals: Totals | null = null;
+  let rows = 0;
+  try {
+    await sleep(IDLE_MS);
+    const rssBeforeMB = await rssMB(service.pid);
+    const anonBeforeMB = await rssMB(service.pid, "RssAnon");
+    const runOurs = async (i: number) => {
+      await sync();
+      const body = new Blob([file, extra(i)]);
+      const t0 = performance.now();
+      const res = await fetch(`${service.url}/api/v1/datasets/upload/?experiment_id=insight`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "text/csv", connection: "close" },
+        body,
+      });
+      const created = performance.now();
+      const answer = await res.json();
+      if (res.status !== 201) throw new Error(`upload answered ${res.status}`);
+      let analysis: Record<string, unknown>;
+      for (;;) {
+        const poll = await fetch(`${service.url}/api/v1/datasets/insight/analysis/`, {
+          headers: auth,
+        });
+        analysis = await poll.json();
+        const current = (analysis.dataset as { etag: string }).etag === answer.etag;
+        if (current && analysis.status === "ready") break;
+        if (current && analysis.status === "failed") {
+          await sleep(500); // the service's log line of the failure first
+          throw new Error(String(analysis.error));
+        }
+        if (performance.now() - created > READY_TIMEOUT_MS) throw new Error("not ready in time");
+        await sleep(POLL_MS);
+      }
+      const seconds = (performance.now() - created) / 1000;
+      rows = (analysis.dataset as { rows: number }).rows;
+      oursTotals = totalsOf(analysis);
+      await sleep(IDLE_MS);
+      const line = service.finished.find((l) => l.etag === answer.etag) ?? {};
+      const phases = Object.fromEntries(
+        Object.entries(line).filter(([key]) => key.endsWith("_ms")),
+      ) as Record<string, number>;
+      ours.push({
+        seconds,
+        phases,
+        idleRssMB: await rssMB(service.pid),
+        idleAnonMB: await rssMB(service.pid, "RssAnon"),
+      });
+      if (Deno.env.get("ABN_BENCH_VERBOSE")) {
+        console.error(
+          `ours ${i + 1}: ${seconds.toFixed(2)} s (upload ${
+            ((created - t0) / 1000).toFixed(2)
+          } s), ${JSON.stringify(phases)}, idle RSS ${ours.at(-1)!.idleRssMB.toFixed(0)} MB (anon ${
+            ours.at(-1)!.idleAnonMB.toFixed(0)
+          })`,
+        );
+      }
+    };
+    const runDuck = async () => {
+      if (!("run" in duckdb)) return;
+      await sync();
+      const result = await duckdb.run();
+      duckdbSeconds.push(result.seconds);
+      duckdbTotals = result.totals;
+      if (Deno.env.get("ABN_BENCH_VERBOSE")) {
+        console.error(`DuckDB: ${result.seconds.toFixed(2)} s`);
+      }
+    };
+    for (let i = 0; i < runs; i++) {
+      if (i % 2 === 0) {
+        await runOurs(i);
+        await runDuck();
+      } else {
+        await runDuck();
+        await runOurs(i);
+      }
+    }
+    if (duckdbTotals !== null) checkAgreement(oursTotals!, duckdbTotals);
+    const totals = oursTotals! as Totals;
+    return {
+      ours,
+      duckdbSeconds,
+      duckdbRunner: "how" in duckdb ? duckdb.how : duckdb.why,
+      rssBeforeMB,
+      anonBeforeMB,
+      peakRssMB: await rssMB(service.pid, "VmHWM"),
+      rows,
+      users: Object.values(totals).reduce((sum, t) => sum + t.users, 0),
+    };
+  } finally {
+    await service.stop();
+    await Deno.remove(work, { recursive: true });
+  }
+}
+
+/** Users, converted users and revenue per variant, from a ready analysis. */
+function totalsOf(analysis: Record<string, unknown>): Totals {
+  type Variant = { name: string; users: number; mean: number | null; conversions?: number };
+  const metrics = analysis.metrics as { name: string; variants: Variant[] }[];
+  const metric = (name: string) => metrics.find((m) => m.name === name)!.variants;
+  return Object.fromEntries(
+    (analysis.variants as { name: string; users: number }[]).map(({ name, users }) => {
+      const converted = metric("converted").find((v) => v.name === name)!;
+      const revenue = metric("revenue").find((v) => v.name === name)!;
+      return [name, {
+        users,
+        converted: converted.conversions ?? NaN,
+        revenue: (revenue.mean ?? NaN) * revenue.users,
+      }];
+    }),
+  );
+}
+
+/** Throws unless both sides found the same users and (to rounding) the same sums. */
+function checkAgreement(ours: Totals, duckdb: Totals): void {
+  const names = Object.keys(ours);
+  const same = names.length === Object.keys(duckdb).length &&
+    names.every((name) => {
+      const a = ours[name];
+      const b = duckdb[name];
+      return b !== undefined && a.users === b.users && a.converted === b.converted &&
+        Math.abs(a.revenue - b.revenue) <= 1e-9 * Math.abs(b.revenue);
+    });
+  if (!same) {
+    throw new Error(
+      `The two sides disagree: ours ${JSON.stringify(ours)}, DuckDB ${JSON.stringify(duckdb)}`,
+    );
+  }
+}
+
+/** "median [min–max]" of `values` with `digits` decimals. */
+export function spread(values: number[], digits = 2): string {
+  if (values.length === 0) return "—";
+  const f = (x: number) => x.toFixed(digits);
+  return `${f(median(values))} [${f(Math.min(...values))}–${f(Math.max(...values))}]`;
+}
+
+/** The table rows of `deno task bench` for this section. */
+export function insightRows(r: InsightBenchResult): Record<string, string>[] {
+  const oursSeconds = r.ours.map((run) => run.seconds);
+  const ratio = r.duckdbSeconds.length > 0
+    ? (median(oursSeconds) / median(r.duckdbSeconds)).toFixed(2)
+    : "—";
+  const phase = (name: string) => spread(r.ours.map((run) => run.phases[name] ?? NaN), 0);
+  return [
+    {
+      benchmark:
+        `time to insight: 201 → ready, ${r.rows} rows, ${r.users} users (n=${r.ours.length})`,
+      ours: `${spread(oursSeconds)} s`,
+      baseline: r.duckdbSeconds.length > 0
+        ? `DuckDB ${spread(r.duckdbSeconds)} s (${r.duckdbRunner})`
+        : r.duckdbRunner,
+      ratio,
+      target: "≤ 0.5",
+    },
+    {
+      benchmark: "… its phases (analysis finished line), ms",
+      ours: `duration ${phase("duration_ms")}, read ${phase("read_ms")}, load ${
+        phase("load_ms")
+      }, aggregate ${phase("aggregate_ms")}, report ${phase("report_ms")}, save ${
+        phase("save_ms")
+      }`,
+      baseline: "—",
+      ratio: "—",
+      target: "—",
+    },
+    {
+      benchmark: "service RSS: before, after the 1st, after the last delivery (idle 2 s)",
+      ours: `${r.rssBeforeMB.toFixed(0)} → ${r.ours[0].idleRssMB.toFixed(0)} → ${
+        r.ours.at(-1)!.idleRssMB.toFixed(0)
+      } MB (each: ${r.ours.map((run) => run.idleRssMB.toFixed(0)).join(", ")}; peak ${
+        r.peakRssMB.toFixed(0)
+      }); not file pages: ${r.anonBeforeMB.toFixed(0)} → ${r.ours[0].idleAnonMB.toFixed(0)} → ${
+        r.ours.at(-1)!.idleAnonMB.toFixed(0)
+      } MB`,
+      baseline: "—",
+      ratio: "—",
+      target: "within ~20 MB of before",
+    },
+  ];
+}
+
+if (import.meta.main) {
+  const childMode = Deno.args.find((arg) => arg.startsWith("--child="))?.slice(8);
+  const runs = Number(Deno.args.find((arg) => arg.startsWith("--runs="))?.slice(7) ?? 5);
+  const path = Deno.args.find((arg) => !arg.startsWith("--")) ?? "/tmp/bench.csv";
+  if (childMode === "duckdb") {
+    console.log(JSON.stringify(await runDuckdb(path)));
+  } else {
+    try {
+      await Deno.stat(path);
+    } catch {
+      console.error(`${path} is missing: generating 4.7 M rows`);
+      await writeCsv(path);
+    }
+    const result = await benchInsight(path, runs);
+    const { printTable } = await import("./_util.ts");
+    printTable("Time to insight (ratio: ours ÷ DuckDB, medians)", insightRows(result));
+    console.log(JSON.stringify(result));
+  }
+}
