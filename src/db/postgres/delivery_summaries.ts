@@ -7,6 +7,13 @@ import type { DeliverySummaryRepo, DeliverySummaryRow } from "../control_plane.t
 import { nowIso } from "../control_plane.ts";
 import type { PgClient, Queryable } from "./pg_client.ts";
 import { iso } from "./_rows.ts";
+import { largeUint8Array } from "../../buffers.ts";
+
+function copyOf(bytes: Uint8Array): Uint8Array {
+  const copy = largeUint8Array(bytes.byteLength);
+  copy.set(bytes);
+  return copy;
+}
 
 interface Row {
   [column: string]: unknown;
@@ -57,8 +64,9 @@ export function postgresDeliverySummaries(db: PgClient): DeliverySummaryRepo {
         etag: row.etag,
         sha256: row.sha256,
         delivered_at: iso(row.delivered_at),
-        // A plain Uint8Array over the driver's Buffer, as SQLite answers.
-        summary: new Uint8Array(row.summary.buffer, row.summary.byteOffset, row.summary.byteLength),
+        // A copy of the caller's own (the contract lets it free the blob): the driver's Buffer may
+        // be a slice of Node's shared pool, which must never be detached.
+        summary: copyOf(row.summary),
         changes: row.changes,
       };
     },
