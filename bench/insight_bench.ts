@@ -15,7 +15,7 @@
  *   GROUP BY variant
  *
  * timed from the instance's creation to the rows. The two take turns (which goes first alternates),
- * each after `sync`. The service's resident set (`VmRSS`, and of it `RssAnon`: what is not pages
+ * each after `sync`; the ratio is given of the medians and, per turn, of the two runs of a turn. The service's resident set (`VmRSS`, and of it `RssAnon`: what is not pages
  * of the program's file) is read before the first upload and after each delivery once its
  * analysis is ready and the service idled 2 s. Each upload comes on a connection of its own,
  * closed after the answer, as from the upload client or curl (the runtime keeps some 17 MB of
@@ -380,8 +380,11 @@ export function spread(values: number[], digits = 2): string {
 /** The table rows of `deno task bench` for this section. */
 export function insightRows(r: InsightBenchResult): Record<string, string>[] {
   const oursSeconds = r.ours.map((run) => run.seconds);
+  // Also per turn (each delivery against the DuckDB run of the same turn), steadier when the
+  // machine's load drifts.
+  const turns = r.duckdbSeconds.map((duck, i) => oursSeconds[i] / duck);
   const ratio = r.duckdbSeconds.length > 0
-    ? (median(oursSeconds) / median(r.duckdbSeconds)).toFixed(2)
+    ? `${(median(oursSeconds) / median(r.duckdbSeconds)).toFixed(2)} (per turn ${spread(turns)})`
     : "—";
   const phase = (name: string) => spread(r.ours.map((run) => run.phases[name] ?? NaN), 0);
   return [

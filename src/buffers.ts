@@ -22,7 +22,13 @@ export const LARGE_BYTES = 256 * 1024;
  * (pages never written cost no memory), below that a plain one of `bytes`.
  */
 export function largeBuffer(bytes: number): ArrayBuffer {
-  return new ArrayBuffer(bytes < LARGE_BYTES ? bytes : Math.max(bytes, MAPPED_BYTES));
+  if (bytes < LARGE_BYTES || bytes >= MAPPED_BYTES) return new ArrayBuffer(bytes);
+  try {
+    return new ArrayBuffer(MAPPED_BYTES);
+  } catch {
+    // A system that refuses to promise the address space (strict overcommit): just the bytes.
+    return new ArrayBuffer(bytes);
+  }
 }
 
 /** An `Int32Array` of `length` zeros, over a `largeBuffer`. */

@@ -179,7 +179,12 @@ export class UserTable {
   #grow(bytes: number): void {
     let size = 2 * this.#arena.byteLength;
     while (size < bytes) size *= 2;
-    const arena = largeBuffer(size < LARGE_BYTES ? size : Math.max(size, this.#reserveBytes));
+    let arena: ArrayBuffer;
+    try {
+      arena = largeBuffer(size < LARGE_BYTES ? size : Math.max(size, this.#reserveBytes));
+    } catch {
+      arena = largeBuffer(size); // the reservation refused (strict overcommit): what is needed
+    }
     new Uint8Array(arena).set(new Uint8Array(this.#arena, 0, 8 * this.top));
     releaseBuffers(this.#arena);
     this.#arena = arena;
