@@ -13,6 +13,7 @@
  */
 import { createHash } from "node:crypto";
 import type { AnalysisOutcome, ControlPlane, ResultHistory } from "../db/control_plane.ts";
+import { datasetKey } from "../storage/object_store.ts";
 import { DatabaseUnavailable } from "../db/control_plane.ts";
 import type { ObjectInfo, ObjectStore } from "../storage/object_store.ts";
 import { StorageError } from "../storage/object_store.ts";
@@ -251,4 +252,24 @@ export async function analyseDelivery(
     ...phases.fields(),
   });
   return { kind: "finished", status: outcome.status, saved };
+}
+
+/**
+ * The ready results made by an older analysis (`ANALYSIS_VERSION`), newest deliveries first, as
+ * deliveries to run again (`source` "upgrade").
+ */
+export async function outdatedDeliveries(db: ControlPlane): Promise<Delivery[]> {
+  const rows = await db.analyses.outdated(ANALYSIS_VERSION);
+  return rows.map((row) => {
+    const key = datasetKey(row.org_id, row.experiment_id);
+    return {
+      orgId: row.org_id,
+      experimentId: row.experiment_id,
+      key,
+      info: { key, size: row.size_bytes, etag: row.etag, lastModified: new Date(row.delivered_at) },
+      // A ready result means the stored bytes passed the upload checks.
+      validated: true,
+      source: "upgrade" as const,
+    };
+  });
 }

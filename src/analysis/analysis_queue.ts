@@ -23,9 +23,7 @@ import type { Metrics } from "../metrics.ts";
 import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 import { SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
-import { datasetKey } from "../storage/object_store.ts";
-import { ANALYSIS_VERSION } from "./report.ts";
-import { analyseDelivery } from "./analyse_delivery.ts";
+import { analyseDelivery, outdatedDeliveries } from "./analyse_delivery.ts";
 
 /** Small datasets analysed at the same time (beside the larger ones). */
 export const SMALL_AT_ONCE = 8;
@@ -145,25 +143,9 @@ export class AnalysisQueue implements AnalysisScheduler {
    * delivery of one of them replaces its re-run.
    */
   async rerunOutdated(): Promise<number> {
-    const rows = await this.#o.db.analyses.outdated(ANALYSIS_VERSION);
-    for (const row of rows) {
-      const key = datasetKey(row.org_id, row.experiment_id);
-      this.enqueue({
-        orgId: row.org_id,
-        experimentId: row.experiment_id,
-        key,
-        info: {
-          key,
-          size: row.size_bytes,
-          etag: row.etag,
-          lastModified: new Date(row.delivered_at),
-        },
-        // A ready result means the stored bytes passed the upload checks.
-        validated: true,
-        source: "upgrade",
-      });
-    }
-    return rows.length;
+    const deliveries = await outdatedDeliveries(this.#o.db);
+    for (const delivery of deliveries) this.enqueue(delivery);
+    return deliveries.length;
   }
 
   #joins(id: string, etag: string): boolean {

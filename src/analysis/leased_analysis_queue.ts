@@ -20,10 +20,9 @@ import { describeError } from "../log.ts";
 import { randomBase62 } from "../db/ids.ts";
 import type { AnalysisQueueOptions, AnalysisScheduler } from "./analysis_queue.ts";
 import { BUSY_POLL_MS, BUSY_WAIT_MS, SMALL_AT_ONCE } from "./analysis_queue.ts";
-import { analyseDelivery } from "./analyse_delivery.ts";
-import { SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
+import { analyseDelivery, outdatedDeliveries } from "./analyse_delivery.ts";
 import { ANALYSIS_VERSION } from "./report.ts";
-import { datasetKey } from "../storage/object_store.ts";
+import { SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
 
 export interface LeasedAnalysisQueueOptions extends AnalysisQueueOptions {
   jobs: AnalysisJobRepo;
@@ -112,25 +111,9 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
    * offers them at start-up: an offer for a dataset that has a job joins it.
    */
   async rerunOutdated(): Promise<number> {
-    const rows = await this.#o.db.analyses.outdated(ANALYSIS_VERSION);
-    for (const row of rows) {
-      const key = datasetKey(row.org_id, row.experiment_id);
-      this.enqueue({
-        orgId: row.org_id,
-        experimentId: row.experiment_id,
-        key,
-        info: {
-          key,
-          size: row.size_bytes,
-          etag: row.etag,
-          lastModified: new Date(row.delivered_at),
-        },
-        // A ready result means the stored bytes passed the upload checks.
-        validated: true,
-        source: "upgrade",
-      });
-    }
-    return rows.length;
+    const deliveries = await outdatedDeliveries(this.#o.db);
+    for (const delivery of deliveries) this.enqueue(delivery);
+    return deliveries.length;
   }
 
   /** Records the delivery as pending (unless its result is saved already) and offers the job. */
