@@ -4,7 +4,7 @@
  * chunks and its verdict is the delivery's: the same `ValidationError` (code, message, line) as
  * a direct upload of the same bytes would have got.
  *
- * The body is read by `BodyChunks` (a stored file 1 MiB at a time into two reused buffers). With
+ * The body is read by `BodyChunks` (a stored file into two reused buffers, reading ahead). With
  * `waited`, the time spent awaiting its chunks (the storage's part of the run) is added to
  * `waited.ms`; the rest of the call's time is the aggregation's (and the validator's).
  */

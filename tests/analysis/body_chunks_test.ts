@@ -20,7 +20,7 @@ async function fileOf(
   return { open: () => Deno.open(path), remove: () => Deno.remove(path) };
 }
 
-Deno.test("BodyChunks reads a file's byte stream in chunks of up to 1 MiB, all of it", async () => {
+Deno.test("BodyChunks reads a file's byte stream in chunks of up to READ_BYTES, all of it", async () => {
   const bytes = await csvBytes(100_000); // about 4 MiB
   const file = await fileOf(bytes);
   try {

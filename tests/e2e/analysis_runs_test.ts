@@ -56,7 +56,8 @@ Deno.test("a settings change while the analysis runs re-runs it once, afterwards
     const res = await fetch(`${server.api}/datasets/upload/?experiment_id=tuned`, {
       method: "POST",
       headers: auth,
-      body: await bytesOf(100_000, 8),
+      // Large enough for the analysis to outlast the three changes below on a busy machine.
+      body: await bytesOf(300_000, 8),
     });
     assertEquals(res.status, 201);
     await res.body?.cancel();
