@@ -72,6 +72,25 @@ export interface AnalysisOutcome {
   version?: number;
 }
 
+/**
+ * The values a saved outcome writes, in the order both drivers' `UPDATE analyses SET status,
+ * error, rows, result, started_at, finished_at, analysis_version` takes them.
+ */
+export function outcomeValues(
+  outcome: AnalysisOutcome,
+  startedAt: string,
+): [string, string | null, number | null, string | null, string, string, number | null] {
+  return [
+    outcome.status,
+    outcome.error,
+    outcome.rows,
+    outcome.result === null ? null : JSON.stringify(outcome.result),
+    startedAt,
+    nowIso(),
+    outcome.version ?? null,
+  ];
+}
+
 /** A ready analysis made by an older version of the analysis, to run again. */
 export interface OutdatedAnalysis {
   org_id: string;

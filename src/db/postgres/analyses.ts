@@ -11,7 +11,7 @@ import type {
   AnalysisStatus,
   OutdatedAnalysis,
 } from "../control_plane.ts";
-import { DatabaseUnavailable, nowIso } from "../control_plane.ts";
+import { DatabaseUnavailable, outcomeValues } from "../control_plane.ts";
 import type { PgClient, Queryable } from "./pg_client.ts";
 import { int, intOrNull, iso, isoOrNull } from "./_rows.ts";
 import { recordSnapshot } from "./history.ts";
@@ -101,18 +101,7 @@ export function postgresAnalyses(db: PgClient): AnalysisRepo {
             `UPDATE analyses SET status = $1, error = $2, rows = $3, result = $4, started_at = $5,
                finished_at = $6, analysis_version = $7
              WHERE org_id = $8 AND experiment_id = $9 AND etag = $10`,
-            [
-              outcome.status,
-              outcome.error,
-              outcome.rows,
-              outcome.result === null ? null : JSON.stringify(outcome.result),
-              startedAt,
-              nowIso(),
-              outcome.version ?? null,
-              orgId,
-              experimentId,
-              etag,
-            ],
+            [...outcomeValues(outcome, startedAt), orgId, experimentId, etag],
           );
           if ((rowCount ?? 0) === 0) return false;
           await mirror(tx, orgId, experimentId, etag, outcome.status);

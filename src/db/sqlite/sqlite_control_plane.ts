@@ -50,7 +50,7 @@ import type {
   SecretRepo,
   SettingsRepo,
 } from "../control_plane.ts";
-import { DatabaseUnavailable, nowIso } from "../control_plane.ts";
+import { DatabaseUnavailable, nowIso, outcomeValues } from "../control_plane.ts";
 import { generateKey, hashKey, KEY_PREFIX } from "../api_keys.ts";
 import { newId, orgName } from "../ids.ts";
 import { migrate } from "./migrations.ts";
@@ -415,18 +415,7 @@ export class SqliteControlPlane implements ControlPlane {
             `UPDATE analyses SET status = ?, error = ?, rows = ?, result = ?, started_at = ?,
                finished_at = ?, analysis_version = ?
              WHERE org_id = ? AND experiment_id = ? AND etag = ?`,
-          ).run(
-            outcome.status,
-            outcome.error,
-            outcome.rows,
-            outcome.result === null ? null : JSON.stringify(outcome.result),
-            startedAt,
-            nowIso(),
-            outcome.version ?? null,
-            orgId,
-            experimentId,
-            etag,
-          ).changes;
+          ).run(...outcomeValues(outcome, startedAt), orgId, experimentId, etag).changes;
           if (Number(changes) === 0) return false;
           this.#setCatalogStatus(orgId, experimentId, etag, outcome.status);
           if (history) {
