@@ -58,7 +58,7 @@ interface Service {
   stop(signal?: Deno.Signal): Promise<void>;
 }
 
-async function runMain(args: string[], env: Record<string, string>) {
+export async function runMain(args: string[], env: Record<string, string>) {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", MAIN, ...args],
     env,
@@ -70,7 +70,7 @@ async function runMain(args: string[], env: Record<string, string>) {
 }
 
 /** Starts `main.ts serve` (output to /dev/null) and answers once /healthz is 200. */
-async function serve(
+export async function serve(
   env: Record<string, string>,
   apiKey: string,
 ): Promise<Service & { startupMs: number }> {
@@ -144,7 +144,7 @@ interface Burst {
  * interrupted, which makes it print its figures, once the service has stored them all); then
  * waits until all are analysed.
  */
-async function burst(svc: Service, count: number, prefix: string): Promise<Burst> {
+export async function burst(svc: Service, count: number, prefix: string): Promise<Burst> {
   const script = await Deno.makeTempFile({ suffix: ".lua" });
   await Deno.writeTextFile(script, WRK_SCRIPT);
   const start = await metrics(svc.url);

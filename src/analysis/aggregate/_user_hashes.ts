@@ -85,12 +85,16 @@ export function userHashes(
  */
 export function sortByHash(hi: Uint32Array, lo: Uint32Array, variant: Int32Array): void {
   const n = hi.length;
-  const scratch = largeBuffer(12 * n + 4 * (1 << 16));
+  if (n <= SMALL_SORT) {
+    sortFew(hi, lo, variant);
+    return;
+  }
+  const scratch = largeBuffer(12 * n);
   let srcHi: Uint32Array = hi, srcLo: Uint32Array = lo, srcV: Int32Array = variant;
   let dstHi: Uint32Array = new Uint32Array(scratch, 0, n);
   let dstLo: Uint32Array = new Uint32Array(scratch, 4 * n, n);
   let dstV: Int32Array = new Int32Array(scratch, 8 * n, n);
-  const count = new Int32Array(scratch, 12 * n, 1 << 16);
+  const count = digitCounts ??= new Int32Array(1 << 16);
   for (let shift = 0; shift < 32; shift += 16) {
     count.fill(0);
     for (let i = 0; i < n; i++) count[(srcHi[i] >>> shift) & 0xffff]++;
@@ -119,6 +123,27 @@ export function sortByHash(hi: Uint32Array, lo: Uint32Array, variant: Int32Array
     sortRunByLo(lo, variant, i - 1, end);
     i = end - 1;
   }
+}
+
+/**
+ * Up to this many users are sorted by comparison: a radix pass walks its 65,536 counters whatever
+ * the count, which for the two users of a tiny delivery is most of its analysis.
+ */
+const SMALL_SORT = 512;
+
+/** The radix sort's counters, kept between sorts (256 KiB; zeroed at each pass). */
+let digitCounts: Int32Array | undefined;
+
+/** `sortByHash` for a few users: a stable comparison sort of their positions. */
+function sortFew(hi: Uint32Array, lo: Uint32Array, variant: Int32Array): void {
+  const order = Array.from({ length: hi.length }, (_, k) => k)
+    .sort((a, b) => hi[a] - hi[b] || lo[a] - lo[b] || a - b);
+  const his = order.map((i) => hi[i]);
+  const los = order.map((i) => lo[i]);
+  const variants = order.map((i) => variant[i]);
+  hi.set(his);
+  lo.set(los);
+  variant.set(variants);
 }
 
 /** Orders `lo[from..to)` (and `variant` alike) stably: an insertion sort, runs being short. */

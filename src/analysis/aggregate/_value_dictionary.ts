@@ -21,8 +21,12 @@ export const DIMENSION_VALUE_LIMIT = 50;
 /** Distinct values are counted up to this many, then no longer. */
 export const DISTINCT_COUNT_LIMIT = 10_000;
 
-/** Slots of the table: a power of two above `DISTINCT_COUNT_LIMIT / 0.7`. */
-const SLOTS = 1 << 14;
+/**
+ * Slots of the table at first; it doubles before it is 0.7 full, so at most a power of two above
+ * `DISTINCT_COUNT_LIMIT / 0.7`. Small at first: most columns have a few values, and a dictionary
+ * is made per column per analysis (a tiny delivery's analysis would mostly zero memory).
+ */
+const INITIAL_SLOTS = 64;
 const INITIAL_TEXT_BYTES = 256;
 /** Values up to this long are held packed in two words. */
 const PACKED = 8;
@@ -31,11 +35,11 @@ export class ValueDictionary {
   /** Distinct values seen so far, at most `DISTINCT_COUNT_LIMIT`. */
   size = 0;
   /** Per slot: the value's id + 1, 0 when free. */
-  readonly #slots = new Int32Array(SLOTS);
+  #slots = new Int32Array(INITIAL_SLOTS);
   /** Per value: its length, and its bytes packed (up to 8) or its two hashes (longer). */
-  readonly #length = new Int32Array(DISTINCT_COUNT_LIMIT);
-  readonly #a = new Int32Array(DISTINCT_COUNT_LIMIT);
-  readonly #b = new Int32Array(DISTINCT_COUNT_LIMIT);
+  #length = new Int32Array(INITIAL_SLOTS);
+  #a = new Int32Array(INITIAL_SLOTS);
+  #b = new Int32Array(INITIAL_SLOTS);
   /** The bytes of the kept values: value i is `#text[#start[i]..#start[i + 1])`. */
   #text = new Uint8Array(INITIAL_TEXT_BYTES);
   readonly #start = new Int32Array(DIMENSION_VALUE_LIMIT + 1);
@@ -87,12 +91,10 @@ export class ValueDictionary {
       return last;
     }
     if (this.size >= DISTINCT_COUNT_LIMIT) return -1;
-    let h = Math.imul(a ^ (b >>> 7) ^ (length << 24), 0x85ebca6b) ^ b;
-    h ^= h >>> 13;
-    h = Math.imul(h, 0xc2b2ae35);
-    h ^= h >>> 16;
+    if (10 * (this.size + 1) > 7 * this.#slots.length) this.#grow();
     const slots = this.#slots;
-    let slot = h & (SLOTS - 1);
+    const mask = slots.length - 1;
+    let slot = slotHash(a, b, length) & mask;
     for (;;) {
       const entry = slots[slot];
       if (entry === 0) break;
@@ -101,7 +103,7 @@ export class ValueDictionary {
         if (id >= DIMENSION_VALUE_LIMIT) return -1;
         if (length <= PACKED || this.#same(id, buf, start, end)) return this.#last = id;
       }
-      slot = (slot + 1) & (SLOTS - 1);
+      slot = (slot + 1) & mask;
     }
     const id = this.size++;
     slots[slot] = id + 1;
@@ -126,6 +128,26 @@ export class ValueDictionary {
     });
   }
 
+  /** Doubles the table (and the per-value arrays), placing every value again. */
+  #grow(): void {
+    const slots = new Int32Array(2 * this.#slots.length);
+    const mask = slots.length - 1;
+    const widen = (old: Int32Array) => {
+      const wider = new Int32Array(slots.length);
+      wider.set(old);
+      return wider;
+    };
+    this.#length = widen(this.#length);
+    this.#a = widen(this.#a);
+    this.#b = widen(this.#b);
+    for (let id = 0; id < this.size; id++) {
+      let slot = slotHash(this.#a[id], this.#b[id], this.#length[id]) & mask;
+      while (slots[slot] !== 0) slot = (slot + 1) & mask;
+      slots[slot] = id + 1;
+    }
+    this.#slots = slots;
+  }
+
   #same(id: number, buf: Uint8Array, start: number, end: number): boolean {
     const from = this.#start[id];
     const text = this.#text;
@@ -144,4 +166,12 @@ export class ValueDictionary {
     this.#text.set(buf.subarray(start, end), from);
     this.#start[id + 1] = to;
   }
+}
+
+/** Where a value (its packed words or hashes, and length) starts looking for a slot. */
+function slotHash(a: number, b: number, length: number): number {
+  let h = Math.imul(a ^ (b >>> 7) ^ (length << 24), 0x85ebca6b) ^ b;
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
 }

@@ -215,3 +215,21 @@ Deno.test("sortByHash sorts by the high then the low word, unsigned, carrying th
   assert.deepEqual([...lo], [9, 1, 2, 0x80000000, 0]);
   assert.deepEqual([...variant], [3, 4, 0, 2, 1]);
 });
+
+Deno.test("sortByHash: the same order for few users (compared) and many (radix), ties kept stable", () => {
+  // A fixed pseudo-random sequence with repeated high words, checked against a plain stable sort.
+  let x = 12345;
+  const next = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0);
+  for (const n of [0, 1, 2, 100, 511, 512, 513, 5000]) {
+    const hi = Uint32Array.from({ length: n }, () => next() % 7 === 0 ? 42 : next());
+    const lo = Uint32Array.from({ length: n }, () => next() % 5 === 0 ? 7 : next());
+    const variant = Int32Array.from({ length: n }, (_, i) => i);
+    const expected = [...variant].sort((a, b) => hi[a] - hi[b] || lo[a] - lo[b] || a - b);
+    const wantHi = expected.map((i) => hi[i]);
+    const wantLo = expected.map((i) => lo[i]);
+    sortByHash(hi, lo, variant);
+    assert.deepEqual([...variant], expected, `n = ${n}`);
+    assert.deepEqual([...hi], wantHi);
+    assert.deepEqual([...lo], wantLo);
+  }
+});
