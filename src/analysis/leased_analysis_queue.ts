@@ -48,6 +48,8 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
   /** Deliveries being admitted (their rows read and written), by dataset. */
   #admitting = new Map<string, string>();
   #admissions = 0;
+  /** The newest delivery of a dataset that arrived while its admission was under way. */
+  #nextAdmission = new Map<string, Delivery>();
   #claiming: Promise<void> | null = null;
   #claimAgain = false;
   #unsubscribe: () => void;
@@ -89,6 +91,13 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
     ) {
       return;
     }
+    if (this.#admitting.has(id) && delivery.source !== "upgrade") {
+      // An admission of this dataset is under way: this newer delivery is admitted after it (and
+      // replaces any other that waited), so a burst of re-deliveries costs a few round trips.
+      this.#nextAdmission.set(id, delivery);
+      this.#admitting.set(id, etag);
+      return;
+    }
     this.#admitting.set(id, etag);
     this.#admissions++;
     this.#admit(id, delivery).catch((error) => {
@@ -100,7 +109,12 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
       });
     }).finally(() => {
       this.#admissions--;
-      if (this.#admitting.get(id) === etag) this.#admitting.delete(id);
+      const next = this.#nextAdmission.get(id);
+      this.#nextAdmission.delete(id);
+      if (next && this.#admitting.get(id) === next.info.etag) {
+        this.#admitting.delete(id);
+        this.enqueue(next);
+      } else if (this.#admitting.get(id) === etag) this.#admitting.delete(id);
       this.#settle();
     });
   }

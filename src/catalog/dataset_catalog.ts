@@ -73,22 +73,44 @@ export class DatasetCatalog {
   }
 
   /**
-   * Records objects seen in storage at `observedAt`, in one write. A failure is logged and
-   * answered false, never thrown: the objects are stored, and reconciliation repairs the rows.
+   * Records objects seen in storage at `observedAt`. A failure is logged and answered false,
+   * never thrown: the objects are stored, and reconciliation repairs the rows.
+   *
+   * One write is under way at a time; records that arrive meanwhile wait and go together in the
+   * next one (a group commit: with PostgreSQL, concurrent tiny uploads would otherwise each pay a
+   * round trip and queue on the same rows' locks). Each caller's promise resolves once the write
+   * holding its entries is done.
    */
-  async record(infos: readonly ObjectInfo[], observedAt: string): Promise<boolean> {
+  record(infos: readonly ObjectInfo[], observedAt: string): Promise<boolean> {
     const entries = infos.flatMap((info) => entryOf(info, observedAt) ?? []);
-    if (entries.length === 0) return true;
-    try {
-      await this.#db.datasets.put(entries);
-      return true;
-    } catch (error) {
-      this.#log.error("catalog not updated; the next reconciliation repairs it", {
-        keys: entries.slice(0, 5).map((e) => e.key),
-        count: entries.length,
-        error: describeError(error),
-      });
-      return false;
+    if (entries.length === 0) return Promise.resolve(true);
+    const batch = this.#next ??= { entries: [], done: Promise.withResolvers<boolean>() };
+    batch.entries.push(...entries);
+    if (!this.#writing) this.#write();
+    return batch.done.promise;
+  }
+
+  #next: { entries: DatasetEntry[]; done: PromiseWithResolvers<boolean> } | null = null;
+  #writing = false;
+
+  /** Writes the waiting batch, then the one that gathered meanwhile, until none waits. */
+  async #write(): Promise<void> {
+    this.#writing = true;
+    while (this.#next) {
+      const { entries, done } = this.#next;
+      this.#next = null;
+      try {
+        await this.#db.datasets.put(entries);
+        done.resolve(true);
+      } catch (error) {
+        this.#log.error("catalog not updated; the next reconciliation repairs it", {
+          keys: entries.slice(0, 5).map((e) => e.key),
+          count: entries.length,
+          error: describeError(error),
+        });
+        done.resolve(false);
+      }
     }
+    this.#writing = false;
   }
 }

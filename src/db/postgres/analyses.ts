@@ -81,19 +81,23 @@ export function postgresAnalyses(db: PgClient): AnalysisRepo {
       );
       return rows[0] && rows[0].etag === etag ? rows[0].status : "pending";
     },
-    markPending: (orgId, experimentId, etag, sizeBytes, deliveredAt) =>
-      db.transaction(async (tx) => {
-        await tx.query(
-          `INSERT INTO analyses (org_id, experiment_id, etag, size_bytes, status, delivered_at)
+    // One statement (one round trip): the row and the catalog's mirror of its status.
+    markPending: async (orgId, experimentId, etag, sizeBytes, deliveredAt) => {
+      await db.query(
+        `WITH a AS (
+           INSERT INTO analyses (org_id, experiment_id, etag, size_bytes, status, delivered_at)
            VALUES ($1, $2, $3, $4, 'pending', $5)
            ON CONFLICT (org_id, experiment_id) DO UPDATE SET
              etag = excluded.etag, size_bytes = excluded.size_bytes, status = 'pending',
              error = NULL, rows = NULL, result = NULL, delivered_at = excluded.delivered_at,
-             started_at = NULL, finished_at = NULL, analysis_version = NULL`,
-          [orgId, experimentId, etag, sizeBytes, deliveredAt],
-        );
-        await mirror(tx, orgId, experimentId, etag, "pending");
-      }),
+             started_at = NULL, finished_at = NULL, analysis_version = NULL
+           RETURNING 1)
+         UPDATE datasets SET analysis_status = 'pending'
+         WHERE org_id = $1 AND experiment_id = $2 AND etag = $3 AND analysis_status <> 'pending'
+           AND EXISTS (SELECT FROM a)`,
+        [orgId, experimentId, etag, sizeBytes, deliveredAt],
+      );
+    },
     saveResult: async (orgId, experimentId, etag, outcome, startedAt, history) => {
       try {
         return await db.transaction(async (tx) => {
