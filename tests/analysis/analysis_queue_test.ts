@@ -3,7 +3,7 @@
  * while uploads stream and run after (or once they waited too long); results of an older
  * analysis are run again, with their history kept, as any run's.
  */
-import { assertEquals } from "../_assert.ts";
+import { assert, assertEquals } from "../_assert.ts";
 import { SqliteControlPlane } from "../../src/db/sqlite/sqlite_control_plane.ts";
 import { openPostgres } from "../../src/db/postgres/postgres_control_plane.ts";
 import type { ControlPlane } from "../../src/db/control_plane.ts";
@@ -85,7 +85,17 @@ async function setupWith(
     await queue.whenIdle();
     return ready();
   };
-  return { db, infos, deliver, ready, readyCount, queue, stop: () => queue.stop() };
+  return {
+    db,
+    store,
+    deliveries,
+    infos,
+    deliver,
+    ready,
+    readyCount,
+    queue,
+    stop: () => queue.stop(),
+  };
 }
 
 /** Registers `name (sqlite)` and `name (postgres)`, the body given a setup on that driver. */
@@ -184,6 +194,44 @@ queueTest(
     for (let i = 0; i < 5; i++) {
       assertEquals((await t.db.analyses.get("o", `e${i}`))?.analysis_version, ANALYSIS_VERSION);
     }
+  },
+);
+
+queueTest(
+  "a burst of deliveries of one dataset ends with the newest analysed, in fewer runs than deliveries",
+  async (setup) => {
+    const t = await setup(() => false, 0);
+    const key = t.infos[0].key;
+    const versions: ObjectInfo[] = [];
+    for (let i = 0; i < 12; i++) {
+      const writer = await t.store.createWriter(key);
+      await writer.write(CSV);
+      versions.push(await writer.commit());
+    }
+    assertEquals(new Set(versions.map((v) => v.etag)).size, 12);
+    for (const info of versions) {
+      t.deliveries.publish({
+        orgId: "o",
+        experimentId: "e0",
+        key,
+        info,
+        validated: true,
+        source: "upload",
+      });
+    }
+    const newest = versions.at(-1)!.etag;
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      const row = await t.db.analyses.get("o", "e0");
+      if (row?.etag === newest && row.status === "ready") break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await t.queue.whenIdle();
+    const row = await t.db.analyses.get("o", "e0");
+    assertEquals([row?.etag, row?.status], [newest, "ready"]);
+    assertEquals((await t.db.datasets.get("o", "e0"))?.analysis_status ?? "ready", "ready");
+    const runs = t.ready();
+    assert(runs >= 1 && runs < versions.length, `${runs} runs for ${versions.length} deliveries`);
   },
 );
 
