@@ -34,14 +34,30 @@ export interface Session {
   onSummary(result: OffThreadResult): void;
 }
 
+/** A validator thread without sessions for this long ends (see `ValidatorThread`). */
+export const VALIDATOR_IDLE_MS = 1000;
+
 /**
  * The worker thread that validates and hashes uploads, one session per upload. Started on first
- * use; `stop()` ends it (shutdown, tests) and a later upload starts a new one.
+ * use; `stop()` ends it (shutdown, tests) and a later upload starts a new one. It also ends once
+ * it had no session for `idleMs`: a thread that read a large upload keeps tens of MB of heap that
+ * an idle service would otherwise hold until the next one (starting it again costs a few ms).
  */
 export class ValidatorThread {
   #worker: Worker | null = null;
   #nextId = 1;
   readonly #sessions = new Map<number, Session>();
+  readonly #idleMs: number;
+  #idleTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(idleMs = VALIDATOR_IDLE_MS) {
+    this.#idleMs = idleMs;
+  }
+
+  /** True while the worker thread is up. */
+  get running(): boolean {
+    return this.#worker !== null;
+  }
 
   /** Opens a session on the thread (starting it if needed) and answers its id. */
   open(session: Session): number {
@@ -53,7 +69,17 @@ export class ValidatorThread {
 
   /** Forgets a session; false when it was already gone. */
   close(id: number): boolean {
-    return this.#sessions.delete(id);
+    const closed = this.#sessions.delete(id);
+    if (this.#sessions.size === 0 && this.#worker && this.#idleTimer === undefined) {
+      this.#idleTimer = setTimeout(() => {
+        this.#idleTimer = undefined;
+        if (this.#sessions.size === 0) {
+          this.#worker?.terminate();
+          this.#worker = null;
+        }
+      }, this.#idleMs);
+    }
+    return closed;
   }
 
   has(id: number): boolean {
@@ -66,6 +92,8 @@ export class ValidatorThread {
 
   /** Ends the thread; sessions still open fail with an internal error. */
   stop(): void {
+    clearTimeout(this.#idleTimer);
+    this.#idleTimer = undefined;
     this.#worker?.terminate();
     this.#worker = null;
     for (const session of this.#sessions.values()) {
@@ -74,6 +102,8 @@ export class ValidatorThread {
   }
 
   #running(): Worker {
+    clearTimeout(this.#idleTimer);
+    this.#idleTimer = undefined;
     if (this.#worker) return this.#worker;
     const worker = new Worker(new URL("./_validator_worker.ts", import.meta.url).href, {
       type: "module",
@@ -192,7 +222,8 @@ export class OffThreadValidator {
   }
 
   abort(): void {
-    if (!this.#thread.close(this.#id)) return;
+    if (!this.#thread.has(this.#id)) return;
     this.#thread.post({ id: this.#id, type: "abort" } satisfies ValidatorRequest);
+    this.#thread.close(this.#id);
   }
 }

@@ -80,3 +80,27 @@ Deno.test("a follow reports the first bad line while the file is still being wri
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("the validator thread ends once idle, and a later upload starts it again", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "abn-follow-" });
+  const thread = new ValidatorThread(50);
+  try {
+    const data = csv(1_000);
+    const path = `${dir}/a.part`;
+    await Deno.writeFile(path, data);
+    for (let round = 0; round < 2; round++) {
+      const result = await OffThreadValidator.follow(thread, path, () => {}).finish(data.length);
+      assertEquals(result.summary.rows, 1_000);
+      assert(thread.running, "up right after a session");
+      await new Promise((r) => setTimeout(r, 150));
+      assert(!thread.running, "ended after the idle time");
+    }
+    // An aborted session counts as ended too.
+    OffThreadValidator.follow(thread, path, () => {}).abort();
+    await new Promise((r) => setTimeout(r, 150));
+    assert(!thread.running, "ended after an abort");
+  } finally {
+    thread.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
