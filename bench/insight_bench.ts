@@ -14,7 +14,10 @@
  *   variant, max(converted) conv, sum(revenue) rev FROM read_csv(FILE) GROUP BY user_id)
  *   GROUP BY variant
  *
- * timed from the instance's creation to the rows. The two take turns (which goes first alternates),
+ * timed from the instance's creation to the rows. Each turn also times a two-step delivery: the
+ * same bytes written straight into the service's storage (as a PUT to the bucket would), then
+ * announced by `POST /api/v1/storage-events/`, timed from the event to `ready` (validated and
+ * hashed beside the reading, as for bytes the service did not receive itself). The two take turns (which goes first alternates),
  * each after `sync`; the ratio is given of the medians and, per turn, of the two runs of a turn. The service's resident set (`VmRSS`, and of it `RssAnon`: what is not pages
  * of the program's file) is read before the first upload and after each delivery once its
  * analysis is ready and the service idled 2 s. Each upload comes on a connection of its own,
@@ -25,6 +28,8 @@
  *   deno run -A bench/insight_bench.ts [FILE] [--runs=N]   (FILE default /tmp/bench.csv)
  */
 import { writeCsv } from "./generate_csv.ts";
+import { LocalStore } from "../src/storage/local_store.ts";
+import { UrlSigner } from "../src/crypto/url_signer.ts";
 import { freePort, median } from "./_util.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
@@ -59,6 +64,11 @@ export interface InsightRun {
 
 export interface InsightBenchResult {
   ours: InsightRun[];
+  /**
+   * Two-step deliveries: seconds from the storage event that announced an object written
+   * straight into storage (not validated on the way in) until its analysis is ready.
+   */
+  twoStepSeconds: number[];
   duckdbSeconds: number[];
   /** How DuckDB ran, or why it did not. */
   duckdbRunner: string;
@@ -173,7 +183,8 @@ async function duckdbRunner(path: string): Promise<
 
 /** The service with an organization and a key; collects its `analysis finished` lines. */
 async function startService(dataDir: string) {
-  const env = { ABN_DATA_DIR: dataDir };
+  const eventsToken = crypto.randomUUID();
+  const env = { ABN_DATA_DIR: dataDir, ABN_STORAGE_EVENTS_TOKEN: eventsToken };
   const admin = async (args: string[]) => {
     const out = await new Deno.Command("timeout", {
       args: ["60", Deno.execPath(), "run", "-A", MAIN, "admin", ...args, "--json"],
@@ -211,6 +222,8 @@ async function startService(dataDir: string) {
     pid: process.pid,
     url: `http://127.0.0.1:${port}`,
     apiKey: api_key as string,
+    orgId: org_id as string,
+    eventsToken,
     finished,
     async stop() {
       try {
@@ -239,6 +252,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
   const service = await startService(`${work}/data`);
   const auth = { authorization: `Bearer ${service.apiKey}` };
   const ours: InsightRun[] = [];
+  const twoStepSeconds: number[] = [];
   const duckdbSeconds: number[] = [];
   let duckdbTotals: Totals | null = null;
   let oursTotals: Totals | null = null;
@@ -298,6 +312,54 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
         );
       }
     };
+    // A two-step delivery: the bytes written straight into the service's storage (as a PUT to
+    // the bucket would), then announced by a storage event; validated and hashed beside the
+    // reading, as the service does for bytes it did not receive itself.
+    const store = new LocalStore({
+      dataDir: `${work}/data`,
+      signer: new UrlSigner(new Uint8Array(32)),
+      publicUrl: service.url,
+    });
+    await store.open();
+    const runTwoStep = async (i: number) => {
+      const key = `org/${service.orgId}/experiments/insight-two-step/latest.csv`;
+      const writer = await store.createWriter(key);
+      await writer.write(file);
+      await writer.write(extra(i));
+      const info = await writer.commit();
+      await sync();
+      await sleep(IDLE_MS);
+      const t0 = performance.now();
+      const event = await fetch(`${service.url}/api/v1/storage-events/`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${service.eventsToken}` },
+        body: JSON.stringify({ Records: [{ s3: { object: { key } } }] }),
+      });
+      if ((await event.json()).accepted !== 1) throw new Error("the event was not accepted");
+      for (;;) {
+        const poll = await fetch(`${service.url}/api/v1/datasets/insight-two-step/analysis/`, {
+          headers: auth,
+        });
+        const analysis = await poll.json();
+        const current = (analysis.dataset as { etag: string }).etag === info.etag;
+        if (current && analysis.status === "ready") break;
+        if (current && analysis.status === "failed") throw new Error(String(analysis.error));
+        if (performance.now() - t0 > READY_TIMEOUT_MS) throw new Error("not ready in time");
+        await sleep(POLL_MS);
+      }
+      twoStepSeconds.push((performance.now() - t0) / 1000);
+      if (Deno.env.get("ABN_BENCH_VERBOSE")) {
+        await sleep(200);
+        const line = service.finished.find((l) => l.etag === info.etag) ?? {};
+        console.error(
+          `two-step ${i + 1}: ${twoStepSeconds.at(-1)!.toFixed(2)} s, ${
+            JSON.stringify(Object.fromEntries(
+              Object.entries(line).filter(([k]) => k.endsWith("_ms")),
+            ))
+          }`,
+        );
+      }
+    };
     const runDuck = async () => {
       if (!("run" in duckdb)) return;
       await sync();
@@ -312,7 +374,9 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
       if (i % 2 === 0) {
         await runOurs(i);
         await runDuck();
+        await runTwoStep(i);
       } else {
+        await runTwoStep(i);
         await runDuck();
         await runOurs(i);
       }
@@ -321,6 +385,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
     const totals = oursTotals! as Totals;
     return {
       ours,
+      twoStepSeconds,
       duckdbSeconds,
       duckdbRunner: "how" in duckdb ? duckdb.how : duckdb.why,
       rssBeforeMB,
@@ -387,6 +452,16 @@ export function insightRows(r: InsightBenchResult): Record<string, string>[] {
     ? `${(median(oursSeconds) / median(r.duckdbSeconds)).toFixed(2)} (per turn ${spread(turns)})`
     : "—";
   const phase = (name: string) => spread(r.ours.map((run) => run.phases[name] ?? NaN), 0);
+  // Each phase's share of the run (medians over the runs of each share).
+  const share = (name: string) =>
+    `${
+      (100 * median(r.ours.map((run) => run.phases[name] / run.phases.duration_ms))).toFixed(0)
+    } %`;
+  const twoStep = r.duckdbSeconds.length > 0 && r.twoStepSeconds.length > 0
+    ? `${(median(r.twoStepSeconds) / median(r.duckdbSeconds)).toFixed(2)} (per turn ${
+      spread(r.duckdbSeconds.map((duck, i) => r.twoStepSeconds[i] / duck))
+    })`
+    : "—";
   return [
     {
       benchmark:
@@ -399,12 +474,21 @@ export function insightRows(r: InsightBenchResult): Record<string, string>[] {
       target: "≤ 0.5",
     },
     {
+      benchmark: `two-step delivery: storage event → ready (n=${r.twoStepSeconds.length})`,
+      ours: `${spread(r.twoStepSeconds)} s`,
+      baseline: r.duckdbSeconds.length > 0 ? `DuckDB ${spread(r.duckdbSeconds)} s` : "—",
+      ratio: twoStep,
+      target: "≤ 1.0",
+    },
+    {
       benchmark: "… its phases (analysis finished line), ms",
       ours: `duration ${phase("duration_ms")}, read ${phase("read_ms")}, load ${
         phase("load_ms")
       }, aggregate ${phase("aggregate_ms")}, report ${phase("report_ms")}, save ${
         phase("save_ms")
-      }`,
+      } (shares: read ${share("read_ms")}, load ${share("load_ms")}, aggregate ${
+        share("aggregate_ms")
+      }, report ${share("report_ms")}, save ${share("save_ms")})`,
       baseline: "—",
       ratio: "—",
       target: "—",

@@ -7,7 +7,9 @@
  *   ABN_BENCH_ONLY=scale deno task bench             (many stored datasets, tiny uploads)
  *   ABN_BENCH_ONLY=scale-out deno task bench         (PostgreSQL and two instances; needs
  *                                                     Debian's `postgresql`)
- *   ABN_BENCH_ONLY=insight deno task bench           (201 → analysis ready, against DuckDB)
+ *   ABN_BENCH_ONLY=insight deno task bench           (201 → analysis ready, and a two-step
+ *                                                     delivery's event → ready, against DuckDB;
+ *                                                     ABN_BENCH_RUNS=N turns, default 5)
  */
 import { writeCsv } from "./generate_csv.ts";
 import { printTable } from "./_util.ts";
@@ -103,7 +105,9 @@ try {
     });
   }
   if (only.includes("insight")) {
-    rows.push(...insightRows(await benchInsight(file, 5)));
+    rows.push(
+      ...insightRows(await benchInsight(file, Number(Deno.env.get("ABN_BENCH_RUNS") ?? 5))),
+    );
   }
   if (only.includes("dimensions")) {
     const dimensionsFile = `${work}/bench-dimensions.csv`;
