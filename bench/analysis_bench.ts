@@ -17,8 +17,8 @@
 import { aggregateCsv } from "../src/analysis/aggregate/aggregate.ts";
 import { writeCsv } from "./generate_csv.ts";
 import { readChunks } from "./_util.ts";
+import { checkAgreement, child, DUCKDB, duckdbRunner, sqlString, type Totals } from "./_duckdb.ts";
 
-const DUCKDB = "npm:@duckdb/node-api@1.5.5-r.5";
 const RUNS = 3;
 
 export interface AnalysisBenchResult {
@@ -36,7 +36,7 @@ export interface AnalysisBenchResult {
 interface ChildResult {
   seconds: number;
   peakRssMB: number;
-  variants: Record<string, { users: number; converted: number; revenue: number }>;
+  variants: Totals;
 }
 
 /** The DuckDB query; `{path}` is replaced by the file as an SQL string literal. */
@@ -53,10 +53,6 @@ const QUERY = `
     count(revenue) AS revenue_users, sum(revenue) AS revenue_sum,
     sum(revenue * revenue) AS revenue_squares
   FROM per_user GROUP BY variant ORDER BY variant`;
-
-function sqlString(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
-}
 
 function peakRssMB(): number {
   const status = Deno.readTextFileSync("/proc/self/status");
@@ -113,50 +109,6 @@ const variants = Object.fromEntries(rows.map((row) => [String(row.variant), {
 console.log(JSON.stringify({ seconds, peakRssMB, variants }));
 `;
 
-async function child(command: string, args: string[], cwd?: string): Promise<ChildResult> {
-  const output = await new Deno.Command(command, { args, cwd, stdout: "piped", stderr: "piped" })
-    .output();
-  const text = new TextDecoder().decode(output.stdout).trim();
-  if (!output.success) {
-    const error = new TextDecoder().decode(output.stderr).trim().split("\n").slice(-3).join(" ");
-    throw new Error(`${command} ${args.join(" ")} failed: ${error}`);
-  }
-  return JSON.parse(text.slice(text.lastIndexOf("\n") + 1));
-}
-
-/** A way to run one DuckDB measurement, or why there is none. */
-async function duckdbRunner(
-  path: string,
-): Promise<{ run: () => Promise<ChildResult>; how: string } | { why: string }> {
-  const self = new URL(import.meta.url).pathname;
-  const underDeno = () => child(Deno.execPath(), ["run", "-A", self, "--child=duckdb", path]);
-  try {
-    await underDeno();
-    return { run: underDeno, how: `Deno ${Deno.version.deno} with ${DUCKDB}` };
-  } catch (denoError) {
-    try {
-      const dir = await Deno.makeTempDir({ prefix: "duckdb_bench_" });
-      await Deno.writeTextFile(`${dir}/package.json`, '{ "type": "module", "private": true }');
-      await Deno.writeTextFile(`${dir}/bench.mjs`, NODE_SCRIPT);
-      const install = await new Deno.Command("npm", {
-        args: ["install", "--silent", "@duckdb/node-api"],
-        cwd: dir,
-        stdout: "null",
-        stderr: "piped",
-      }).output();
-      if (!install.success) throw new Error(new TextDecoder().decode(install.stderr));
-      const underNode = () => child("node", ["bench.mjs", path], dir);
-      await underNode();
-      return {
-        run: underNode,
-        how: `Node with @duckdb/node-api from npm (under Deno: ${denoError})`,
-      };
-    } catch (nodeError) {
-      return { why: `DuckDB could not run: under Deno ${denoError}; under Node ${nodeError}` };
-    }
-  }
-}
-
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)];
@@ -165,15 +117,15 @@ function median(values: number[]): number {
 /** Runs both sides `RUNS` times on `path` and answers the medians. */
 export async function benchAnalysis(path: string): Promise<AnalysisBenchResult> {
   const self = new URL(import.meta.url).pathname;
-  const ours = () => child(Deno.execPath(), ["run", "-A", self, "--child=ours", path]);
-  const duckdb = await duckdbRunner(path);
+  const ours = () => child<ChildResult>(Deno.execPath(), ["run", "-A", self, "--child=ours", path]);
+  const duckdb = await duckdbRunner<ChildResult>(import.meta.url, path, NODE_SCRIPT);
   const oursRuns: ChildResult[] = [];
   const duckdbRuns: ChildResult[] = [];
   for (let i = 0; i < RUNS; i++) {
     oursRuns.push(await ours());
     if ("run" in duckdb) duckdbRuns.push(await duckdb.run());
   }
-  if (duckdbRuns.length > 0) checkAgreement(oursRuns[0], duckdbRuns[0]);
+  if (duckdbRuns.length > 0) checkAgreement(oursRuns[0].variants, duckdbRuns[0].variants);
   const oursSeconds = median(oursRuns.map((run) => run.seconds));
   const duckdbSeconds = duckdbRuns.length > 0 ? median(duckdbRuns.map((run) => run.seconds)) : null;
   return {
@@ -184,24 +136,6 @@ export async function benchAnalysis(path: string): Promise<AnalysisBenchResult> 
     ratio: duckdbSeconds === null ? null : oursSeconds / duckdbSeconds,
     duckdbRunner: "how" in duckdb ? duckdb.how : duckdb.why,
   };
-}
-
-/** Throws unless both sides found the same users and (to rounding) the same sums. */
-function checkAgreement(ours: ChildResult, duckdb: ChildResult): void {
-  const names = Object.keys(ours.variants);
-  const same = names.length === Object.keys(duckdb.variants).length &&
-    names.every((name) => {
-      const a = ours.variants[name];
-      const b = duckdb.variants[name];
-      return b !== undefined && a.users === b.users && a.converted === b.converted &&
-        Math.abs(a.revenue - b.revenue) <= 1e-9 * Math.abs(b.revenue);
-    });
-  if (!same) {
-    throw new Error(
-      `The two sides disagree: ours ${JSON.stringify(ours.variants)}, ` +
-        `DuckDB ${JSON.stringify(duckdb.variants)}`,
-    );
-  }
 }
 
 if (import.meta.main) {

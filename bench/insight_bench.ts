@@ -31,9 +31,9 @@ import { writeCsv } from "./generate_csv.ts";
 import { LocalStore } from "../src/storage/local_store.ts";
 import { UrlSigner } from "../src/crypto/url_signer.ts";
 import { freePort, median } from "./_util.ts";
+import { checkAgreement, DUCKDB, duckdbRunner, sqlString, type Totals } from "./_duckdb.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
-const DUCKDB = "npm:@duckdb/node-api@1.5.5-r.5";
 const POLL_MS = 50;
 const IDLE_MS = 2000;
 /** Longest wait for one analysis before the benchmark gives up. */
@@ -47,9 +47,6 @@ const QUERY = `
     GROUP BY user_id
   )
   GROUP BY variant ORDER BY variant`;
-
-/** Per variant: users, converted users and revenue, to check both sides agree. */
-type Totals = Record<string, { users: number; converted: number; revenue: number }>;
 
 export interface InsightRun {
   /** From the 201 to the first poll answering `ready`. */
@@ -80,10 +77,6 @@ export interface InsightBenchResult {
   peakRssMB: number;
   rows: number;
   users: number;
-}
-
-function sqlString(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
 }
 
 async function rssMB(pid: number, field = "VmRSS"): Promise<number> {
@@ -134,52 +127,6 @@ const totals = Object.fromEntries(rows.map((row) => [String(row.variant), {
 }]));
 console.log(JSON.stringify({ seconds, totals }));
 `;
-
-async function child(
-  command: string,
-  args: string[],
-  cwd?: string,
-): Promise<{ seconds: number; totals: Totals }> {
-  const output = await new Deno.Command(command, { args, cwd, stdout: "piped", stderr: "piped" })
-    .output();
-  const text = new TextDecoder().decode(output.stdout).trim();
-  if (!output.success) {
-    const error = new TextDecoder().decode(output.stderr).trim().split("\n").slice(-3).join(" ");
-    throw new Error(`${command} ${args.join(" ")} failed: ${error}`);
-  }
-  return JSON.parse(text.slice(text.lastIndexOf("\n") + 1));
-}
-
-/** A way to run DuckDB once (under Deno, else under Node), or why there is none. */
-async function duckdbRunner(path: string): Promise<
-  { run: () => Promise<{ seconds: number; totals: Totals }>; how: string } | { why: string }
-> {
-  const self = new URL(import.meta.url).pathname;
-  const underDeno = () =>
-    child("timeout", ["600", Deno.execPath(), "run", "-A", self, "--child=duckdb", path]);
-  try {
-    await underDeno();
-    return { run: underDeno, how: `under Deno ${Deno.version.deno}, ${DUCKDB}, 2 threads` };
-  } catch (denoError) {
-    try {
-      const dir = await Deno.makeTempDir({ prefix: "abn-insight-duckdb-" });
-      await Deno.writeTextFile(`${dir}/package.json`, '{ "type": "module", "private": true }');
-      await Deno.writeTextFile(`${dir}/bench.mjs`, NODE_SCRIPT);
-      const install = await new Deno.Command("npm", {
-        args: ["install", "--silent", "@duckdb/node-api"],
-        cwd: dir,
-        stdout: "null",
-        stderr: "piped",
-      }).output();
-      if (!install.success) throw new Error(new TextDecoder().decode(install.stderr));
-      const underNode = () => child("timeout", ["600", "node", "bench.mjs", path], dir);
-      await underNode();
-      return { run: underNode, how: `under Node, @duckdb/node-api (under Deno: ${denoError})` };
-    } catch (nodeError) {
-      return { why: `DuckDB could not run: under Deno ${denoError}; under Node ${nodeError}` };
-    }
-  }
-}
 
 /** The service with an organization and a key; collects its `analysis finished` lines. */
 async function startService(dataDir: string) {
@@ -248,7 +195,11 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
   const shm = Deno.env.get("ABN_BENCH_DIR") ||
     ((await Deno.stat("/dev/shm").then((s) => s.isDirectory, () => false)) ? "/dev/shm" : "");
   const work = await Deno.makeTempDir({ prefix: "abn-bench-insight-", dir: shm || undefined });
-  const duckdb = await duckdbRunner(path);
+  const duckdb = await duckdbRunner<{ seconds: number; totals: Totals }>(
+    import.meta.url,
+    path,
+    NODE_SCRIPT,
+  );
   const service = await startService(`${work}/data`);
   const auth = { authorization: `Bearer ${service.apiKey}` };
   const ours: InsightRun[] = [];
@@ -387,7 +338,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
       ours,
       twoStepSeconds,
       duckdbSeconds,
-      duckdbRunner: "how" in duckdb ? duckdb.how : duckdb.why,
+      duckdbRunner: "how" in duckdb ? `${duckdb.how}, 2 threads` : duckdb.why,
       rssBeforeMB,
       anonBeforeMB,
       peakRssMB: await rssMB(service.pid, "VmHWM"),
@@ -416,23 +367,6 @@ function totalsOf(analysis: Record<string, unknown>): Totals {
       }];
     }),
   );
-}
-
-/** Throws unless both sides found the same users and (to rounding) the same sums. */
-function checkAgreement(ours: Totals, duckdb: Totals): void {
-  const names = Object.keys(ours);
-  const same = names.length === Object.keys(duckdb).length &&
-    names.every((name) => {
-      const a = ours[name];
-      const b = duckdb[name];
-      return b !== undefined && a.users === b.users && a.converted === b.converted &&
-        Math.abs(a.revenue - b.revenue) <= 1e-9 * Math.abs(b.revenue);
-    });
-  if (!same) {
-    throw new Error(
-      `The two sides disagree: ours ${JSON.stringify(ours)}, DuckDB ${JSON.stringify(duckdb)}`,
-    );
-  }
 }
 
 /** "median [min–max]" of `values` with `digits` decimals. */
