@@ -34,6 +34,8 @@ export interface LeasedAnalysisQueueOptions extends AnalysisQueueOptions {
   owner?: string;
 }
 
+/** Least time between the starts of two claims (see `#wake`). */
+const CLAIM_GAP_MS = 25;
 /** Claims of one job (each after a lease ran out) before the analysis is reported failed. */
 const MAX_ATTEMPTS = 5;
 /** Delay before a job postponed by a transient failure is claimed again. */
@@ -51,6 +53,9 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
   /** The newest delivery of a dataset that arrived while its admission was under way. */
   #nextAdmission = new Map<string, Delivery>();
   #claiming: Promise<void> | null = null;
+  /** When the last claim started (`performance.now()`), and the timer of one waiting to. */
+  #lastClaim = -Infinity;
+  #claimTimer: ReturnType<typeof setTimeout> | undefined;
   #claimAgain = false;
   #unsubscribe: () => void;
   #poll: ReturnType<typeof setTimeout> | undefined;
@@ -130,48 +135,76 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
     return deliveries.length;
   }
 
-  /** Records the delivery as pending (unless its result is saved already) and offers the job. */
-  async #admit(id: string, delivery: Delivery): Promise<void> {
-    const { db, jobs } = this.#o;
-    const { orgId, experimentId, info } = delivery;
-    const rerun = delivery.source === "settings";
-    // A re-run of an older result keeps serving that result until the new one is saved.
-    const upgrade = delivery.source === "upgrade";
-    const row = upgrade ? null : await db.analyses.get(orgId, experimentId);
-    const same = row?.etag === info.etag;
-    if (same && row?.status !== "pending" && !rerun) return;
-    // A newer delivery of this dataset was announced here meanwhile: it wins.
-    if (this.#admitting.get(id) !== info.etag) return;
-    if (!upgrade && (!same || rerun)) {
-      await db.analyses.markPending(
-        orgId,
-        experimentId,
-        info.etag,
-        info.size,
-        info.lastModified.toISOString(),
-      );
-    }
-    await jobs.offer({
-      orgId,
-      experimentId,
-      key: delivery.key,
-      etag: info.etag,
-      sizeBytes: info.size,
-      deliveredAt: info.lastModified.toISOString(),
-      validated: delivery.validated,
-      sha256: delivery.sha256,
-      source: delivery.source,
-    });
-    this.#wake();
+  /**
+   * Records the delivery as pending (unless its result is saved already) and offers the job
+   * (`AnalysisJobRepo.admit`). One write is under way at a time; deliveries that arrive meanwhile
+   * go together in the next one, so a burst of deliveries costs a few statements, not three
+   * round trips each.
+   */
+  #admit(id: string, delivery: Delivery): Promise<void> {
+    const batch = this.#admissionBatch ??= {
+      deliveries: new Map(),
+      done: Promise.withResolvers<void>(),
+    };
+    batch.deliveries.set(id, delivery);
+    if (!this.#admissionWriting) this.#writeAdmissions();
+    return batch.done.promise;
   }
 
-  /** Claims jobs while this instance has room; one claim at a time. */
+  #admissionBatch: { deliveries: Map<string, Delivery>; done: PromiseWithResolvers<void> } | null =
+    null;
+  #admissionWriting = false;
+
+  async #writeAdmissions(): Promise<void> {
+    this.#admissionWriting = true;
+    while (this.#admissionBatch) {
+      const { deliveries, done } = this.#admissionBatch;
+      this.#admissionBatch = null;
+      // A newer delivery of a dataset announced here meanwhile wins: it has its own admission.
+      const offers = [...deliveries].filter(([id, d]) => this.#admitting.get(id) === d.info.etag)
+        .map(([, d]) => ({
+          orgId: d.orgId,
+          experimentId: d.experimentId,
+          key: d.key,
+          etag: d.info.etag,
+          sizeBytes: d.info.size,
+          deliveredAt: d.info.lastModified.toISOString(),
+          validated: d.validated,
+          sha256: d.sha256,
+          source: d.source,
+        }));
+      try {
+        await this.#o.jobs.admit(offers);
+        done.resolve();
+        this.#wake();
+      } catch (error) {
+        done.reject(error);
+      }
+    }
+    this.#admissionWriting = false;
+  }
+
+  /**
+   * Claims jobs while this instance has room; one claim at a time, and claims start at least
+   * `CLAIM_GAP_MS` apart: during a burst of deliveries each offer wakes the queue, and the wakes
+   * of one gap are served by one claim (which takes as many jobs as there is room for).
+   */
   #wake(): void {
     if (this.#stopped) return;
     if (this.#claiming) {
       this.#claimAgain = true;
       return;
     }
+    if (this.#claimTimer !== undefined) return; // a claim starts soon
+    const wait = this.#lastClaim + CLAIM_GAP_MS - performance.now();
+    if (wait > 0) {
+      this.#claimTimer = setTimeout(() => {
+        this.#claimTimer = undefined;
+        this.#wake();
+      }, wait);
+      return;
+    }
+    this.#lastClaim = performance.now();
     this.#claiming = this.#claim().finally(() => {
       this.#claiming = null;
       if (this.#claimAgain) {
@@ -373,7 +406,8 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
   }
 
   #isIdle(): boolean {
-    return this.#running.size === 0 && this.#admissions === 0 && this.#claiming === null;
+    return this.#running.size === 0 && this.#admissions === 0 && this.#claiming === null &&
+      this.#claimTimer === undefined;
   }
 
   #settle(): void {
@@ -390,6 +424,8 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
     this.#unsubscribe();
     clearTimeout(this.#poll);
     clearTimeout(this.#busyTimer);
+    clearTimeout(this.#claimTimer);
+    this.#claimTimer = undefined;
     await this.#claiming;
     await Promise.all([...this.#running.values()].map((r) => r.done.catch(() => {})));
   }

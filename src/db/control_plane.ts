@@ -382,6 +382,13 @@ export interface AnalysisJobRepo {
    */
   offer(job: AnalysisJobOffer): Promise<void>;
   /**
+   * Admits deliveries (at most one per dataset) in one write: for each, unless its object's
+   * result is already saved (and the source is not `settings`), the analysis row becomes
+   * `pending` for a new object (or for a `settings` re-run; never for an `upgrade`), and the job
+   * is offered as `offer` does.
+   */
+  admit(jobs: readonly AnalysisJobOffer[]): Promise<void>;
+  /**
    * Claims up to `limit` jobs for `leaseSeconds` among those `select` names, oldest offer first
    * and re-runs of older results last: jobs nobody holds, and jobs `owner` holds but does not
    * run (`running` lists the `org/experiment` it runs): a claim or a release whose answer was

@@ -196,6 +196,49 @@ twoInstances(
 );
 
 twoInstances(
+  "jobs: admit records several deliveries in one write as markPending and offer would, one by one",
+  async (a, b) => {
+    const ready = { status: "ready" as const, error: null, rows: 1, result: {}, version: 1 };
+    // "done" has its object's result saved; "again" is pending for its object; "newer" has a
+    // result of an older object; "old" holds a result a re-run upgrades; "fresh" has no row.
+    for (const [experiment, etag] of [["done", "d1"], ["newer", "n1"], ["old", "o1"]]) {
+      await a.analyses.markPending("org_a", experiment, etag, 100, "2026-03-05T10:00:00.000Z");
+      await a.analyses.saveResult("org_a", experiment, etag, ready, "2026-03-05T10:00:01.000Z");
+    }
+    await a.analyses.markPending("org_a", "again", "a1", 100, "2026-03-05T10:00:00.000Z");
+    await b.jobs.admit([
+      offer("done", "d1", { source: "scan" }),
+      offer("again", "a1", { source: "event" }),
+      offer("newer", "n2"),
+      offer("old", "o1", { source: "upgrade" }),
+      offer("fresh", "f1", { sha256: "abc" }),
+    ]);
+    const status = async (experiment: string) => {
+      const row = await a.analyses.get("org_a", experiment);
+      return `${row?.etag}:${row?.status}`;
+    };
+    assertEquals(
+      await Promise.all(["done", "again", "newer", "old", "fresh"].map(status)),
+      ["d1:ready", "a1:pending", "n2:pending", "o1:ready", "f1:pending"],
+    );
+    const jobs = await a.jobs.claim("A", 60, 10, [], {});
+    assertEquals(
+      jobs.map((j) => `${j.experimentId}:${j.etag}:${j.source}`).sort(),
+      ["again:a1:event", "fresh:f1:upload", "newer:n2:upload", "old:o1:upgrade"],
+    );
+    assertEquals(jobs.find((j) => j.experimentId === "fresh")?.sha256, "abc");
+    for (const job of jobs) await a.jobs.complete("A", job);
+    // A settings change re-runs a saved result: pending again, one more job.
+    await b.jobs.admit([offer("done", "d1", { source: "settings" })]);
+    assertEquals(await status("done"), "d1:pending");
+    const [rerun] = await a.jobs.claim("A", 60, 10, [], {});
+    assertEquals([rerun.experimentId, rerun.source], ["done", "settings"]);
+    // Nothing to admit writes nothing.
+    await b.jobs.admit([]);
+  },
+);
+
+twoInstances(
   "withTimerLock: one instance at a time runs the job; the lock is free after",
   async (a, b) => {
     let release!: () => void;

@@ -45,14 +45,8 @@ function toJob(row: JobRow): AnalysisJob {
   };
 }
 
-export function postgresAnalysisJobs(db: PgClient): AnalysisJobRepo {
-  return {
-    offer: async (job) => {
-      await db.query(
-        `INSERT INTO analysis_jobs (org_id, experiment_id, object_key, etag, size_bytes,
-           delivered_at, validated, source, sha256)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-         ON CONFLICT (org_id, experiment_id) DO UPDATE SET
+/** What an offer changes in a job that exists (see `AnalysisJobRepo.offer`). */
+const OFFER_CONFLICT = `ON CONFLICT (org_id, experiment_id) DO UPDATE SET
            object_key = excluded.object_key,
            etag = excluded.etag,
            size_bytes = excluded.size_bytes,
@@ -70,7 +64,16 @@ export function postgresAnalysisJobs(db: PgClient): AnalysisJobRepo {
            lease_until = CASE WHEN analysis_jobs.lease_owner IS NULL
              THEN NULL ELSE analysis_jobs.lease_until END
          WHERE excluded.source <> 'upgrade'
-           AND (analysis_jobs.etag <> excluded.etag OR excluded.source = 'settings')`,
+           AND (analysis_jobs.etag <> excluded.etag OR excluded.source = 'settings')`;
+
+export function postgresAnalysisJobs(db: PgClient): AnalysisJobRepo {
+  return {
+    offer: async (job) => {
+      await db.query(
+        `INSERT INTO analysis_jobs (org_id, experiment_id, object_key, etag, size_bytes,
+           delivered_at, validated, source, sha256)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         ${OFFER_CONFLICT}`,
         [
           job.orgId,
           job.experimentId,
@@ -81,6 +84,58 @@ export function postgresAnalysisJobs(db: PgClient): AnalysisJobRepo {
           job.validated,
           job.source,
           job.sha256 ?? null,
+        ],
+      );
+    },
+    // One statement: the analyses rows read, made `pending` where needed (mirrored into the
+    // catalog), and the jobs offered; the same decisions as markPending and offer one by one.
+    admit: async (jobs) => {
+      if (jobs.length === 0) return;
+      const column = <T>(pick: (job: AnalysisJobOffer) => T) => jobs.map(pick);
+      await db.query(
+        `WITH i AS (
+           SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[],
+             $6::timestamptz[], $7::boolean[], $8::text[], $9::text[])
+             AS i(org_id, experiment_id, object_key, etag, size_bytes, delivered_at, validated,
+               source, sha256)),
+         c AS (
+           SELECT i.*, a.etag AS a_etag, a.status AS a_status
+           FROM i LEFT JOIN analyses a
+             ON a.org_id = i.org_id AND a.experiment_id = i.experiment_id),
+         t AS (
+           SELECT * FROM c
+           WHERE source IN ('settings', 'upgrade') OR a_etag IS DISTINCT FROM etag
+             OR a_status = 'pending'),
+         p AS (
+           INSERT INTO analyses (org_id, experiment_id, etag, size_bytes, status, delivered_at)
+           SELECT org_id, experiment_id, etag, size_bytes, 'pending', delivered_at FROM t
+           WHERE source <> 'upgrade' AND (a_etag IS DISTINCT FROM etag OR source = 'settings')
+           ORDER BY org_id, experiment_id
+           ON CONFLICT (org_id, experiment_id) DO UPDATE SET
+             etag = excluded.etag, size_bytes = excluded.size_bytes, status = 'pending',
+             error = NULL, rows = NULL, result = NULL, delivered_at = excluded.delivered_at,
+             started_at = NULL, finished_at = NULL, analysis_version = NULL
+           RETURNING org_id, experiment_id, etag),
+         m AS (
+           UPDATE datasets d SET analysis_status = 'pending' FROM p
+           WHERE d.org_id = p.org_id AND d.experiment_id = p.experiment_id AND d.etag = p.etag
+             AND d.analysis_status <> 'pending')
+         INSERT INTO analysis_jobs (org_id, experiment_id, object_key, etag, size_bytes,
+           delivered_at, validated, source, sha256)
+         SELECT org_id, experiment_id, object_key, etag, size_bytes, delivered_at, validated,
+           source, sha256 FROM t
+         ORDER BY org_id, experiment_id
+         ${OFFER_CONFLICT}`,
+        [
+          column((j) => j.orgId),
+          column((j) => j.experimentId),
+          column((j) => j.key),
+          column((j) => j.etag),
+          column((j) => j.sizeBytes),
+          column((j) => j.deliveredAt),
+          column((j) => j.validated),
+          column((j) => j.source),
+          column((j) => j.sha256 ?? null),
         ],
       );
     },
