@@ -18,6 +18,7 @@ import type { AnalysisJob, AnalysisJobRepo, AnalysisJobSelection } from "../db/c
 import type { Delivery } from "../deliveries.ts";
 import { describeError } from "../log.ts";
 import { randomBase62 } from "../db/ids.ts";
+import { GroupWrite } from "../group_write.ts";
 import type { AnalysisQueueOptions, AnalysisScheduler } from "./analysis_queue.ts";
 import { BUSY_POLL_MS, BUSY_WAIT_MS, SMALL_AT_ONCE } from "./analysis_queue.ts";
 import { analyseDelivery, outdatedDeliveries } from "./analyse_delivery.ts";
@@ -142,47 +143,25 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
    * round trips each.
    */
   #admit(id: string, delivery: Delivery): Promise<void> {
-    const batch = this.#admissionBatch ??= {
-      deliveries: new Map(),
-      done: Promise.withResolvers<void>(),
-    };
-    batch.deliveries.set(id, delivery);
-    if (!this.#admissionWriting) this.#writeAdmissions();
-    return batch.done.promise;
+    return this.#admissionWrites.add([id, delivery]);
   }
 
-  #admissionBatch: { deliveries: Map<string, Delivery>; done: PromiseWithResolvers<void> } | null =
-    null;
-  #admissionWriting = false;
-
-  async #writeAdmissions(): Promise<void> {
-    this.#admissionWriting = true;
-    while (this.#admissionBatch) {
-      const { deliveries, done } = this.#admissionBatch;
-      this.#admissionBatch = null;
-      // A newer delivery of a dataset announced here meanwhile wins: it has its own admission.
-      const offers = [...deliveries].filter(([id, d]) => this.#admitting.get(id) === d.info.etag)
-        .map(([, d]) => ({
-          orgId: d.orgId,
-          experimentId: d.experimentId,
-          key: d.key,
-          etag: d.info.etag,
-          sizeBytes: d.info.size,
-          deliveredAt: d.info.lastModified.toISOString(),
-          validated: d.validated,
-          sha256: d.sha256,
-          source: d.source,
-        }));
-      try {
-        await this.#o.jobs.admit(offers);
-        done.resolve();
-        this.#wake();
-      } catch (error) {
-        done.reject(error);
-      }
-    }
-    this.#admissionWriting = false;
-  }
+  readonly #admissionWrites = new GroupWrite<[string, Delivery]>(async (group) => {
+    // One per dataset; a newer delivery announced here meanwhile wins (it has its own admission).
+    const current = new Map(group.filter(([id, d]) => this.#admitting.get(id) === d.info.etag));
+    await this.#o.jobs.admit([...current.values()].map((d) => ({
+      orgId: d.orgId,
+      experimentId: d.experimentId,
+      key: d.key,
+      etag: d.info.etag,
+      sizeBytes: d.info.size,
+      deliveredAt: d.info.lastModified.toISOString(),
+      validated: d.validated,
+      sha256: d.sha256,
+      source: d.source,
+    })));
+    this.#wake();
+  });
 
   /**
    * Claims jobs while this instance has room; one claim at a time, and claims start at least

@@ -10,6 +10,7 @@ import { parseDatasetKey } from "../storage/object_store.ts";
 import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 import type { ObjectInfo } from "../storage/object_store.ts";
+import { GroupWrite } from "../group_write.ts";
 
 /**
  * How long an upload grant stays open after its URL expired: storage checks the signature when
@@ -84,33 +85,19 @@ export class DatasetCatalog {
   record(infos: readonly ObjectInfo[], observedAt: string): Promise<boolean> {
     const entries = infos.flatMap((info) => entryOf(info, observedAt) ?? []);
     if (entries.length === 0) return Promise.resolve(true);
-    const batch = this.#next ??= { entries: [], done: Promise.withResolvers<boolean>() };
-    batch.entries.push(...entries);
-    if (!this.#writing) this.#write();
-    return batch.done.promise;
+    return this.#writes.add(...entries).then(() => true, () => false);
   }
 
-  #next: { entries: DatasetEntry[]; done: PromiseWithResolvers<boolean> } | null = null;
-  #writing = false;
-
-  /** Writes the waiting batch, then the one that gathered meanwhile, until none waits. */
-  async #write(): Promise<void> {
-    this.#writing = true;
-    while (this.#next) {
-      const { entries, done } = this.#next;
-      this.#next = null;
-      try {
-        await this.#db.datasets.put(entries);
-        done.resolve(true);
-      } catch (error) {
-        this.#log.error("catalog not updated; the next reconciliation repairs it", {
-          keys: entries.slice(0, 5).map((e) => e.key),
-          count: entries.length,
-          error: describeError(error),
-        });
-        done.resolve(false);
-      }
+  readonly #writes = new GroupWrite<DatasetEntry>(async (entries) => {
+    try {
+      await this.#db.datasets.put(entries);
+    } catch (error) {
+      this.#log.error("catalog not updated; the next reconciliation repairs it", {
+        keys: entries.slice(0, 5).map((e) => e.key),
+        count: entries.length,
+        error: describeError(error),
+      });
+      throw error;
     }
-    this.#writing = false;
-  }
+  });
 }
