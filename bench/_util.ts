@@ -135,3 +135,29 @@ export async function* readChunks(path: string): AsyncGenerator<Uint8Array> {
     yield buffer.subarray(0, length);
   }
 }
+
+const MAIN = new URL("../main.ts", import.meta.url).pathname;
+
+/** Runs `main.ts admin ARGS --json` (at most a minute) with `env` and answers its JSON. */
+export async function adminJson(
+  env: Record<string, string>,
+  args: string[],
+): Promise<Record<string, string>> {
+  const out = await new Deno.Command("timeout", {
+    args: ["60", Deno.execPath(), "run", "-A", MAIN, "admin", ...args, "--json"],
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) throw new Error(new TextDecoder().decode(out.stderr));
+  return JSON.parse(new TextDecoder().decode(out.stdout));
+}
+
+/** An organization "bench" and an API key of it, in the data directory or database `env` names. */
+export async function benchKey(
+  env: Record<string, string>,
+): Promise<{ orgId: string; apiKey: string }> {
+  const { org_id } = await adminJson(env, ["org", "create", "bench"]);
+  const { api_key } = await adminJson(env, ["key", "create", org_id]);
+  return { orgId: org_id, apiKey: api_key };
+}

@@ -15,7 +15,7 @@
  *   deno run -A bench/analysis_bench.ts [FILE]   (default /tmp/bench.csv, generated when missing)
  */
 import { aggregateCsv } from "../src/analysis/aggregate/aggregate.ts";
-import { writeCsv } from "./generate_csv.ts";
+import { ensureCsv } from "./generate_csv.ts";
 import { readChunks } from "./_util.ts";
 import { checkAgreement, child, DUCKDB, duckdbRunner, sqlString, type Totals } from "./_duckdb.ts";
 
@@ -146,12 +146,7 @@ if (import.meta.main) {
   } else if (childMode === "duckdb") {
     console.log(JSON.stringify(await runDuckdbUnderDeno(path)));
   } else {
-    try {
-      await Deno.stat(path);
-    } catch {
-      console.error(`${path} is missing: generating 4.7 M rows`);
-      await writeCsv(path);
-    }
+    await ensureCsv(path);
     const result = await benchAnalysis(path);
     const size = (await Deno.stat(path)).size / 1048576;
     console.log(`analysis of ${path} (${size.toFixed(0)} MiB), median of ${RUNS} runs`);

@@ -12,7 +12,7 @@
  */
 import { aggregateCsv } from "../src/analysis/aggregate/aggregate.ts";
 import { buildReport } from "../src/analysis/report.ts";
-import { writeCsv } from "./generate_csv.ts";
+import { ensureCsv } from "./generate_csv.ts";
 import { median, readChunks } from "./_util.ts";
 
 export interface DimensionsBenchResult {
@@ -72,12 +72,7 @@ if (import.meta.main) {
     console.log(JSON.stringify(await runChild(path, side === "with")));
   } else {
     const runs = Number(Deno.args.find((arg) => arg.startsWith("--runs="))?.slice(7) ?? 5);
-    try {
-      await Deno.stat(path);
-    } catch {
-      console.error(`${path} is missing: generating 3.75 M rows with country and device`);
-      await writeCsv(path, { rows: 3_750_000, dimensions: true });
-    }
+    await ensureCsv(path, { rows: 3_750_000, dimensions: true });
     const r = await benchDimensions(path, runs);
     const range = (xs: number[]) =>
       `median ${median(xs).toFixed(2)} s (${Math.min(...xs).toFixed(2)}–${

@@ -137,6 +137,18 @@ export async function writeCsv(path: string, options: GenerateOptions = {}): Pro
   return size;
 }
 
+/** Generates the dataset at `path` unless a file is there (saying so on stderr). */
+export async function ensureCsv(path: string, options: GenerateOptions = {}): Promise<void> {
+  try {
+    await Deno.stat(path);
+  } catch {
+    const rows = ((options.rows ?? 4_700_000) / 1e6).toFixed(2).replace(/0$/, "");
+    const extra = options.dimensions ? " with country and device" : "";
+    console.error(`${path} is missing: generating ${rows} M rows${extra}`);
+    await writeCsv(path, options);
+  }
+}
+
 if (import.meta.main) {
   const dimensions = Deno.args.includes("--dimensions");
   const [out, rows] = Deno.args.filter((arg) => arg !== "--dimensions");

@@ -27,10 +27,10 @@
  *
  *   deno run -A bench/insight_bench.ts [FILE] [--runs=N]   (FILE default /tmp/bench.csv)
  */
-import { writeCsv } from "./generate_csv.ts";
+import { ensureCsv } from "./generate_csv.ts";
 import { LocalStore } from "../src/storage/local_store.ts";
 import { UrlSigner } from "../src/crypto/url_signer.ts";
-import { freePort, median } from "./_util.ts";
+import { benchKey, freePort, median } from "./_util.ts";
 import { checkAgreement, DUCKDB, duckdbRunner, sqlString, type Totals } from "./_duckdb.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
@@ -132,16 +132,7 @@ console.log(JSON.stringify({ seconds, totals }));
 async function startService(dataDir: string) {
   const eventsToken = crypto.randomUUID();
   const env = { ABN_DATA_DIR: dataDir, ABN_STORAGE_EVENTS_TOKEN: eventsToken };
-  const admin = async (args: string[]) => {
-    const out = await new Deno.Command("timeout", {
-      args: ["60", Deno.execPath(), "run", "-A", MAIN, "admin", ...args, "--json"],
-      env,
-      stdout: "piped",
-    }).output();
-    return JSON.parse(new TextDecoder().decode(out.stdout));
-  };
-  const { org_id } = await admin(["org", "create", "bench"]);
-  const { api_key } = await admin(["key", "create", org_id]);
+  const { orgId: org_id, apiKey: api_key } = await benchKey(env);
   const port = freePort();
   const process = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", MAIN, "serve"],
@@ -450,12 +441,7 @@ if (import.meta.main) {
   if (childMode === "duckdb") {
     console.log(JSON.stringify(await runDuckdb(path)));
   } else {
-    try {
-      await Deno.stat(path);
-    } catch {
-      console.error(`${path} is missing: generating 4.7 M rows`);
-      await writeCsv(path);
-    }
+    await ensureCsv(path);
     const result = await benchInsight(path, runs);
     const { printTable } = await import("./_util.ts");
     printTable("Time to insight (ratio: ours ÷ DuckDB, medians)", insightRows(result));

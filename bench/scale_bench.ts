@@ -19,7 +19,7 @@
  *
  *   deno run -A bench/scale_bench.ts [local|s3|disk ...]
  */
-import { freePort, median, printTable } from "./_util.ts";
+import { benchKey, freePort, median, printTable } from "./_util.ts";
 import { startS3rver } from "../tests/_s3rver.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
@@ -56,17 +56,6 @@ interface Service {
   apiKey: string;
   env: Record<string, string>;
   stop(signal?: Deno.Signal): Promise<void>;
-}
-
-export async function runMain(args: string[], env: Record<string, string>) {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN, ...args],
-    env,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (!out.success) throw new Error(new TextDecoder().decode(out.stderr));
-  return JSON.parse(new TextDecoder().decode(out.stdout));
 }
 
 /** Starts `main.ts serve` (output to /dev/null) and answers once /healthz is 200. */
@@ -247,8 +236,7 @@ async function scaleRun(
   idleSeconds = 60,
 ): Promise<ScaleResult> {
   const env = { ABN_DATA_DIR: dataDir, ...extraEnv };
-  const { org_id } = await runMain(["admin", "org", "create", "bench", "--json"], env);
-  const { api_key } = await runMain(["admin", "key", "create", org_id, "--json"], env);
+  const { apiKey: api_key } = await benchKey(env);
   let svc = await serve(env, api_key);
   let result: ScaleResult;
   try {
@@ -320,8 +308,7 @@ async function diskRun(count: number, base: string) {
   try {
     const fsyncs = await fsyncRate(dataDir);
     const env = { ABN_DATA_DIR: dataDir };
-    const { org_id } = await runMain(["admin", "org", "create", "bench", "--json"], env);
-    const { api_key } = await runMain(["admin", "key", "create", org_id, "--json"], env);
+    const { apiKey: api_key } = await benchKey(env);
     const svc = await serve(env, api_key);
     try {
       return { fsyncs, burst: await burst(svc, count, "d") };

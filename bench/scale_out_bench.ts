@@ -9,7 +9,7 @@
  *
  *   deno run -A bench/scale_out_bench.ts [SECONDS] [ROUNDS]
  */
-import { freePort, median, printTable, startChild } from "./_util.ts";
+import { benchKey, freePort, median, printTable, startChild } from "./_util.ts";
 import type { Child } from "./_util.ts";
 import { combine, wrk } from "./initiate_bench.ts";
 import type { WrkResult } from "./initiate_bench.ts";
@@ -20,21 +20,9 @@ import { startCluster } from "../tests/_postgres.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
 
-async function runAdmin(env: Record<string, string>, args: string[]) {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN, "admin", ...args, "--json"],
-    env,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (!out.success) throw new Error(new TextDecoder().decode(out.stderr));
-  return JSON.parse(new TextDecoder().decode(out.stdout));
-}
-
 /** An organization and its key in the database `env` names. */
 async function orgKey(env: Record<string, string>): Promise<string> {
-  const { org_id } = await runAdmin(env, ["org", "create", "bench"]);
-  return (await runAdmin(env, ["key", "create", org_id])).api_key;
+  return (await benchKey(env)).apiKey;
 }
 
 async function serve(env: Record<string, string>): Promise<Child> {
