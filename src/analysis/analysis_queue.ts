@@ -32,6 +32,19 @@ export const BUSY_WAIT_MS = 5_000;
 /** How often a waiting queue looks again whether uploads stopped. */
 export const BUSY_POLL_MS = 20;
 
+/**
+ * Logs that a delivery could not be admitted (the database could not say or record it); the
+ * timer's scan offers it again. Shared by both queues.
+ */
+export function notQueued(log: Logger, delivery: Delivery): (error: unknown) => void {
+  return (error) =>
+    log.warn("analysis not queued: the database failed; the next scan retries it", {
+      org_id: delivery.orgId,
+      experiment_id: delivery.experimentId,
+      error: describeError(error),
+    });
+}
+
 /** What the wiring, the scan and tests see of either analysis queue. */
 export interface AnalysisScheduler {
   /** Offers a delivery for analysis (never throws; a failure is logged and retried later). */
@@ -113,14 +126,7 @@ export class AnalysisQueue implements AnalysisScheduler {
     }
     this.#admitting.set(id, etag);
     this.#admissions++;
-    this.#admit(id, delivery).catch((error) => {
-      // The database could not say or record it: the timer's scan offers it again.
-      this.#o.log.warn("analysis not queued: the database failed; the next scan retries it", {
-        org_id: delivery.orgId,
-        experiment_id: delivery.experimentId,
-        error: describeError(error),
-      });
-    }).finally(() => {
+    this.#admit(id, delivery).catch(notQueued(this.#o.log, delivery)).finally(() => {
       this.#admissions--;
       if (this.#admitting.get(id) === etag) this.#admitting.delete(id);
       this.#settle();

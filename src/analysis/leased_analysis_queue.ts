@@ -20,7 +20,7 @@ import { describeError } from "../log.ts";
 import { randomBase62 } from "../db/ids.ts";
 import { GroupWrite } from "../group_write.ts";
 import type { AnalysisQueueOptions, AnalysisScheduler } from "./analysis_queue.ts";
-import { BUSY_POLL_MS, BUSY_WAIT_MS, SMALL_AT_ONCE } from "./analysis_queue.ts";
+import { BUSY_POLL_MS, BUSY_WAIT_MS, notQueued, SMALL_AT_ONCE } from "./analysis_queue.ts";
 import { analyseDelivery, outdatedDeliveries } from "./analyse_delivery.ts";
 import { ANALYSIS_VERSION } from "./report.ts";
 import { SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
@@ -106,14 +106,7 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
     }
     this.#admitting.set(id, etag);
     this.#admissions++;
-    this.#admit(id, delivery).catch((error) => {
-      // The database could not record it: the timer's scan offers it again.
-      this.#o.log.warn("analysis not queued: the database failed; the next scan retries it", {
-        org_id: delivery.orgId,
-        experiment_id: delivery.experimentId,
-        error: describeError(error),
-      });
-    }).finally(() => {
+    this.#admit(id, delivery).catch(notQueued(this.#o.log, delivery)).finally(() => {
       this.#admissions--;
       const next = this.#nextAdmission.get(id);
       this.#nextAdmission.delete(id);
