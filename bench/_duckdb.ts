@@ -84,3 +84,28 @@ export function checkAgreement(ours: Totals, duckdb: Totals): void {
     );
   }
 }
+
+/**
+ * Runs `query` (its `{path}` replaced by `path` as an SQL string) in a fresh in-memory DuckDB
+ * under Deno, with `threads` threads (default: DuckDB's choice, the machine's cores); answers the
+ * rows and the seconds from the instance's creation to the rows.
+ */
+export async function queryDuckdb(
+  query: string,
+  path: string,
+  threads?: number,
+): Promise<{ rows: Record<string, unknown>[]; seconds: number }> {
+  const { DuckDBInstance } = await import(DUCKDB);
+  const start = performance.now();
+  const instance = await DuckDBInstance.create(
+    ":memory:",
+    threads === undefined ? undefined : { threads: String(threads) },
+  );
+  const connection = await instance.connect();
+  const reader = await connection.runAndReadAll(query.replace("{path}", sqlString(path)));
+  const rows = reader.getRowObjectsJS() as Record<string, unknown>[];
+  const seconds = (performance.now() - start) / 1000;
+  connection.closeSync();
+  instance.closeSync();
+  return { rows, seconds };
+}

@@ -17,7 +17,7 @@
 import { aggregateCsv } from "../src/analysis/aggregate/aggregate.ts";
 import { ensureCsv } from "./generate_csv.ts";
 import { readChunks } from "./_util.ts";
-import { checkAgreement, child, DUCKDB, duckdbRunner, sqlString, type Totals } from "./_duckdb.ts";
+import { checkAgreement, child, duckdbRunner, queryDuckdb, type Totals } from "./_duckdb.ts";
 
 const RUNS = 3;
 
@@ -72,15 +72,7 @@ async function runOurs(path: string): Promise<ChildResult> {
 }
 
 async function runDuckdbUnderDeno(path: string): Promise<ChildResult> {
-  const { DuckDBInstance } = await import(DUCKDB);
-  const start = performance.now();
-  const instance = await DuckDBInstance.create(":memory:");
-  const connection = await instance.connect();
-  const reader = await connection.runAndReadAll(QUERY.replace("{path}", sqlString(path)));
-  const rows = reader.getRowObjectsJS() as Record<string, unknown>[];
-  const seconds = (performance.now() - start) / 1000;
-  connection.closeSync();
-  instance.closeSync();
+  const { rows, seconds } = await queryDuckdb(QUERY, path);
   const variants = Object.fromEntries(rows.map((row) => [String(row.variant), {
     users: Number(row.users),
     converted: Number(row.converted_sum),

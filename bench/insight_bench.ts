@@ -31,7 +31,7 @@ import { ensureCsv } from "./generate_csv.ts";
 import { LocalStore } from "../src/storage/local_store.ts";
 import { UrlSigner } from "../src/crypto/url_signer.ts";
 import { benchKey, freePort, median } from "./_util.ts";
-import { checkAgreement, DUCKDB, duckdbRunner, sqlString, type Totals } from "./_duckdb.ts";
+import { checkAgreement, duckdbRunner, queryDuckdb, type Totals } from "./_duckdb.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
 const POLL_MS = 50;
@@ -94,15 +94,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The DuckDB side, in this process (the child). */
 async function runDuckdb(path: string): Promise<{ seconds: number; totals: Totals }> {
-  const { DuckDBInstance } = await import(DUCKDB);
-  const start = performance.now();
-  const instance = await DuckDBInstance.create(":memory:", { threads: "2" });
-  const connection = await instance.connect();
-  const reader = await connection.runAndReadAll(QUERY.replace("{path}", sqlString(path)));
-  const rows = reader.getRowObjectsJS() as Record<string, unknown>[];
-  const seconds = (performance.now() - start) / 1000;
-  connection.closeSync();
-  instance.closeSync();
+  const { rows, seconds } = await queryDuckdb(QUERY, path, 2);
   const totals: Totals = Object.fromEntries(rows.map((row) => [String(row.variant), {
     users: Number(row.users),
     converted: Number(row.converted),

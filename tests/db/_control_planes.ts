@@ -45,3 +45,17 @@ export function controlPlaneTest(name: string, body: ControlPlaneBody): void {
       }
     }));
 }
+
+/** A SQLite control plane in a temporary folder (for what only that driver has), then removed. */
+export async function withSqlite(
+  fn: (db: SqliteControlPlane, path: string) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "abn-sqlite-db-" });
+  const db = new SqliteControlPlane(`${dir}/abn.sqlite`);
+  try {
+    await fn(db, `${dir}/abn.sqlite`);
+  } finally {
+    await db.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}

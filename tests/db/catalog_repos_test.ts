@@ -8,18 +8,7 @@ import { assert, assertEquals } from "../_assert.ts";
 import { SqliteControlPlane } from "../../src/db/sqlite/sqlite_control_plane.ts";
 import type { DatasetEntry } from "../../src/db/control_plane.ts";
 import { DatabaseUnavailable } from "../../src/db/control_plane.ts";
-import { controlPlaneTest } from "./_control_planes.ts";
-
-async function withDb(fn: (db: SqliteControlPlane, path: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "abn-catalog-db-" });
-  const db = new SqliteControlPlane(`${dir}/abn.sqlite`);
-  try {
-    await fn(db, `${dir}/abn.sqlite`);
-  } finally {
-    await db.close();
-    await Deno.remove(dir, { recursive: true });
-  }
-}
+import { controlPlaneTest, withSqlite } from "./_control_planes.ts";
 
 function entry(experimentId: string, fields: Partial<DatasetEntry> = {}): DatasetEntry {
   const org = fields.org_id ?? "org_a";
@@ -255,7 +244,7 @@ controlPlaneTest(
 );
 
 Deno.test("writes issued together share one transaction", async () => {
-  await withDb(async (db, path) => {
+  await withSqlite(async (db, path) => {
     await db.datasets.put([entry("first")]);
     const wal = () => Deno.statSync(`${path}-wal`).size;
     const before = wal();
@@ -267,7 +256,7 @@ Deno.test("writes issued together share one transaction", async () => {
 });
 
 Deno.test("a write that fails in a group commit fails alone", async () => {
-  await withDb(async (db) => {
+  await withSqlite(async (db) => {
     const writes = Array.from({ length: 20 }, (_, i) => db.datasets.put([entry(`e${i}`)]));
     const failing = db.orgs.create(""); // RangeError inside the batch
     const results = await Promise.allSettled([...writes, failing]);
@@ -280,7 +269,7 @@ Deno.test("a write that fails in a group commit fails alone", async () => {
 });
 
 Deno.test("a group commit that cannot take the write lock rejects every write with DatabaseUnavailable", async () => {
-  await withDb(async (db, path) => {
+  await withSqlite(async (db, path) => {
     db.sqlite.exec("PRAGMA busy_timeout = 50");
     const other = new DatabaseSync(path);
     other.exec("BEGIN IMMEDIATE");

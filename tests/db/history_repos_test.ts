@@ -6,19 +6,7 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { SqliteControlPlane } from "../../src/db/sqlite/sqlite_control_plane.ts";
-import { controlPlaneTest } from "./_control_planes.ts";
-
-/** A SQLite control plane in a temporary folder, for what only that driver has. */
-async function withDb(fn: (db: SqliteControlPlane, path: string) => Promise<void>) {
-  const dir = await Deno.makeTempDir({ prefix: "abn-history-db-" });
-  const db = new SqliteControlPlane(`${dir}/abn.sqlite`);
-  try {
-    await fn(db, `${dir}/abn.sqlite`);
-  } finally {
-    await db.close();
-    await Deno.remove(dir, { recursive: true });
-  }
-}
+import { controlPlaneTest, withSqlite } from "./_control_planes.ts";
 
 const snap = (sha256: string, n: number) => ({
   sha256,
@@ -105,7 +93,7 @@ controlPlaneTest(
 );
 
 Deno.test("DeliverySummaryRepo keeps a large blob in parts, and a shorter one replaces all of them", async (t) => {
-  await withDb(async (db, path) => {
+  await withSqlite(async (db, path) => {
     const repo = db.deliverySummaries;
     const blob = Uint8Array.from({ length: 1_000_003 }, (_, i) => (i * 7919) & 0xff);
     const row = { etag: "e1", sha256: "s1", delivered_at: "d", summary: blob, changes: null };
