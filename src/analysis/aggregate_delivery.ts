@@ -26,6 +26,7 @@ export interface AggregateDeliveryOptions extends
     | "keyMetric"
     | "userSummary"
     | "sizeBytes"
+    | "expectedUsers"
   > {
   /** The bytes passed the upload checks as they arrived (a direct upload); default false. */
   validated?: boolean;

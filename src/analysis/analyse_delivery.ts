@@ -31,6 +31,7 @@ import {
   decodeDeliverySummary,
   deliverySummaryOf,
   encodeDeliverySummary,
+  summaryUserCount,
 } from "./history/delivery_summary.ts";
 import { snapshotFigures } from "./history/snapshot.ts";
 import { releaseBuffers } from "../buffers.ts";
@@ -134,6 +135,8 @@ export async function analyseDelivery(
       covariates: settings.covariates,
       winsorize: settings.winsorize,
       sizeBytes: object.info.size,
+      // Deliveries of an experiment grow night by night: the last one's users size the tables.
+      expectedUsers: previous ? summaryUserCount(previous.summary) : undefined,
       keyMetric: settings.key_metric,
       userSummary: true,
       onChunk: hash === null ? undefined : (chunk) => hash.update(chunk),

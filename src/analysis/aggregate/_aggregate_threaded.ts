@@ -30,6 +30,19 @@ const MAX_WAITING = 8;
 /** A worker not up after this long is given up for reading on this thread. */
 const START_TIMEOUT_MS = 5000;
 
+/** Fewer bytes than any row of a dataset takes (an id, a variant, a date, a metric, separators). */
+const MIN_ROW_BYTES = 16;
+
+/**
+ * The users the input is expected to hold (`options.expectedUsers`), at most as many as it can
+ * hold rows when its size is known: a small delivery after a large one sizes no large tables.
+ */
+function expectedUsers(options: AggregateOptions): number {
+  const users = options.expectedUsers ?? 0;
+  const size = options.sizeBytes;
+  return size === undefined ? users : Math.min(users, Math.floor(size / MIN_ROW_BYTES));
+}
+
 const WORKER_URL = new URL("./_user_worker.ts", import.meta.url);
 
 /**
@@ -71,6 +84,8 @@ class ThreadedRun {
   readonly #dimensions: boolean;
   /** Per lane: the expected size of its user records (see `UserTable`), 0 when unknown. */
   readonly #reserve: readonly [number, number];
+  /** Per lane: the expected number of its users (see `UserTable`), 0 when unknown. */
+  readonly #expected: readonly [number, number];
   #worker: Worker | null = null;
   #mode: "starting" | "threaded" | "local" = "starting";
   #startTimer: ReturnType<typeof setTimeout> | undefined;
@@ -101,6 +116,8 @@ class ThreadedRun {
     // per user, against rows of them): reserved at once, written only as needed.
     const size = options.sizeBytes ?? 0;
     this.#reserve = [Math.ceil(size * LANE_0_SHARE), Math.ceil(size * (1 - LANE_0_SHARE))];
+    const users = expectedUsers(options);
+    this.#expected = [Math.ceil(users * LANE_0_SHARE), Math.ceil(users * (1 - LANE_0_SHARE))];
     const rows = [LOCAL_BATCH_ROWS, WORKER_BATCH_ROWS] as const;
     this.#reader = new RowReader(this.#kinds, rows, (forced, header) => {
       this.#onHeader?.(header);
@@ -184,9 +201,9 @@ class ThreadedRun {
   /** The header is read: where the batches of each lane go from now on. */
   #open(forcedConversion: Uint8Array): [BatchSink, BatchSink] {
     this.#forcedConversion = forcedConversion;
-    this.#tallies.push(new UserTally(forcedConversion, this.#dimensions, this.#reserve[0]));
+    this.#tallies.push(this.#tally(forcedConversion, 0));
     if (this.#mode === "local") {
-      this.#tallies.push(new UserTally(forcedConversion, this.#dimensions, this.#reserve[1]));
+      this.#tallies.push(this.#tally(forcedConversion, 1));
     }
     if (this.#mode === "threaded") this.#start(forcedConversion);
     const local = (batch: RowBatch) => {
@@ -206,6 +223,12 @@ class ThreadedRun {
     return [local, remote];
   }
 
+  /** A tally for `lane`, sized as expected. */
+  #tally(forcedConversion: Uint8Array, lane: 0 | 1): UserTally {
+    const [reserve, expected] = [this.#reserve[lane], this.#expected[lane]];
+    return new UserTally(forcedConversion, this.#dimensions, reserve, expected);
+  }
+
   #start(forcedConversion: Uint8Array): void {
     this.#worker!.postMessage(
       {
@@ -213,6 +236,7 @@ class ThreadedRun {
         forcedConversion,
         dimensions: this.#dimensions,
         reserveBytes: this.#reserve[1],
+        expectedUsers: this.#expected[1],
       } satisfies WorkerRequest,
     );
   }
@@ -256,7 +280,7 @@ class ThreadedRun {
     this.#mode = "local";
     this.#onMode("local");
     if (this.#forcedConversion) {
-      const tally = new UserTally(this.#forcedConversion, this.#dimensions, this.#reserve[1]);
+      const tally = this.#tally(this.#forcedConversion, 1);
       this.#tallies.push(tally);
       for (const batch of this.#waiting.splice(0)) tally.add(batch);
     }

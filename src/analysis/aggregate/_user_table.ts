@@ -85,10 +85,20 @@ export class UserTable {
   /**
    * `words` is the number of 32-bit words before the id bytes, word 0 included; at least 2.
    * `reserveBytes` is what the arena is expected to need (0: unknown): once it outgrows its small
-   * start, it is made that large at once.
+   * start, it is made that large at once. `expectedUsers` is how many users the table is expected
+   * to hold (0: unknown): the slots start large enough for them, so that a table of a million
+   * users is not rehashed a dozen times on the way (each time into fresh memory) nor left twice
+   * as large as needed. A wrong guess costs only memory (too many) or growth (too few).
    */
-  constructor(words: number, reserveBytes = 0) {
+  constructor(words: number, reserveBytes = 0, expectedUsers = 0) {
     this.words = Math.max(2, words);
+    if (expectedUsers > this.#limit) {
+      let slots = INITIAL_SLOTS;
+      while (Math.floor(slots * 0.7) < expectedUsers) slots *= 2;
+      this.#slots = largeInt32Array(2 * slots);
+      this.#mask = slots - 1;
+      this.#limit = Math.floor(slots * 0.7);
+    }
     this.#reserveBytes = 8 * Math.ceil(reserveBytes / 8); // whole doubles
     // Small at first: most tables belong to small files.
     this.#arena = new ArrayBuffer(INITIAL_ARENA_BYTES);

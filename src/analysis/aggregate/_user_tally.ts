@@ -123,11 +123,17 @@ export class UserTally {
 
   /**
    * With `dimensions`, records keep each column's value id (batches must carry `dims`).
-   * `reserveBytes`: the user records' expected size (see `UserTable`; 0 when unknown).
+   * `reserveBytes`: the user records' expected size, `expectedUsers` their expected number (see
+   * `UserTable`; 0 when unknown).
    */
-  constructor(forcedConversion: Uint8Array, dimensions = false, reserveBytes = 0) {
+  constructor(
+    forcedConversion: Uint8Array,
+    dimensions = false,
+    reserveBytes = 0,
+    expectedUsers = 0,
+  ) {
     this.layout = recordLayout(forcedConversion, dimensions);
-    this.#users = new UserTable(this.layout.words, reserveBytes);
+    this.#users = new UserTable(this.layout.words, reserveBytes, expectedUsers);
     this.#logs = Array.from(forcedConversion, () => new ValueLog());
   }
 

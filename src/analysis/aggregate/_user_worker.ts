@@ -7,7 +7,13 @@ import { stateBuffers, type TallyState, UserTally } from "./_user_tally.ts";
 
 /** What the reading thread sends, in this order: start, batches, finish. */
 export type WorkerRequest =
-  | { type: "start"; forcedConversion: Uint8Array; dimensions: boolean; reserveBytes: number }
+  | {
+    type: "start";
+    forcedConversion: Uint8Array;
+    dimensions: boolean;
+    reserveBytes: number;
+    expectedUsers: number;
+  }
   | { type: "batch"; batch: RowBatch }
   | { type: "finish" };
 
@@ -29,7 +35,8 @@ let tally: UserTally | null = null;
 scope.onmessage = ({ data: request }) => {
   try {
     if (request.type === "start") {
-      tally = new UserTally(request.forcedConversion, request.dimensions, request.reserveBytes);
+      const { forcedConversion, dimensions, reserveBytes, expectedUsers } = request;
+      tally = new UserTally(forcedConversion, dimensions, reserveBytes, expectedUsers);
     } else if (request.type === "batch") {
       tally!.add(request.batch);
       scope.postMessage({ type: "batch", batch: request.batch }, batchBuffers(request.batch));

@@ -38,6 +38,12 @@ export interface AggregateOptions {
    */
   sizeBytes?: number;
   /**
+   * How many users the input is expected to hold, e.g. the previous delivery's: the user tables
+   * start that large instead of growing on the way (see `UserTable`). A wrong guess gives the
+   * same answer. Default unknown.
+   */
+  expectedUsers?: number;
+  /**
    * Whether the columns that are not metrics are read as dimensions (`Aggregate.dimensions`);
    * default true. Without, they are dropped as soon as they show text.
    */

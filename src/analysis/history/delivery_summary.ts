@@ -87,6 +87,14 @@ export function encodeDeliverySummary(summary: DeliverySummary): Uint8Array {
   return blob;
 }
 
+/** How many users the summary in `blob` holds (0 when it is not one of this format), unread. */
+export function summaryUserCount(blob: Uint8Array): number {
+  if (blob.length < 16) return 0;
+  const head = new DataView(blob.buffer, blob.byteOffset, 16);
+  const [magic, format] = [head.getUint32(0, true), head.getUint32(4, true)];
+  return magic === MAGIC && format === FORMAT ? head.getUint32(8, true) : 0;
+}
+
 /**
  * The summary in `blob`, or null when it is not one of this format. Its arrays are over
  * `largeBuffer`s of their own (not `blob`'s), which the caller may release when done.

@@ -863,7 +863,7 @@ Deno.test("aggregateCsv counts days centuries apart and out of order, as the ref
   }
 });
 
-Deno.test("aggregateCsv answers the same whatever size it is told to expect", async () => {
+Deno.test("aggregateCsv answers the same whatever size and number of users it is told to expect", async () => {
   // Users as many as rows: the user records outgrow a reservation made from a small size.
   let text = "";
   const decoder = new TextDecoder();
@@ -874,15 +874,21 @@ Deno.test("aggregateCsv answers the same whatever size it is told to expect", as
   const alone = new CsvAggregator({ userSummary: true });
   alone.push(bytes);
   const expected = alone.finish();
-  // Above the small-input limit: a reservation for each lane, odd, too small or much too large.
+  // Above the small-input limit: a reservation for each lane, odd, too small or much too large;
+  // tables sized for none, all, far fewer or far more users than there are (the last bounded by
+  // the size).
   for (const sizeBytes of [bytes.length, 1_048_583, 40_000_001]) {
-    for (const worker of [true, false]) {
-      const result = await aggregateCsv(ReadableStream.from(chunksOf(bytes, 65536)), {
-        sizeBytes,
-        worker,
-        userSummary: true,
-      });
-      assert.deepEqual(result, expected, `sizeBytes ${sizeBytes}, worker ${worker}`);
+    for (const expectedUsers of [undefined, 60_000, 1_000, 5_000_000]) {
+      for (const worker of [true, false]) {
+        const result = await aggregateCsv(ReadableStream.from(chunksOf(bytes, 65536)), {
+          sizeBytes,
+          expectedUsers,
+          worker,
+          userSummary: true,
+        });
+        const about = `sizeBytes ${sizeBytes}, expectedUsers ${expectedUsers}, worker ${worker}`;
+        assert.deepEqual(result, expected, about);
+      }
     }
   }
 });

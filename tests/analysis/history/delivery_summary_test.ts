@@ -6,6 +6,7 @@ import {
   type DeliverySummary,
   deliverySummaryOf,
   encodeDeliverySummary,
+  summaryUserCount,
 } from "../../../src/analysis/history/delivery_summary.ts";
 
 async function summaryOf(text: string): Promise<DeliverySummary> {
@@ -29,6 +30,11 @@ Deno.test("a delivery summary survives its blob, a user in two variants included
   const shifted = new Uint8Array(blob.length + 3);
   shifted.set(blob, 3);
   assert.deepEqual(decodeDeliverySummary(shifted.subarray(3)), summary);
+  // Its users are counted without reading it (they size the next delivery's tables).
+  assert.equal(summaryUserCount(blob), 3);
+  assert.equal(summaryUserCount(shifted.subarray(3)), 3);
+  assert.equal(summaryUserCount(blob.subarray(0, 15)), 0);
+  assert.equal(summaryUserCount(new Uint8Array(64)), 0);
 });
 
 Deno.test("a delivery summary stores variant positions in 2 bytes past 254 variants", () => {
