@@ -287,6 +287,49 @@ driverTest(
 );
 
 driverTest(
+  "a two-step delivery over 1 MiB, read on two threads, gets the same answer as an upload",
+  async (server) => {
+    // 40,000 users in two rows each (~1.5 MB); the broken copy ends with a February 30.
+    let text = "user_id,variant,date,converted,revenue\n";
+    for (let i = 0; i < 40_000; i++) {
+      const variant = i % 2 === 0 ? "A" : "B";
+      text += `user-${i},${variant},2026-01-01,0,0\nuser-${i},${variant},2026-01-02,${
+        i % 5 === 0 ? 1 : 0
+      },2.5\n`;
+    }
+    const good = new TextEncoder().encode(text);
+    const bad = new TextEncoder().encode(text + "late,A,2026-02-30,1,1\n");
+    assert(good.length > 1024 * 1024);
+    const refused = await upload(server, "direct", bad);
+    const message = (await assertApiError(refused, 400, "invalid_date")).message;
+    assert(message.includes("line 80002"), message);
+    const analysed = new Map<string, Record<string, unknown>>();
+    for (const [id, body] of [["good", good], ["bad", bad]] as const) {
+      const grant = await (await fetch(`${server.api}/datasets/initiate/`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${server.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ experiment_id: id }),
+      })).json();
+      const put = await fetch(grant.upload_url, {
+        method: "PUT",
+        headers: { "content-type": "text/csv" },
+        body,
+      });
+      assertEquals(put.status, 200);
+      await put.body?.cancel();
+      analysed.set(id, await ready(server, id));
+    }
+    const a = analysed.get("good")!;
+    assertEquals(a.status, "ready", JSON.stringify(a.error));
+    assertEquals((a.dataset as { rows: number }).rows, 80_000);
+    const b = analysed.get("bad")!;
+    assertEquals(b.status, "failed");
+    assertEquals(b.error, message);
+  },
+  { ABN_SCAN_INTERVAL_SECONDS: "1" },
+);
+
+driverTest(
   "a two-step delivery that fails the checks is analysed as failed with the upload's message",
   async (server) => {
     const body = new TextEncoder().encode(
