@@ -743,8 +743,9 @@ Deno.test("aggregateCsv caps and sums covariate moments as a plain reference doe
 });
 
 Deno.test("aggregateCsv answers on its worker exactly what CsvAggregator answers on one thread", async () => {
+  // The user summary too: the worker hashes and sorts its users, this thread merges them.
   const bytes = encoder.encode(await generatedDataset(60_000));
-  const alone = new CsvAggregator();
+  const alone = new CsvAggregator({ userSummary: true });
   for (const chunk of chunksOf(bytes, 65536)) alone.push(chunk);
   const expected = alone.finish();
   const modes: string[] = [];
@@ -754,10 +755,15 @@ Deno.test("aggregateCsv answers on its worker exactly what CsvAggregator answers
     await workerUp; // so that every batch goes to the worker
     yield* chunksOf(bytes, 4093);
   }
-  const threaded = await aggregateThreaded(afterStart(), {}, undefined, (mode) => {
-    modes.push(mode);
-    started();
-  });
+  const threaded = await aggregateThreaded(
+    afterStart(),
+    { userSummary: true },
+    undefined,
+    (mode) => {
+      modes.push(mode);
+      started();
+    },
+  );
   assert.deepEqual(modes, ["threaded"]);
   assert.deepEqual(threaded, expected);
 });
