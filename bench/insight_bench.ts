@@ -66,6 +66,8 @@ export interface InsightBenchResult {
    * straight into storage (not validated on the way in) until its analysis is ready.
    */
   twoStepSeconds: number[];
+  /** Their `analysis finished` lines' duration_ms and phases. */
+  twoStepPhases: Record<string, number>[];
   duckdbSeconds: number[];
   /** How DuckDB ran, or why it did not. */
   duckdbRunner: string;
@@ -187,6 +189,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
   const auth = { authorization: `Bearer ${service.apiKey}` };
   const ours: InsightRun[] = [];
   const twoStepSeconds: number[] = [];
+  const twoStepPhases: Record<string, number>[] = [];
   const duckdbSeconds: number[] = [];
   let duckdbTotals: Totals | null = null;
   let oursTotals: Totals | null = null;
@@ -282,15 +285,15 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
         await sleep(POLL_MS);
       }
       twoStepSeconds.push((performance.now() - t0) / 1000);
+      await sleep(200); // the service's log line
+      const line = service.finished.find((l) => l.etag === info.etag) ?? {};
+      const phases = Object.fromEntries(
+        Object.entries(line).filter(([k]) => k.endsWith("_ms")),
+      ) as Record<string, number>;
+      twoStepPhases.push(phases);
       if (Deno.env.get("ABN_BENCH_VERBOSE")) {
-        await sleep(200);
-        const line = service.finished.find((l) => l.etag === info.etag) ?? {};
         console.error(
-          `two-step ${i + 1}: ${twoStepSeconds.at(-1)!.toFixed(2)} s, ${
-            JSON.stringify(Object.fromEntries(
-              Object.entries(line).filter(([k]) => k.endsWith("_ms")),
-            ))
-          }`,
+          `two-step ${i + 1}: ${twoStepSeconds.at(-1)!.toFixed(2)} s, ${JSON.stringify(phases)}`,
         );
       }
     };
@@ -320,6 +323,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
     return {
       ours,
       twoStepSeconds,
+      twoStepPhases,
       duckdbSeconds,
       duckdbRunner: "how" in duckdb ? `${duckdb.how}, 2 threads` : duckdb.why,
       rssBeforeMB,
@@ -359,6 +363,24 @@ export function spread(values: number[], digits = 2): string {
   return `${f(median(values))} [${f(Math.min(...values))}–${f(Math.max(...values))}]`;
 }
 
+/** The phases of the runs' `analysis finished` lines: medians, ranges and shares of the run. */
+function phasesRow(runs: Record<string, number>[]): Record<string, string> {
+  const names = ["read", "load", "validate", "aggregate", "report", "save"];
+  const ms = (name: string) => spread(runs.map((phases) => phases[name] ?? NaN), 0);
+  // Each phase's share of the run (medians over the runs of each share).
+  const share = (name: string) =>
+    `${(100 * median(runs.map((phases) => phases[name] / phases.duration_ms))).toFixed(0)} %`;
+  return {
+    benchmark: "… its phases (analysis finished line), ms",
+    ours: `duration ${ms("duration_ms")}, ${
+      names.map((name) => `${name} ${ms(`${name}_ms`)}`).join(", ")
+    } (shares: ${names.map((name) => `${name} ${share(`${name}_ms`)}`).join(", ")})`,
+    baseline: "—",
+    ratio: "—",
+    target: "—",
+  };
+}
+
 /** The table rows of `deno task bench` for this section. */
 export function insightRows(r: InsightBenchResult): Record<string, string>[] {
   const oursSeconds = r.ours.map((run) => run.seconds);
@@ -368,12 +390,6 @@ export function insightRows(r: InsightBenchResult): Record<string, string>[] {
   const ratio = r.duckdbSeconds.length > 0
     ? `${(median(oursSeconds) / median(r.duckdbSeconds)).toFixed(2)} (per turn ${spread(turns)})`
     : "—";
-  const phase = (name: string) => spread(r.ours.map((run) => run.phases[name] ?? NaN), 0);
-  // Each phase's share of the run (medians over the runs of each share).
-  const share = (name: string) =>
-    `${
-      (100 * median(r.ours.map((run) => run.phases[name] / run.phases.duration_ms))).toFixed(0)
-    } %`;
   const twoStep = r.duckdbSeconds.length > 0 && r.twoStepSeconds.length > 0
     ? `${(median(r.twoStepSeconds) / median(r.duckdbSeconds)).toFixed(2)} (per turn ${
       spread(r.duckdbSeconds.map((duck, i) => r.twoStepSeconds[i] / duck))
@@ -390,6 +406,7 @@ export function insightRows(r: InsightBenchResult): Record<string, string>[] {
       ratio,
       target: "≤ 0.5",
     },
+    phasesRow(r.ours.map((run) => run.phases)),
     {
       benchmark: `two-step delivery: storage event → ready (n=${r.twoStepSeconds.length})`,
       ours: `${spread(r.twoStepSeconds)} s`,
@@ -397,19 +414,7 @@ export function insightRows(r: InsightBenchResult): Record<string, string>[] {
       ratio: twoStep,
       target: "≤ 1.0",
     },
-    {
-      benchmark: "… its phases (analysis finished line), ms",
-      ours: `duration ${phase("duration_ms")}, read ${phase("read_ms")}, load ${
-        phase("load_ms")
-      }, aggregate ${phase("aggregate_ms")}, report ${phase("report_ms")}, save ${
-        phase("save_ms")
-      } (shares: read ${share("read_ms")}, load ${share("load_ms")}, aggregate ${
-        share("aggregate_ms")
-      }, report ${share("report_ms")}, save ${share("save_ms")})`,
-      baseline: "—",
-      ratio: "—",
-      target: "—",
-    },
+    phasesRow(r.twoStepPhases),
     {
       benchmark: "service RSS: before, after the 1st, after the last delivery (idle 2 s)",
       ours: `${r.rssBeforeMB.toFixed(0)} → ${r.ours[0].idleRssMB.toFixed(0)} → ${

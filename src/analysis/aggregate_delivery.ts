@@ -32,6 +32,11 @@ export interface AggregateDeliveryOptions extends
   validated?: boolean;
   /** Receives, in `ms`, the milliseconds spent awaiting the body's chunks (added to it). */
   waited?: { ms: number };
+  /**
+   * Receives, in `ms`, the milliseconds spent in the upload checks and in `onChunk` (the caller's
+   * hashing), apart from the aggregation (added to it).
+   */
+  checked?: { ms: number };
 }
 
 /**
@@ -45,27 +50,42 @@ export async function aggregateDelivery(
   body: ReadableStream<Uint8Array>,
   options: AggregateDeliveryOptions = {},
 ): Promise<Aggregate> {
-  const { validated = false, waited, ...aggregateOptions } = options;
+  const { validated = false, waited, checked, ...aggregateOptions } = options;
   const source = new BodyChunks(body, waited);
+  const timed = <T>(fn: () => T): T => {
+    if (checked === undefined) return fn();
+    const t0 = performance.now();
+    try {
+      return fn();
+    } finally {
+      checked.ms += performance.now() - t0;
+    }
+  };
+  const onChunk = aggregateOptions.onChunk;
   try {
-    if (validated) return await aggregateCsv(source.chunks(), aggregateOptions);
+    if (validated) {
+      return await aggregateCsv(source.chunks(), {
+        ...aggregateOptions,
+        onChunk: onChunk && ((chunk) => timed(() => onChunk(chunk))),
+      });
+    }
     const validator = new DatasetValidator();
     try {
-      const onChunk = aggregateOptions.onChunk;
       const aggregate = await aggregateCsv(source.chunks(), {
         ...aggregateOptions,
-        onChunk: (chunk) => {
-          validator.push(chunk);
-          onChunk?.(chunk);
-        },
+        onChunk: (chunk) =>
+          timed(() => {
+            validator.push(chunk);
+            onChunk?.(chunk);
+          }),
       });
-      validator.finish();
+      timed(() => validator.finish());
       return aggregate;
     } catch (error) {
       if (!(error instanceof ValidationError)) {
         // The reader stopped first: the validator reads on (the body is still open).
-        for await (const chunk of source.chunks()) validator.push(chunk);
-        validator.finish();
+        for await (const chunk of source.chunks()) timed(() => validator.push(chunk));
+        timed(() => validator.finish());
       }
       throw error;
     }

@@ -37,30 +37,46 @@ import { snapshotFigures } from "./history/snapshot.ts";
 import { releaseBuffers } from "../buffers.ts";
 
 /** The phases of a run that its `analysis finished` line times (see `RunPhases`). */
-type Phase = "read" | "load" | "aggregate" | "report" | "save";
+type Phase = "read" | "load" | "validate" | "aggregate" | "report" | "save";
 
 /**
  * Milliseconds per phase of one run: `read` (awaiting the stored bytes, wherever it happens),
- * `load` (the settings and the previous delivery's summary from the database), `aggregate` (the
- * aggregation, with the validation of a two-step delivery and the hashing of its bytes),
- * `report` (the report and the comparison with the previous delivery), `save` (the result and
- * the history written to the database).
+ * `load` (the settings and the previous delivery's summary from the database), `validate` (the
+ * upload checks and the hashing of bytes that were not checked on the way in: a two-step
+ * delivery's), `aggregate` (the aggregation), `report` (the report and the comparison with the
+ * previous delivery), `save` (the result and the history written to the database).
  */
 class RunPhases {
   /** Time spent awaiting storage: `aggregateDelivery` adds to it (see its `waited`). */
   readonly waited = { ms: 0 };
-  readonly ms: Record<Phase, number> = { read: 0, load: 0, aggregate: 0, report: 0, save: 0 };
+  /** Time spent checking and hashing: `aggregateDelivery` adds to it (see its `checked`). */
+  readonly checked = { ms: 0 };
+  readonly ms: Record<Phase, number> = {
+    read: 0,
+    load: 0,
+    validate: 0,
+    aggregate: 0,
+    report: 0,
+    save: 0,
+  };
   #phase: Phase = "read";
   #since = performance.now();
   #waitedBefore = 0;
+  #checkedBefore = 0;
 
-  /** Ends the current phase (its time awaiting storage counted as `read`) and starts `next`. */
+  /**
+   * Ends the current phase (its time awaiting storage counted as `read`, checking and hashing as
+   * `validate`) and starts `next`.
+   */
   enter(next: Phase): void {
     const now = performance.now();
     const waited = this.waited.ms - this.#waitedBefore;
-    this.ms[this.#phase] += now - this.#since - waited;
+    const checked = this.checked.ms - this.#checkedBefore;
+    this.ms[this.#phase] += now - this.#since - waited - checked;
     this.ms.read += waited;
+    this.ms.validate += checked;
     this.#waitedBefore = this.waited.ms;
+    this.#checkedBefore = this.checked.ms;
     this.#since = now;
     this.#phase = next;
   }
@@ -71,6 +87,7 @@ class RunPhases {
     return {
       read_ms: Math.round(ms.read),
       load_ms: Math.round(ms.load),
+      validate_ms: Math.round(ms.validate),
       aggregate_ms: Math.round(ms.aggregate),
       report_ms: Math.round(ms.report),
       save_ms: Math.round(ms.save),
@@ -141,6 +158,7 @@ export async function analyseDelivery(
       userSummary: true,
       onChunk: hash === null ? undefined : (chunk) => hash.update(chunk),
       waited: phases.waited,
+      checked: phases.checked,
     });
     const sha256 = known ?? hash!.digest("hex");
     phases.enter("report");
