@@ -109,3 +109,26 @@ function driverTests(
     });
   }
 }
+
+/**
+ * A two-step delivery of `body` to experiment `id`: the grant of `POST /datasets/initiate/`, then
+ * the PUT to its URL, which must answer 200.
+ */
+export async function deliverTwoStep(
+  server: DriverServer,
+  id: string,
+  body: Uint8Array<ArrayBuffer>,
+): Promise<void> {
+  const grant = await (await fetch(`${server.api}/datasets/initiate/`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${server.apiKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ experiment_id: id }),
+  })).json();
+  const put = await fetch(grant.upload_url, {
+    method: "PUT",
+    headers: { "content-type": "text/csv" },
+    body,
+  });
+  const text = await put.text();
+  if (put.status !== 200) throw new Error(`the PUT of ${id} answered ${put.status}: ${text}`);
+}

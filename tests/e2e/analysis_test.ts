@@ -3,7 +3,7 @@
  * this test computes itself from the same CSV with plain code (Map per user, closed forms).
  */
 import { assert, assertApiError, assertEquals } from "../_assert.ts";
-import { driverTest, driverTestWithRgw } from "../_drivers.ts";
+import { deliverTwoStep, driverTest, driverTestWithRgw } from "../_drivers.ts";
 import type { DriverServer } from "../_drivers.ts";
 import { generateCsv } from "../../bench/generate_csv.ts";
 
@@ -305,18 +305,7 @@ driverTest(
     assert(message.includes("line 80002"), message);
     const analysed = new Map<string, Record<string, unknown>>();
     for (const [id, body] of [["good", good], ["bad", bad]] as const) {
-      const grant = await (await fetch(`${server.api}/datasets/initiate/`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${server.apiKey}`, "content-type": "application/json" },
-        body: JSON.stringify({ experiment_id: id }),
-      })).json();
-      const put = await fetch(grant.upload_url, {
-        method: "PUT",
-        headers: { "content-type": "text/csv" },
-        body,
-      });
-      assertEquals(put.status, 200);
-      await put.body?.cancel();
+      await deliverTwoStep(server, id, body);
       analysed.set(id, await ready(server, id));
     }
     const a = analysed.get("good")!;
@@ -337,18 +326,7 @@ driverTest(
     );
     const direct = await upload(server, "direct", body);
     const message = (await assertApiError(direct, 400, "invalid_date")).message;
-    const grant = await (await fetch(`${server.api}/datasets/initiate/`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${server.apiKey}`, "content-type": "application/json" },
-      body: JSON.stringify({ experiment_id: "twostep" }),
-    })).json();
-    const put = await fetch(grant.upload_url, {
-      method: "PUT",
-      headers: { "content-type": "text/csv" },
-      body,
-    });
-    assertEquals(put.status, 200);
-    await put.body?.cancel();
+    await deliverTwoStep(server, "twostep", body);
     const a = await ready(server, "twostep");
     assertEquals(a.status, "failed");
     assertEquals(a.error, message);

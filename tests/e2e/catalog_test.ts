@@ -4,7 +4,7 @@
  * pages stably while deliveries arrive, and it reads storage until the first reconciliation.
  */
 import { assert, assertEquals } from "../_assert.ts";
-import { driverTest } from "../_drivers.ts";
+import { deliverTwoStep, driverTest } from "../_drivers.ts";
 import type { DriverServer } from "../_drivers.ts";
 import { startTestServer } from "../_server.ts";
 import { waitFor } from "../_faults.ts";
@@ -36,20 +36,6 @@ async function upload(server: DriverServer, id: string, body: Uint8Array<ArrayBu
     body,
   });
   assertEquals(res.status, 201, await res.text());
-}
-
-async function twoStep(server: DriverServer, id: string, body: Uint8Array<ArrayBuffer>) {
-  const grant = await (await api(server, "/datasets/initiate/", {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ experiment_id: id }),
-  })).json();
-  const put = await fetch(grant.upload_url, {
-    method: "PUT",
-    headers: { "content-type": "text/csv" },
-    body,
-  });
-  assertEquals(put.status, 200, await put.text());
 }
 
 interface Listed {
@@ -111,11 +97,11 @@ driverTest(
     await waitFor(() => server.service.catalog.ready, "the start-up reconciliation");
     await upload(server, "a", csv("a1"));
     await upload(server, "b", csv("b1"));
-    await twoStep(server, "c", csv("c1"));
-    await twoStep(server, "d", csv("d1"));
+    await deliverTwoStep(server, "c", csv("c1"));
+    await deliverTwoStep(server, "d", csv("d1"));
     await assertCatalogMatchesStorage(server);
     await upload(server, "a", csv("a2")); // re-delivery, direct
-    await twoStep(server, "b", csv("b2")); // re-delivery of a direct upload, two-step
+    await deliverTwoStep(server, "b", csv("b2")); // re-delivery of a direct upload, two-step
     await upload(server, "d", csv("d2"));
     const del = await api(server, "/datasets/c/", { method: "DELETE" });
     assertEquals(del.status, 200, await del.text());
