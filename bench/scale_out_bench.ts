@@ -14,8 +14,7 @@ import type { Child } from "./_util.ts";
 import { combine, wrk } from "./initiate_bench.ts";
 import type { WrkResult } from "./initiate_bench.ts";
 import { writeCsv } from "./generate_csv.ts";
-import { startS3rver } from "../tests/_s3rver.ts";
-import type { S3rverFixture } from "../tests/_s3rver.ts";
+import { s3Env, startS3rver } from "../tests/_s3rver.ts";
 import { startCluster } from "../tests/_postgres.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
@@ -33,17 +32,6 @@ async function serve(env: Record<string, string>): Promise<Child> {
     "/healthz",
     port,
   );
-}
-
-function s3Env(s3: S3rverFixture): Record<string, string> {
-  return {
-    ABN_STORAGE: "s3",
-    ABN_S3_ENDPOINT: s3.endpoint,
-    ABN_S3_REGION: s3.region,
-    ABN_S3_BUCKET: s3.bucket,
-    ABN_S3_ACCESS_KEY_ID: s3.accessKeyId,
-    ABN_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
-  };
 }
 
 const TINY_CSV = "user_id,variant,date,converted\nu1,A,2026-01-01,1\nu2,B,2026-01-01,0\n";

@@ -6,7 +6,7 @@ import type { ServiceOptions } from "../src/wiring.ts";
 import type { TestServer } from "./_server.ts";
 import { startTestServer } from "./_server.ts";
 import type { S3rverFixture } from "./_s3rver.ts";
-import { startS3rver } from "./_s3rver.ts";
+import { s3Env, startS3rver } from "./_s3rver.ts";
 import { rgwAvailable, startRgw } from "./_rgw.ts";
 
 export const DRIVERS = ["local", "s3"] as const;
@@ -33,15 +33,7 @@ export async function startDriverServer(
   let driverEnv: Record<string, string> = {};
   if (driver !== "local") {
     s3 = driver === "s3" ? await startS3rver() : await startRgw();
-    driverEnv = {
-      ABN_STORAGE: "s3",
-      ABN_S3_ENDPOINT: s3.endpoint,
-      ABN_S3_REGION: s3.region,
-      ABN_S3_BUCKET: s3.bucket,
-      ABN_S3_ACCESS_KEY_ID: s3.accessKeyId,
-      ABN_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
-      ABN_S3_FORCE_PATH_STYLE: "true",
-    };
+    driverEnv = { ...s3Env(s3), ABN_S3_FORCE_PATH_STYLE: "true" };
   }
   const server = await startTestServer({ ...driverEnv, ...env }, options);
   return {

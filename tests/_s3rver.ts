@@ -27,6 +27,18 @@ export interface S3rverFixture {
   stop(): Promise<void>;
 }
 
+/** The service's configuration for the bucket of `s3` (`ABN_STORAGE=s3` and its `ABN_S3_*`). */
+export function s3Env(s3: S3rverFixture): Record<string, string> {
+  return {
+    ABN_STORAGE: "s3",
+    ABN_S3_ENDPOINT: s3.endpoint,
+    ABN_S3_REGION: s3.region,
+    ABN_S3_BUCKET: s3.bucket,
+    ABN_S3_ACCESS_KEY_ID: s3.accessKeyId,
+    ABN_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+  };
+}
+
 const S3RVER_VERSION = "3.7.1";
 
 /** Runs in Node: starts s3rver, prints its port, stops when stdin closes. */

@@ -3,6 +3,7 @@ import { assert, assertEquals, assertMatch, assertRejects } from "../_assert.ts"
 import type { Driver, DriverServer } from "../_drivers.ts";
 import { DRIVERS, startDriverServer } from "../_drivers.ts";
 import { runMain, startTestServer } from "../_server.ts";
+import { s3Env } from "../_s3rver.ts";
 import type { TestServer } from "../_server.ts";
 import type { UploadIo } from "../../src/cli/upload_client.ts";
 import {
@@ -353,16 +354,7 @@ for (const driver of DRIVERS) {
 /** A second server on the same storage with 1-second upload URLs; the first PUT waits them out. */
 async function expiredUrlIsRefreshed(driver: Driver, main: DriverServer, file: string) {
   const s3 = main.s3;
-  const storageEnv: Record<string, string> = driver === "s3" && s3
-    ? {
-      ABN_STORAGE: "s3",
-      ABN_S3_ENDPOINT: s3.endpoint,
-      ABN_S3_REGION: s3.region,
-      ABN_S3_BUCKET: s3.bucket,
-      ABN_S3_ACCESS_KEY_ID: s3.accessKeyId,
-      ABN_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
-    }
-    : {};
+  const storageEnv: Record<string, string> = driver === "s3" && s3 ? s3Env(s3) : {};
   const server = await startTestServer({ ...storageEnv, ABN_PRESIGN_TTL_SECONDS: "1" });
   const notices: string[] = [];
   const waits: number[] = [];
