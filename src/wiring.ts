@@ -22,6 +22,7 @@ import type { AppHandler } from "./http/context.ts";
 import { createApp } from "./app.ts";
 import { RateLimiter } from "./http/rate_limiter.ts";
 import { Ingest } from "./ingest/ingest.ts";
+import { TallyWorkers } from "./analysis/aggregate/tally_workers.ts";
 import { apiRoutes } from "./routes/mod.ts";
 import type { AppDeps, AppRoutes } from "./routes/deps.ts";
 import { createLogger } from "./log.ts";
@@ -136,6 +137,7 @@ export async function createService(
   );
 
   await startupSweep(store, log);
+  const tallyWorkers = new TallyWorkers();
   const queueOptions = {
     db,
     store,
@@ -144,6 +146,8 @@ export async function createService(
     maxUploadBytes: config.maxUploadBytes,
     busy: () => ingest.busy,
     historyMaxSnapshots: config.historyMaxSnapshots,
+    // Large analyses in a row reuse the aggregation's worker and its memory.
+    tallyWorkers,
     log,
   };
   const analysis: AnalysisScheduler = db.jobs
@@ -235,6 +239,7 @@ export async function createService(
       await scan.stop();
       await clean.stop();
       await analysis.stop();
+      tallyWorkers.stop();
       await grants?.flush();
       ingest.close();
       await recorder.flush();

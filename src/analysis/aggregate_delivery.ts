@@ -27,6 +27,7 @@ export interface AggregateDeliveryOptions extends
     | "userSummary"
     | "sizeBytes"
     | "expectedUsers"
+    | "tallyWorkers"
   > {
   /** The bytes passed the upload checks as they arrived (a direct upload); default false. */
   validated?: boolean;

@@ -35,6 +35,7 @@ import {
 } from "./history/delivery_summary.ts";
 import { snapshotFigures } from "./history/snapshot.ts";
 import { releaseBuffers } from "../buffers.ts";
+import type { TallyWorkers } from "./aggregate/tally_workers.ts";
 
 /** The phases of a run that its `analysis finished` line times (see `RunPhases`). */
 type Phase = "read" | "load" | "validate" | "aggregate" | "report" | "save";
@@ -102,6 +103,8 @@ export interface AnalyseDeps {
   log: Logger;
   /** Snapshots kept per experiment (`ABN_HISTORY_MAX_SNAPSHOTS`); default 1000. */
   historyMaxSnapshots?: number;
+  /** Where the aggregation's worker waits between runs (see `TallyWorkers`); default nowhere. */
+  tallyWorkers?: TallyWorkers;
 }
 
 /**
@@ -154,6 +157,7 @@ export async function analyseDelivery(
       sizeBytes: object.info.size,
       // Deliveries of an experiment grow night by night: the last one's users size the tables.
       expectedUsers: previous ? summaryUserCount(previous.summary) : undefined,
+      tallyWorkers: deps.tallyWorkers,
       keyMetric: settings.key_metric,
       userSummary: true,
       onChunk: hash === null ? undefined : (chunk) => hash.update(chunk),

@@ -24,6 +24,7 @@ import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 import { SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
 import { analyseDelivery, outdatedDeliveries } from "./analyse_delivery.ts";
+import type { TallyWorkers } from "./aggregate/tally_workers.ts";
 
 /** Small datasets analysed at the same time (beside the larger ones). */
 export const SMALL_AT_ONCE = 8;
@@ -76,6 +77,8 @@ export interface AnalysisQueueOptions {
   busyWaitMs?: number;
   /** Snapshots kept per experiment (`ABN_HISTORY_MAX_SNAPSHOTS`); default 1000. */
   historyMaxSnapshots?: number;
+  /** Where the aggregation's worker waits between runs (see `TallyWorkers`); default nowhere. */
+  tallyWorkers?: TallyWorkers;
   log: Logger;
 }
 

@@ -19,6 +19,7 @@ import { summarize, type SummaryOptions, summaryOptions } from "./_summary.ts";
 import { releaseState, type TallyState, UserTally } from "./_user_tally.ts";
 import { releaseBuffers } from "../../buffers.ts";
 import type { WorkerReply, WorkerRequest } from "./_user_worker.ts";
+import type { TallyWorkers } from "./tally_workers.ts";
 
 /** Rows per batch of lane 0 (added here at once) and of lane 1 (sent to the worker). */
 const LOCAL_BATCH_ROWS = 256;
@@ -87,6 +88,8 @@ class ThreadedRun {
   /** Per lane: the expected number of its users (see `UserTable`), 0 when unknown. */
   readonly #expected: readonly [number, number];
   #worker: Worker | null = null;
+  /** Where a worker is kept between runs (and taken from), if anywhere. */
+  #workers: TallyWorkers | null = null;
   #mode: "starting" | "threaded" | "local" = "starting";
   #startTimer: ReturnType<typeof setTimeout> | undefined;
   #forcedConversion: Uint8Array | null = null;
@@ -128,8 +131,10 @@ class ThreadedRun {
       this.#goLocal();
       return;
     }
+    this.#workers = options.tallyWorkers ?? null;
+    const kept = this.#workers?.take() ?? null;
     try {
-      const worker = new Worker(workerUrl.href, { type: "module" });
+      const worker = kept ?? new Worker(workerUrl.href, { type: "module" });
       worker.onmessage = (event: MessageEvent<WorkerReply>) => this.#receive(event.data);
       worker.onerror = (event) => {
         event.preventDefault();
@@ -138,6 +143,12 @@ class ThreadedRun {
       worker.onmessageerror = () =>
         this.#fail(new Error("The aggregation worker sent a bad message"));
       this.#worker = worker;
+      if (kept !== null) {
+        // Up since its first run: no `ready` comes again.
+        this.#mode = "threaded";
+        onMode("threaded");
+        return;
+      }
       this.#startTimer = setTimeout(() => {
         if (this.#mode === "starting") this.#goLocal();
         this.#wakeUp();
@@ -183,10 +194,19 @@ class ThreadedRun {
       this.#kinds,
       this.#options,
     );
-    // Done with: the user records, logs and batches go now, not at some later collection.
+    // Done with: the user records, logs and batches go now, not at some later collection; or
+    // the worker's records go back to it, kept for the next run with the worker.
     for (const tally of this.#tallies) tally.release();
-    if (this.#workerState !== null) releaseState(this.#workerState);
+    const state = this.#workerState;
     this.#workerState = null;
+    if (state !== null && this.#workers !== null && this.#failure === null) {
+      for (const log of state.logs) if (log !== null) releaseState(log);
+      const arena = state.arena;
+      const used = 8 * state.top;
+      this.#worker!.postMessage({ type: "recycle", arena, used } satisfies WorkerRequest, [arena]);
+      this.#workers.keep(this.#worker!);
+      this.#worker = null;
+    } else if (state !== null) releaseState(state);
     this.#reader.release();
     for (const batch of this.#spare.splice(0)) releaseBuffers(...batchBuffers(batch));
     return aggregate;

@@ -18,6 +18,16 @@
 
 import { LARGE_BYTES, largeBuffer, largeInt32Array, releaseBuffers } from "../../buffers.ts";
 
+/** Memory an earlier table used, zeroed, for a new one (see the `UserTable` constructor). */
+export interface TableSpare {
+  arena?: ArrayBuffer;
+  slots?: Int32Array<ArrayBuffer>;
+}
+
+function isPowerOfTwo(n: number): boolean {
+  return n > 0 && (n & (n - 1)) === 0;
+}
+
 /** Small to start with: a table per analysis, and most deliveries are small files. */
 const INITIAL_SLOTS = 1 << 8;
 const INITIAL_ARENA_BYTES = 1 << 12;
@@ -89,19 +99,30 @@ export class UserTable {
    * to hold (0: unknown): the slots start large enough for them, so that a table of a million
    * users is not rehashed a dozen times on the way (each time into fresh memory) nor left twice
    * as large as needed. A wrong guess costs only memory (too many) or growth (too few).
+   *
+   * `spare` hands over memory an earlier table used (see `TallySpare`), zeroed: an arena to
+   * start with, and slots (taken when at least as many as the expected users need). Pages
+   * already touched cost nothing to write again, where fresh ones cost a page fault each.
    */
-  constructor(words: number, reserveBytes = 0, expectedUsers = 0) {
+  constructor(words: number, reserveBytes = 0, expectedUsers = 0, spare: TableSpare = {}) {
     this.words = Math.max(2, words);
-    if (expectedUsers > this.#limit) {
-      let slots = INITIAL_SLOTS;
-      while (Math.floor(slots * 0.7) < expectedUsers) slots *= 2;
-      this.#slots = largeInt32Array(2 * slots);
-      this.#mask = slots - 1;
-      this.#limit = Math.floor(slots * 0.7);
+    let slots = INITIAL_SLOTS;
+    while (Math.floor(slots * 0.7) < expectedUsers) slots *= 2;
+    const given = spare.slots;
+    if (given !== undefined && given.length >= 2 * slots && isPowerOfTwo(given.length)) {
+      slots = given.length / 2;
+      this.#slots = given;
+    } else {
+      releaseBuffers(given);
+      if (slots > INITIAL_SLOTS) this.#slots = largeInt32Array(2 * slots);
     }
+    this.#mask = slots - 1;
+    this.#limit = Math.floor(slots * 0.7);
     this.#reserveBytes = 8 * Math.ceil(reserveBytes / 8); // whole doubles
-    // Small at first: most tables belong to small files.
-    this.#arena = new ArrayBuffer(INITIAL_ARENA_BYTES);
+    // Small at first (most tables belong to small files), unless an earlier table's is given.
+    this.#arena = spare.arena !== undefined && spare.arena.byteLength >= INITIAL_ARENA_BYTES
+      ? spare.arena
+      : new ArrayBuffer(INITIAL_ARENA_BYTES);
     this.i32 = new Int32Array(this.#arena);
     this.f64 = new Float64Array(this.#arena);
   }
@@ -160,6 +181,13 @@ export class UserTable {
   /** Frees the arena and the slots now (see `releaseBuffers`); the table is done with. */
   release(): void {
     releaseBuffers(this.#arena, this.#slots);
+  }
+
+  /** Hands over the slots (for a later table, see `TableSpare`); the table is done with. */
+  takeSlots(): Int32Array<ArrayBuffer> {
+    const slots = this.#slots;
+    this.#slots = new Int32Array(0);
+    return slots;
   }
 
   /** The arena (its first `8 * top` bytes hold the records). */

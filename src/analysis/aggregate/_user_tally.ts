@@ -7,7 +7,7 @@
  */
 import { DAY_LIMIT } from "../../csv/calendar_date.ts";
 import type { RowBatch } from "./_row_batch.ts";
-import { UserTable } from "./_user_table.ts";
+import { type TableSpare, UserTable } from "./_user_table.ts";
 import { type LogEntries, ValueLog } from "./_value_log.ts";
 import { releaseBuffers } from "../../buffers.ts";
 
@@ -124,16 +124,17 @@ export class UserTally {
   /**
    * With `dimensions`, records keep each column's value id (batches must carry `dims`).
    * `reserveBytes`: the user records' expected size, `expectedUsers` their expected number (see
-   * `UserTable`; 0 when unknown).
+   * `UserTable`; 0 when unknown); `spare`: an earlier table's memory, zeroed.
    */
   constructor(
     forcedConversion: Uint8Array,
     dimensions = false,
     reserveBytes = 0,
     expectedUsers = 0,
+    spare: TableSpare = {},
   ) {
     this.layout = recordLayout(forcedConversion, dimensions);
-    this.#users = new UserTable(this.layout.words, reserveBytes, expectedUsers);
+    this.#users = new UserTable(this.layout.words, reserveBytes, expectedUsers, spare);
     this.#logs = Array.from(forcedConversion, () => new ValueLog());
   }
 
@@ -214,6 +215,11 @@ export class UserTally {
   release(): void {
     this.#users.release();
     for (const log of this.#logs) if (log !== null) releaseState(log.entries());
+  }
+
+  /** Hands over the user table's slots (see `UserTable.takeSlots`); the tally is done with. */
+  takeSlots(): Int32Array<ArrayBuffer> {
+    return this.#users.takeSlots();
   }
 
   /** The records and logs so far (not a copy). */

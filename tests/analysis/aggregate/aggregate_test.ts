@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { aggregateCsv, CsvAggregator } from "../../../src/analysis/aggregate/aggregate.ts";
-import type { Aggregate } from "../../../src/analysis/aggregate/aggregate_types.ts";
+import type {
+  Aggregate,
+  AggregateOptions,
+} from "../../../src/analysis/aggregate/aggregate_types.ts";
 import { aggregateThreaded } from "../../../src/analysis/aggregate/_aggregate_threaded.ts";
+import { TallyWorkers } from "../../../src/analysis/aggregate/tally_workers.ts";
 import { generateCsv } from "../../../bench/generate_csv.ts";
 import { CsvError } from "../../../src/csv/csv_error.ts";
 import { MAX_CHECKED_CELL } from "../../../src/csv/limits.ts";
@@ -897,4 +901,72 @@ Deno.test("aggregateCsv answers the same whatever size and number of users it is
       }
     }
   }
+});
+
+/** A generated file of `rows` rows over `users` users (seeded), as bytes. */
+async function generatedBytes(rows: number, users: number, seed: number): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  for await (const chunk of generateCsv({ rows, users, seed })) parts.push(chunk.slice());
+  return new Uint8Array(await new Blob(parts as Uint8Array<ArrayBuffer>[]).arrayBuffer());
+}
+
+/** `aggregateThreaded` with every batch on the worker (the input waits until it is up). */
+async function onWorker(bytes: Uint8Array, options: AggregateOptions) {
+  const modes: string[] = [];
+  let up!: () => void;
+  const workerUp = new Promise<void>((resolve) => up = resolve);
+  async function* afterStart() {
+    await workerUp;
+    yield* chunksOf(bytes, 65536);
+  }
+  const result = await aggregateThreaded(afterStart(), options, undefined, (mode) => {
+    modes.push(mode);
+    up();
+  });
+  return { result, modes };
+}
+
+Deno.test("aggregateCsv runs in a row on one kept worker and its memory, each as a fresh run", async () => {
+  const workers = new TallyWorkers(60_000);
+  try {
+    // Many users, then fewer and others (what the last table wrote must not show), then the
+    // first again with the user summary and a size hint, and a file with dimensions.
+    const files = [
+      { bytes: await generatedBytes(60_000, 30_000, 1), options: {} },
+      { bytes: await generatedBytes(20_000, 5_000, 2), options: {} },
+      {
+        bytes: await generatedBytes(60_000, 30_000, 1),
+        options: { userSummary: true, expectedUsers: 30_000 },
+      },
+      { bytes: encoder.encode(await generatedDataset(40_000)), options: { userSummary: true } },
+    ];
+    for (const [i, { bytes, options }] of files.entries()) {
+      const alone = new CsvAggregator(options);
+      alone.push(bytes);
+      const expected = alone.finish();
+      const { result, modes } = await onWorker(bytes, { ...options, tallyWorkers: workers });
+      assert.deepEqual(modes, ["threaded"], `run ${i}`);
+      assert.deepEqual(result, expected, `run ${i}`);
+      assert.equal(workers.idle, true, `run ${i}: the worker waits for the next run`);
+    }
+  } finally {
+    workers.stop();
+  }
+  assert.equal(workers.idle, false);
+});
+
+Deno.test("TallyWorkers ends a waiting worker after its time, or at stop", async () => {
+  const workers = new TallyWorkers(50);
+  const bytes = await generatedBytes(20_000, 5_000, 3);
+  await onWorker(bytes, { tallyWorkers: workers });
+  assert.equal(workers.idle, true);
+  await new Promise((resolve) => setTimeout(resolve, 120));
+  assert.equal(workers.idle, false);
+  await onWorker(bytes, { tallyWorkers: workers });
+  assert.equal(workers.idle, true);
+  workers.stop();
+  assert.equal(workers.idle, false);
+  // Stopped: a run's worker ends with it again.
+  await onWorker(bytes, { tallyWorkers: workers });
+  assert.equal(workers.idle, false);
 });
