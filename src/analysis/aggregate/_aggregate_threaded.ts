@@ -10,6 +10,10 @@
  * compiled binary built without the worker module), is not up within `START_TIMEOUT_MS`, or the
  * input ends first, lane 1 is added here too. The answer is the same either way, and the same as
  * `CsvAggregator`'s (which keeps the two lanes in two tallies on one thread).
+ *
+ * With `options.tallyWorkers`, a worker kept from the run before is taken (up already), and at a
+ * clean end the worker's records go back to it after the summary and it is kept for the next run
+ * (see `TallyWorkers`); otherwise each run starts its worker and ends it.
  */
 import type { Aggregate, AggregateOptions } from "./aggregate_types.ts";
 import { CsvRowSplitter } from "./_csv_rows.ts";

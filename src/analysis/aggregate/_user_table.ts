@@ -100,7 +100,7 @@ export class UserTable {
    * users is not rehashed a dozen times on the way (each time into fresh memory) nor left twice
    * as large as needed. A wrong guess costs only memory (too many) or growth (too few).
    *
-   * `spare` hands over memory an earlier table used (see `TallySpare`), zeroed: an arena to
+   * `spare` hands over memory an earlier table used (see `TableSpare`), zeroed: an arena to
    * start with, and slots (taken when at least as many as the expected users need). Pages
    * already touched cost nothing to write again, where fresh ones cost a page fault each.
    */
@@ -120,9 +120,12 @@ export class UserTable {
     this.#limit = Math.floor(slots * 0.7);
     this.#reserveBytes = 8 * Math.ceil(reserveBytes / 8); // whole doubles
     // Small at first (most tables belong to small files), unless an earlier table's is given.
-    this.#arena = spare.arena !== undefined && spare.arena.byteLength >= INITIAL_ARENA_BYTES
-      ? spare.arena
-      : new ArrayBuffer(INITIAL_ARENA_BYTES);
+    if (spare.arena !== undefined && spare.arena.byteLength >= INITIAL_ARENA_BYTES) {
+      this.#arena = spare.arena;
+    } else {
+      releaseBuffers(spare.arena);
+      this.#arena = new ArrayBuffer(INITIAL_ARENA_BYTES);
+    }
     this.i32 = new Int32Array(this.#arena);
     this.f64 = new Float64Array(this.#arena);
   }
