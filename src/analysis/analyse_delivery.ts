@@ -62,8 +62,11 @@ class RunPhases {
   };
   #phase: Phase = "read";
   #since = performance.now();
-  #waitedBefore = 0;
-  #checkedBefore = 0;
+  /** Time measured inside a phase that counts as a phase of its own. */
+  readonly #carried: { counter: { ms: number }; into: Phase; before: number }[] = [
+    { counter: this.waited, into: "read", before: 0 },
+    { counter: this.checked, into: "validate", before: 0 },
+  ];
 
   /**
    * Ends the current phase (its time awaiting storage counted as `read`, checking and hashing as
@@ -71,13 +74,14 @@ class RunPhases {
    */
   enter(next: Phase): void {
     const now = performance.now();
-    const waited = this.waited.ms - this.#waitedBefore;
-    const checked = this.checked.ms - this.#checkedBefore;
-    this.ms[this.#phase] += now - this.#since - waited - checked;
-    this.ms.read += waited;
-    this.ms.validate += checked;
-    this.#waitedBefore = this.waited.ms;
-    this.#checkedBefore = this.checked.ms;
+    let own = now - this.#since;
+    for (const carried of this.#carried) {
+      const ms = carried.counter.ms - carried.before;
+      carried.before = carried.counter.ms;
+      this.ms[carried.into] += ms;
+      own -= ms;
+    }
+    this.ms[this.#phase] += own;
     this.#since = now;
     this.#phase = next;
   }
