@@ -87,18 +87,21 @@ twoInstances(
 twoInstances("jobs: instances claiming at the same time never take the same job", async (a, b) => {
   for (let i = 0; i < 30; i++) await a.jobs.offer(offer(`exp${i}`, `e${i}`));
   const taken: string[][] = [[], []];
-  await Promise.all([a, b].map(async (db, n) => {
-    while (true) {
-      const running = taken[n].map((id) => `org_a/${id}`);
-      const jobs = await db.jobs.claim(`I${n}`, 60, 3, running);
-      if (jobs.length === 0) break;
-      taken[n].push(...jobs.map((j) => j.experimentId));
+  // Rounds in lockstep: both claims of a round are sent together, so they overlap in the
+  // database (or one follows the other); either way each must see rows the other left.
+  for (let round = 0;; round++) {
+    const claimed = await Promise.all(
+      [a, b].map((db, n) => db.jobs.claim(`I${n}`, 60, 3, taken[n].map((id) => `org_a/${id}`))),
+    );
+    claimed.forEach((jobs, n) => taken[n].push(...jobs.map((j) => j.experimentId)));
+    if (round === 0) {
+      assertEquals(claimed.map((jobs) => jobs.length), [3, 3], "each claims its full batch");
     }
-  }));
+    if (claimed.every((jobs) => jobs.length === 0)) break;
+  }
   const all = [...taken[0], ...taken[1]];
   assertEquals(all.length, 30);
   assertEquals(new Set(all).size, 30);
-  assert(taken[0].length > 0 && taken[1].length > 0, `both claimed: ${taken.map((t) => t.length)}`);
 });
 
 twoInstances(
