@@ -72,6 +72,9 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
       response = toErrorResponse(error, requestId, log);
       logFields.error_code = (error instanceof ApiError) ? error.code : "internal_error";
     }
+    if (bodyBytes(req, logFields) >= CLOSE_AFTER_BODY_BYTES) {
+      response = withHeader(response, "connection", "close");
+    }
     const seconds = (performance.now() - started) / 1000;
     deps.metrics.requests.inc({
       route,
@@ -90,6 +93,24 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
     });
     return response;
   };
+}
+
+/**
+ * A connection that carried a body this large is closed after the answer (HTTP/1.1; HTTP/2
+ * ignores the header): the runtime keeps the buffers such a body grew, up to about 20 MB for a
+ * 200 MB upload, for as long as the connection stays open, so a client keeping it idle would keep
+ * that memory in the service. A new connection costs such a client next to nothing.
+ */
+export const CLOSE_AFTER_BODY_BYTES = 1024 * 1024;
+
+/** The body's size: as declared, else as received (a chunked upload logs `bytes_in`). */
+function bodyBytes(req: Request, logFields: Record<string, unknown>): number {
+  const declared = Number(req.headers.get("content-length") ?? 0);
+  const received = Number(logFields.bytes_in ?? 0);
+  return Math.max(
+    Number.isFinite(declared) ? declared : 0,
+    Number.isFinite(received) ? received : 0,
+  );
 }
 
 const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]);
