@@ -29,7 +29,13 @@ import { addDimensionUsers, dimensionAggregates, dimensionTotals } from "./_dime
 import { userHashes } from "./_user_hashes.ts";
 import { largeFloat64Array, releaseBuffers } from "../../buffers.ts";
 import type { MetricKind, ReaderFindings } from "./_row_reader.ts";
-import { EXCLUDED, type RecordLayout, type TallyState, VARIANT_WORD } from "./_user_tally.ts";
+import {
+  EXCLUDED,
+  type RecordLayout,
+  releaseState,
+  type TallyState,
+  VARIANT_WORD,
+} from "./_user_tally.ts";
 import { nextRecord } from "./_user_table.ts";
 import { DayCells } from "./_day_cells.ts";
 import { blockSize, type LogEntries } from "./_value_log.ts";
@@ -80,6 +86,10 @@ interface AdjustedMetric {
   totals: MomentTotals;
 }
 
+/**
+ * The aggregate of the tallies' records and logs. Frees each tally's value logs once walked (the
+ * records stay the caller's to free or keep).
+ */
 export function summarize(
   reader: ReaderFindings,
   layout: RecordLayout,
@@ -139,8 +149,6 @@ export function summarize(
     : valueSource(layout, keyMetric.k, keyMetric.kind, reader.binary[keyMetric.k] === 1);
   const keyCap = keyMetric === undefined ? Infinity : cappedMetrics.get(keyMetric)?.cap ?? Infinity;
   const dimensions = dimensionTotals(reader, layout, variants.length);
-  // Before the adjusted walks release the capped metrics' sums.
-  const users = options.userSummary ? userHashes(tallies, layout, position) : null;
 
   const userCounts = new Float64Array(variants.length);
   const cumulative = new Float64Array(cells.size);
@@ -174,7 +182,11 @@ export function summarize(
         addRunningMaxima(log, i32, layout.firstZeroWord[metric.k], cells, metric.dailySum);
       }
     }
+    // Walked: the logs go before the user hashes take their memory (the peak of a run).
+    for (const log of tally.logs) if (log !== null) releaseState(log);
   }
+  // The ids and variants only: the walks above change neither.
+  const users = options.userSummary ? userHashes(tallies, layout, position) : null;
   for (const metric of metrics) {
     cells.accumulate(metric.dailyUsers);
     cells.accumulate(metric.dailySum);

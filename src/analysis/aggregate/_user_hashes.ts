@@ -11,7 +11,7 @@
  */
 import { EXCLUDED, type RecordLayout, type TallyState, VARIANT_WORD } from "./_user_tally.ts";
 import { nextRecord } from "./_user_table.ts";
-import { largeBuffer, releaseBuffers } from "../../buffers.ts";
+import { largeBuffer } from "../../buffers.ts";
 
 /** Users sorted by (hi, lo) as unsigned numbers; `variant[i]` is a position in the sorted variants, -1 for a user seen in two. */
 export interface UserHashes {
@@ -79,49 +79,113 @@ export function userHashes(
 }
 
 /**
- * Sorts the three parallel arrays by (hi, lo), unsigned: two stable passes of 16 bits on hi, then
- * each run of equal hi words (random 32-bit words seldom repeat: about n²/2³³ pairs) in order of
- * lo, stably. The same order as four passes over both words, in half their time.
+ * Sorts the three parallel arrays by (hi, lo) as unsigned numbers, users with equal hashes by
+ * variant, in place: a scratch copy of the arrays would be the largest block of the summary, at
+ * the moment of its peak memory. An MSD radix sort: hi's top 16 bits place each user in its
+ * bucket by swaps (an American flag sort); random hashes leave about n / 65,536 users in a bucket,
+ * sorted by comparison, and a larger bucket is split the same way by the next 8 bits of the hash.
  */
 export function sortByHash(hi: Uint32Array, lo: Uint32Array, variant: Int32Array): void {
   const n = hi.length;
   if (n <= SMALL_SORT) {
-    sortFew(hi, lo, variant);
+    sortFew(hi, lo, variant, 0, n);
     return;
   }
-  const scratch = largeBuffer(12 * n);
-  let srcHi: Uint32Array = hi, srcLo: Uint32Array = lo, srcV: Int32Array = variant;
-  let dstHi: Uint32Array = new Uint32Array(scratch, 0, n);
-  let dstLo: Uint32Array = new Uint32Array(scratch, 4 * n, n);
-  let dstV: Int32Array = new Int32Array(scratch, 8 * n, n);
-  const count = digitCounts ??= new Int32Array(1 << 16);
-  for (let shift = 0; shift < 32; shift += 16) {
-    count.fill(0);
-    for (let i = 0; i < n; i++) count[(srcHi[i] >>> shift) & 0xffff]++;
-    let sum = 0;
-    for (let d = 0; d < count.length; d++) {
-      const c = count[d];
-      count[d] = sum;
-      sum += c;
-    }
-    for (let i = 0; i < n; i++) {
-      const at = count[(srcHi[i] >>> shift) & 0xffff]++;
-      dstHi[at] = srcHi[i];
-      dstLo[at] = srcLo[i];
-      dstV[at] = srcV[i];
-    }
-    [srcHi, dstHi] = [dstHi, srcHi];
-    [srcLo, dstLo] = [dstLo, srcLo];
-    [srcV, dstV] = [dstV, srcV];
+  const next = nextFree ??= new Int32Array(1 << 16);
+  const end = bucketEnd ??= new Int32Array(1 << 16);
+  next.fill(0);
+  for (let i = 0; i < n; i++) next[hi[i] >>> 16]++;
+  let sum = 0;
+  for (let d = 0; d < next.length; d++) {
+    const count = next[d];
+    next[d] = sum;
+    sum += count;
+    end[d] = sum;
   }
-  // After two passes the data is back in the caller's arrays.
-  releaseBuffers(scratch);
-  for (let i = 1; i < n; i++) {
-    if (hi[i] !== hi[i - 1]) continue;
-    let end = i + 1;
-    while (end < n && hi[end] === hi[i]) end++;
-    sortRunByLo(lo, variant, i - 1, end);
-    i = end - 1;
+  for (let d = 0; d < next.length; d++) {
+    // Each user met in bucket d's free part goes to its own bucket's, in exchange for the user
+    // there, until one of bucket d comes back to fill the hole.
+    while (next[d] < end[d]) {
+      const hole = next[d];
+      let h = hi[hole], l = lo[hole], v = variant[hole];
+      let b = h >>> 16;
+      while (b !== d) {
+        const at = next[b]++;
+        const th = hi[at], tl = lo[at], tv = variant[at];
+        hi[at] = h;
+        lo[at] = l;
+        variant[at] = v;
+        h = th;
+        l = tl;
+        v = tv;
+        b = h >>> 16;
+      }
+      hi[hole] = h;
+      lo[hole] = l;
+      variant[hole] = v;
+      next[d]++;
+    }
+  }
+  for (let d = 0, from = 0; d < end.length; from = end[d++]) {
+    if (end[d] - from > 1) sortBucket(hi, lo, variant, from, end[d], 1);
+  }
+}
+
+/** Up to this many users, a bucket is sorted by comparison (an insertion sort). */
+const SHORT_BUCKET = 32;
+
+/**
+ * Sorts `[from, to)`, whose users agree on the hash's digits before `digit`: the 8-bit digits 1
+ * and 2 are hi's lower bytes, 3 to 6 lo's bytes; past them the hashes are equal.
+ */
+function sortBucket(
+  hi: Uint32Array,
+  lo: Uint32Array,
+  variant: Int32Array,
+  from: number,
+  to: number,
+  digit: number,
+): void {
+  if (to - from <= SHORT_BUCKET || digit > 6) {
+    sortFew(hi, lo, variant, from, to);
+    return;
+  }
+  const words = digit <= 2 ? hi : lo;
+  const shift = digit <= 2 ? 16 - 8 * digit : 48 - 8 * digit;
+  const next = new Int32Array(256);
+  const end = new Int32Array(256);
+  for (let i = from; i < to; i++) next[(words[i] >>> shift) & 0xff]++;
+  let sum = from;
+  for (let d = 0; d < 256; d++) {
+    const count = next[d];
+    next[d] = sum;
+    sum += count;
+    end[d] = sum;
+  }
+  for (let d = 0; d < 256; d++) {
+    while (next[d] < end[d]) {
+      const hole = next[d];
+      let h = hi[hole], l = lo[hole], v = variant[hole];
+      let b = (words[hole] >>> shift) & 0xff;
+      while (b !== d) {
+        const at = next[b]++;
+        const th = hi[at], tl = lo[at], tv = variant[at];
+        hi[at] = h;
+        lo[at] = l;
+        variant[at] = v;
+        h = th;
+        l = tl;
+        v = tv;
+        b = ((digit <= 2 ? h : l) >>> shift) & 0xff;
+      }
+      hi[hole] = h;
+      lo[hole] = l;
+      variant[hole] = v;
+      next[d]++;
+    }
+  }
+  for (let d = 0, start = from; d < 256; start = end[d++]) {
+    if (end[d] - start > 1) sortBucket(hi, lo, variant, start, end[d], digit + 1);
   }
 }
 
@@ -131,43 +195,46 @@ export function sortByHash(hi: Uint32Array, lo: Uint32Array, variant: Int32Array
  */
 const SMALL_SORT = 512;
 
-/** The radix sort's counters, kept between sorts (256 KiB; zeroed at each pass). */
-let digitCounts: Int32Array | undefined;
+/** The radix sort's bucket bounds, kept between sorts (256 KiB each). */
+let nextFree: Int32Array | undefined;
+let bucketEnd: Int32Array | undefined;
 
-/** `sortByHash` for a few users: a stable comparison sort of their positions. */
-function sortFew(hi: Uint32Array, lo: Uint32Array, variant: Int32Array): void {
-  const order = Array.from({ length: hi.length }, (_, k) => k)
-    .sort((a, b) => hi[a] - hi[b] || lo[a] - lo[b] || a - b);
-  const his = order.map((i) => hi[i]);
-  const los = order.map((i) => lo[i]);
-  const variants = order.map((i) => variant[i]);
-  hi.set(his);
-  lo.set(los);
-  variant.set(variants);
-}
-
-/** Orders `lo[from..to)` (and `variant` alike) stably: an insertion sort, runs being short. */
-function sortRunByLo(lo: Uint32Array, variant: Int32Array, from: number, to: number): void {
-  if (to - from > 64) {
-    // A long run (not from random words): sorted through a list of positions.
+/**
+ * Sorts `[from, to)` by comparison: an insertion sort when short (buckets of random hashes),
+ * else through a list of positions (many equal hashes, which random ids do not make).
+ */
+function sortFew(
+  hi: Uint32Array,
+  lo: Uint32Array,
+  variant: Int32Array,
+  from: number,
+  to: number,
+): void {
+  if (to - from > SHORT_BUCKET) {
     const order = Array.from({ length: to - from }, (_, k) => from + k)
-      .sort((a, b) => lo[a] - lo[b] || a - b);
+      .sort((a, b) => hi[a] - hi[b] || lo[a] - lo[b] || variant[a] - variant[b]);
+    const his = order.map((i) => hi[i]);
     const los = order.map((i) => lo[i]);
     const variants = order.map((i) => variant[i]);
+    hi.set(his, from);
     lo.set(los, from);
     variant.set(variants, from);
     return;
   }
   for (let i = from + 1; i < to; i++) {
-    const key = lo[i];
-    const v = variant[i];
+    const h = hi[i], l = lo[i], v = variant[i];
     let j = i - 1;
-    while (j >= from && lo[j] > key) {
+    while (
+      j >= from &&
+      (hi[j] > h || (hi[j] === h && (lo[j] > l || (lo[j] === l && variant[j] > v))))
+    ) {
+      hi[j + 1] = hi[j];
       lo[j + 1] = lo[j];
       variant[j + 1] = variant[j];
       j--;
     }
-    lo[j + 1] = key;
+    hi[j + 1] = h;
+    lo[j + 1] = l;
     variant[j + 1] = v;
   }
 }

@@ -216,20 +216,26 @@ Deno.test("sortByHash sorts by the high then the low word, unsigned, carrying th
   assert.deepEqual([...variant], [3, 4, 0, 2, 1]);
 });
 
-Deno.test("sortByHash: the same order for few users (compared) and many (radix), ties kept stable", () => {
-  // A fixed pseudo-random sequence with repeated high words, checked against a plain stable sort.
+Deno.test("sortByHash: the same order for few users (compared) and many (radix), equal hashes by variant", () => {
+  // Fixed pseudo-random sequences against a plain comparison sort: repeated words (equal hashes,
+  // equal high words), high words sharing their top bits (buckets split by the next bytes), and
+  // many users of one hash (sorted by variant).
   let x = 12345;
   const next = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0);
-  for (const n of [0, 1, 2, 100, 511, 512, 513, 5000]) {
-    const hi = Uint32Array.from({ length: n }, () => next() % 7 === 0 ? 42 : next());
-    const lo = Uint32Array.from({ length: n }, () => next() % 5 === 0 ? 7 : next());
-    const variant = Int32Array.from({ length: n }, (_, i) => i);
-    const expected = [...variant].sort((a, b) => hi[a] - hi[b] || lo[a] - lo[b] || a - b);
-    const wantHi = expected.map((i) => hi[i]);
-    const wantLo = expected.map((i) => lo[i]);
+  const cases: [number, () => number, () => number][] = [];
+  for (const n of [0, 1, 2, 100, 511, 512, 513, 5000, 200_000]) {
+    cases.push([n, () => next() % 7 === 0 ? 42 : next(), () => next() % 5 === 0 ? 7 : next()]);
+  }
+  cases.push([20_000, () => 0xabcd0000 | (next() & 0x0f0f), () => next() & 0xff0000ff]);
+  cases.push([3_000, () => 5, () => next() % 3]);
+  for (const [n, high, low] of cases) {
+    const hi = Uint32Array.from({ length: n }, high);
+    const lo = Uint32Array.from({ length: n }, low);
+    const variant = Int32Array.from({ length: n }, () => (next() % 4) - 1);
+    const expected = Array.from({ length: n }, (_, i) => i)
+      .sort((a, b) => hi[a] - hi[b] || lo[a] - lo[b] || variant[a] - variant[b]);
+    const want = [hi, lo, variant].map((array) => expected.map((i) => array[i]));
     sortByHash(hi, lo, variant);
-    assert.deepEqual([...variant], expected, `n = ${n}`);
-    assert.deepEqual([...hi], wantHi);
-    assert.deepEqual([...lo], wantLo);
+    assert.deepEqual([[...hi], [...lo], [...variant]], want, `n = ${n}`);
   }
 });
