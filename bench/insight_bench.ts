@@ -36,6 +36,11 @@ import { checkAgreement, duckdbRunner, queryDuckdb, type Totals } from "./_duckd
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
 const POLL_MS = 50;
 const IDLE_MS = 2000;
+/**
+ * After the last delivery, how long the service idles before its settled RSS is read: the
+ * runtime gives back the pages of its grown JavaScript heap some 10–20 s into an idle spell.
+ */
+const SETTLE_MS = 30_000;
 /** Longest wait for one analysis before the benchmark gives up. */
 const READY_TIMEOUT_MS = 120_000;
 
@@ -77,6 +82,9 @@ export interface InsightBenchResult {
   anonBeforeMB: number;
   /** Its peak (VmHWM) at the end, MB. */
   peakRssMB: number;
+  /** Its VmRSS and RssAnon after idling `SETTLE_MS` after the last delivery, MB. */
+  settledRssMB: number;
+  settledAnonMB: number;
   rows: number;
   users: number;
 }
@@ -320,6 +328,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
     }
     if (duckdbTotals !== null) checkAgreement(oursTotals!, duckdbTotals);
     const totals = oursTotals! as Totals;
+    await sleep(SETTLE_MS);
     return {
       ours,
       twoStepSeconds,
@@ -329,6 +338,8 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
       rssBeforeMB,
       anonBeforeMB,
       peakRssMB: await rssMB(service.pid, "VmHWM"),
+      settledRssMB: await rssMB(service.pid),
+      settledAnonMB: await rssMB(service.pid, "RssAnon"),
       rows,
       users: Object.values(totals).reduce((sum, t) => sum + t.users, 0),
     };
@@ -424,6 +435,19 @@ export function insightRows(r: InsightBenchResult): Record<string, string>[] {
       }); not file pages: ${r.anonBeforeMB.toFixed(0)} → ${r.ours[0].idleAnonMB.toFixed(0)} → ${
         r.ours.at(-1)!.idleAnonMB.toFixed(0)
       } MB`,
+      baseline: "—",
+      ratio: "—",
+      target: "—",
+    },
+    {
+      benchmark: `service RSS settled: ${
+        SETTLE_MS / 1000
+      } s after the last delivery, against before`,
+      ours: `${r.rssBeforeMB.toFixed(0)} → ${r.settledRssMB.toFixed(0)} MB (+${
+        (r.settledRssMB - r.rssBeforeMB).toFixed(0)
+      }); not file pages: ${r.anonBeforeMB.toFixed(0)} → ${r.settledAnonMB.toFixed(0)} MB (+${
+        (r.settledAnonMB - r.anonBeforeMB).toFixed(0)
+      })`,
       baseline: "—",
       ratio: "—",
       target: "within ~20 MB of before",
