@@ -81,62 +81,27 @@ export function userHashes(
 /**
  * Sorts the three parallel arrays by (hi, lo) as unsigned numbers, users with equal hashes by
  * variant, in place: a scratch copy of the arrays would be the largest block of the summary, at
- * the moment of its peak memory. An MSD radix sort: hi's top 16 bits place each user in its
- * bucket by swaps (an American flag sort); random hashes leave about n / 65,536 users in a bucket,
- * sorted by comparison, and a larger bucket is split the same way by the next 8 bits of the hash.
+ * the moment of its peak memory. An MSD radix sort by bytes: the hash's first byte places each
+ * user in one of 256 buckets by swaps (an American flag sort), then each bucket is sorted by the
+ * next byte the same way (in the cache by then: a 256th of the users), until a bucket is short
+ * enough to be sorted by comparison (random hashes: after two bytes).
  */
 export function sortByHash(hi: Uint32Array, lo: Uint32Array, variant: Int32Array): void {
   const n = hi.length;
-  if (n <= SMALL_SORT) {
-    sortFew(hi, lo, variant, 0, n);
-    return;
-  }
-  const next = nextFree ??= new Int32Array(1 << 16);
-  const end = bucketEnd ??= new Int32Array(1 << 16);
-  next.fill(0);
-  for (let i = 0; i < n; i++) next[hi[i] >>> 16]++;
-  let sum = 0;
-  for (let d = 0; d < next.length; d++) {
-    const count = next[d];
-    next[d] = sum;
-    sum += count;
-    end[d] = sum;
-  }
-  for (let d = 0; d < next.length; d++) {
-    // Each user met in bucket d's free part goes to its own bucket's, in exchange for the user
-    // there, until one of bucket d comes back to fill the hole.
-    while (next[d] < end[d]) {
-      const hole = next[d];
-      let h = hi[hole], l = lo[hole], v = variant[hole];
-      let b = h >>> 16;
-      while (b !== d) {
-        const at = next[b]++;
-        const th = hi[at], tl = lo[at], tv = variant[at];
-        hi[at] = h;
-        lo[at] = l;
-        variant[at] = v;
-        h = th;
-        l = tl;
-        v = tv;
-        b = h >>> 16;
-      }
-      hi[hole] = h;
-      lo[hole] = l;
-      variant[hole] = v;
-      next[d]++;
-    }
-  }
-  for (let d = 0, from = 0; d < end.length; from = end[d++]) {
-    if (end[d] - from > 1) sortBucket(hi, lo, variant, from, end[d], 1);
-  }
+  if (n <= SMALL_SORT) sortFew(hi, lo, variant, 0, n);
+  else sortBucket(hi, lo, variant, 0, n, 0);
 }
 
 /** Up to this many users, a bucket is sorted by comparison (an insertion sort). */
 const SHORT_BUCKET = 32;
 
+/** Per digit (a byte of the hash, 0 to 7): the next free place and the end of each bucket. */
+const digitNext = Array.from({ length: 8 }, () => new Int32Array(256));
+const digitEnd = Array.from({ length: 8 }, () => new Int32Array(256));
+
 /**
- * Sorts `[from, to)`, whose users agree on the hash's digits before `digit`: the 8-bit digits 1
- * and 2 are hi's lower bytes, 3 to 6 lo's bytes; past them the hashes are equal.
+ * Sorts `[from, to)`, whose users agree on the hash's bytes before byte `digit` (0 to 3: hi's,
+ * from the high one; 4 to 7: lo's); past them the hashes are equal.
  */
 function sortBucket(
   hi: Uint32Array,
@@ -146,14 +111,14 @@ function sortBucket(
   to: number,
   digit: number,
 ): void {
-  if (to - from <= SHORT_BUCKET || digit > 6) {
+  if (to - from <= SHORT_BUCKET || digit > 7) {
     sortFew(hi, lo, variant, from, to);
     return;
   }
-  const words = digit <= 2 ? hi : lo;
-  const shift = digit <= 2 ? 16 - 8 * digit : 48 - 8 * digit;
-  const next = new Int32Array(256);
-  const end = new Int32Array(256);
+  const words = digit < 4 ? hi : lo;
+  const shift = 24 - 8 * (digit & 3);
+  const next = digitNext[digit].fill(0);
+  const end = digitEnd[digit];
   for (let i = from; i < to; i++) next[(words[i] >>> shift) & 0xff]++;
   let sum = from;
   for (let d = 0; d < 256; d++) {
@@ -163,6 +128,8 @@ function sortBucket(
     end[d] = sum;
   }
   for (let d = 0; d < 256; d++) {
+    // Each user met in bucket d's free part goes to its own bucket's, in exchange for the user
+    // there, until one of bucket d comes back to fill the hole.
     while (next[d] < end[d]) {
       const hole = next[d];
       let h = hi[hole], l = lo[hole], v = variant[hole];
@@ -176,7 +143,7 @@ function sortBucket(
         h = th;
         l = tl;
         v = tv;
-        b = ((digit <= 2 ? h : l) >>> shift) & 0xff;
+        b = ((digit < 4 ? h : l) >>> shift) & 0xff;
       }
       hi[hole] = h;
       lo[hole] = l;
@@ -190,14 +157,10 @@ function sortBucket(
 }
 
 /**
- * Up to this many users are sorted by comparison: a radix pass walks its 65,536 counters whatever
- * the count, which for the two users of a tiny delivery is most of its analysis.
+ * Up to this many users are sorted by comparison: a radix pass walks its counters whatever the
+ * count, which for the two users of a tiny delivery is most of its analysis.
  */
 const SMALL_SORT = 512;
-
-/** The radix sort's bucket bounds, kept between sorts (256 KiB each). */
-let nextFree: Int32Array | undefined;
-let bucketEnd: Int32Array | undefined;
 
 /**
  * Sorts `[from, to)` by comparison: an insertion sort when short (buckets of random hashes),
