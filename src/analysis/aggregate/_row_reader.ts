@@ -19,6 +19,7 @@ import { decimalComma, type Delimiter } from "../../csv/delimiter.ts";
 import { emptyCellError, isBlank } from "../../csv/has_text.ts";
 import type { Header } from "../../csv/header.ts";
 import { BINARY, NUMBER, numberKind, TEXT } from "../../csv/number_kind.ts";
+import { ONE, ZERO } from "../../csv/bytes.ts";
 import type { CsvRowSink } from "./_csv_rows.ts";
 import { batchBuffers, newBatch, type RowBatch } from "./_row_batch.ts";
 import { releaseBuffers } from "../../buffers.ts";
@@ -98,6 +99,8 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   readonly #dimensions: boolean;
   readonly #variantBytes: Uint8Array[] = [];
   readonly #variantIndex = new Map<string, number>();
+  /** Per variant: its name as a `shortKey` (-1 when longer). */
+  readonly #variantKeys: number[] = [];
   #lastVariant = -1;
   readonly #decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
@@ -203,7 +206,12 @@ export class RowReader implements CsvRowSink, ReaderFindings {
       s = start[metricField[k]];
       e = end[metricField[k]];
       if (candidate[k] === 1 && s !== e) {
-        const kind = numberKind(buf, s, e, decimalComma, value);
+        // A lone 0 or 1 (a conversion column's cell) is BINARY, as `numberKind` reads it.
+        let kind: number;
+        if (e - s === 1 && (buf[s] === ZERO || buf[s] === ONE)) {
+          value[0] = buf[s] - ZERO;
+          kind = BINARY;
+        } else kind = numberKind(buf, s, e, decimalComma, value);
         if (kind === NUMBER || kind === BINARY) {
           x = value[0];
           hasValue[k] = 1;
@@ -284,23 +292,44 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     while (start < end && isBlank(buf[start])) start++;
     while (end > start && isBlank(buf[end - 1])) end--;
     if (start === end) throw emptyCellError("variant", line);
-    const known = this.#variantBytes;
-    const last = this.#lastVariant;
-    if (last >= 0 && sameBytes(known[last], buf, start, end)) return last;
-    const linear = Math.min(known.length, LINEAR_VARIANTS);
-    for (let v = 0; v < linear; v++) {
-      if (sameBytes(known[v], buf, start, end)) return this.#lastVariant = v;
+    const key = shortKey(buf, start, end);
+    const keys = this.#variantKeys;
+    if (key !== -1) {
+      // A short name (most are: A, B, ctl, v2): one integer comparison per known variant.
+      const linear = Math.min(keys.length, LINEAR_VARIANTS);
+      for (let v = 0; v < linear; v++) if (keys[v] === key) return v;
+    } else {
+      const known = this.#variantBytes;
+      const last = this.#lastVariant;
+      if (last >= 0 && sameBytes(known[last], buf, start, end)) return last;
+      const linear = Math.min(known.length, LINEAR_VARIANTS);
+      for (let v = 0; v < linear; v++) {
+        if (sameBytes(known[v], buf, start, end)) return this.#lastVariant = v;
+      }
     }
     const name = this.#decoder.decode(buf.subarray(start, end));
     let v = this.#variantIndex.get(name);
     if (v === undefined) {
       v = this.variantNames.length;
       this.variantNames.push(name);
-      known.push(buf.slice(start, end));
+      this.#variantBytes.push(buf.slice(start, end));
+      keys.push(key);
       this.#variantIndex.set(name, v);
     }
     return this.#lastVariant = v;
   }
+}
+
+/**
+ * A name of at most 3 bytes `buf[start..end)` as one integer (its length, then its bytes), unique
+ * to those bytes; -1 for a longer name.
+ */
+function shortKey(buf: Uint8Array, start: number, end: number): number {
+  const length = end - start;
+  if (length > 3) return -1;
+  let key = length << 24;
+  for (let i = 0; i < length; i++) key |= buf[start + i] << (8 * i);
+  return key;
 }
 
 function sameBytes(a: Uint8Array, buf: Uint8Array, start: number, end: number): boolean {

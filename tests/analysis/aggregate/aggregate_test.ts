@@ -128,6 +128,38 @@ Deno.test("aggregateCsv detects conversion columns as the upload checks do: 0 an
   }
 });
 
+Deno.test("aggregateCsv tells variants apart by every byte, short names and long, blanks around ignored", async () => {
+  // Names of 1 to 4 and more bytes, some of them prefixes of others, multi-byte ones, and the
+  // same names with spaces and tabs around them; each user's variant is written differently.
+  const names = [
+    "A",
+    "B",
+    "AB",
+    "AC",
+    "ctl",
+    "cta",
+    "ctl2",
+    "control",
+    "é",
+    "è",
+    "日",
+    "日本",
+    "0",
+    "00",
+  ];
+  const rows = ["user_id,variant,date,m"];
+  names.forEach((name, v) => {
+    for (let u = 0; u <= v; u++) {
+      rows.push(`${name}-${u},${name},2026-01-01,1`);
+      rows.push(`${name}-${u}, ${name}\t,2026-01-02,0`);
+    }
+  });
+  const result = await aggregateText(rows.join("\n") + "\n");
+  assert.deepEqual(result.variants, [...names].sort((a, b) => a < b ? -1 : 1));
+  assert.equal(result.excludedUsers, 0);
+  assert.deepEqual(result.users, Object.fromEntries(names.map((name, v) => [name, v + 1])));
+});
+
 Deno.test("aggregateCsv applies metricKinds over the detected kinds", async () => {
   const result = await aggregateText(
     "user_id,variant,date,clicked,visits\n" +
