@@ -96,14 +96,15 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
 }
 
 /**
- * A connection that carried a body this large is closed after the answer (HTTP/1.1; HTTP/2
- * ignores the header): the runtime keeps the buffers such a body grew, up to about 20 MB for a
- * 200 MB upload, for as long as the connection stays open, so a client keeping it idle would keep
- * that memory in the service. A new connection costs such a client next to nothing.
+ * The answer to a body this large asks the client to close the connection (`Connection: close`,
+ * which HTTP/1.1 clients honour; the runtime does not close it itself, and HTTP/2 ignores the
+ * header): the runtime keeps the buffers such a body grew, up to about 20 MB for a 200 MB upload,
+ * for as long as the connection stays open, so a client keeping it idle would keep that memory in
+ * the service. A new connection costs such a client next to nothing.
  */
 export const CLOSE_AFTER_BODY_BYTES = 1024 * 1024;
 
-/** The body's size: as declared, else as received (a chunked upload logs `bytes_in`). */
+/** The body's size: the larger of the declared and the received (a chunked upload's `bytes_in`). */
 function bodyBytes(req: Request, logFields: Record<string, unknown>): number {
   const declared = Number(req.headers.get("content-length") ?? 0);
   const received = Number(logFields.bytes_in ?? 0);
