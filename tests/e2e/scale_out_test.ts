@@ -359,12 +359,14 @@ postgresTest(
       // Each instance reads the bucket through a proxy that can be slowed down.
       const proxies = [startFaultProxy(s3Port), startFaultProxy(s3Port)];
       const children: ChildServer[] = [];
+      const dataDirs: string[] = [];
       try {
         for (const proxy of proxies) {
+          dataDirs.push(await Deno.makeTempDir({ prefix: "abn-kill-" }));
           children.push(
             await spawnServer({
               ...sharedEnv(s3, database.url, proxy.endpoint),
-              ABN_DATA_DIR: await Deno.makeTempDir({ prefix: "abn-kill-" }),
+              ABN_DATA_DIR: dataDirs.at(-1)!,
               ABN_ANALYSIS_LEASE_SECONDS: "2",
             }),
           );
@@ -431,6 +433,7 @@ postgresTest(
         for (const child of children) await child.stop().catch(() => {});
         for (const proxy of proxies) await proxy.close();
         await s3.stop();
+        for (const dir of dataDirs) await Deno.remove(dir, { recursive: true }).catch(() => {});
       }
     }),
 );
