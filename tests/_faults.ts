@@ -158,77 +158,86 @@ export async function rawExchange(
   timeoutMs = 5_000,
 ): Promise<RawResult> {
   const conn = await Deno.connect({ hostname: "127.0.0.1", port });
-  const result: RawResult = { status: null, head: "", body: "", closed: false, timedOut: false };
   try {
-    try {
-      if (typeof request === "function") await request(conn);
-      else {
-        const bytes = typeof request === "string" ? new TextEncoder().encode(request) : request;
-        let offset = 0;
-        while (offset < bytes.length) offset += await conn.write(bytes.subarray(offset));
-      }
-    } catch {
-      // The server may close while we still write (a refused, oversize request).
-    }
-    const chunks: Uint8Array[] = [];
-    let total = 0;
-    const buf = new Uint8Array(64 * 1024);
-    const deadline = Date.now() + timeoutMs;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    while (true) {
-      const left = deadline - Date.now();
-      if (left <= 0) {
-        result.timedOut = true;
-        break;
-      }
-      let n: number | null;
-      try {
-        const outcome = await Promise.race([
-          conn.read(buf),
-          new Promise<"timeout">((r) => timer = setTimeout(() => r("timeout"), left)),
-        ]);
-        if (outcome === "timeout") {
-          result.timedOut = true;
-          break;
-        }
-        n = outcome;
-      } catch {
-        result.closed = true;
-        break;
-      } finally {
-        clearTimeout(timer);
-      }
-      if (n === null) {
-        result.closed = true;
-        break;
-      }
-      chunks.push(buf.slice(0, n));
-      total += n;
-      const text = new TextDecoder().decode(concat(chunks, total));
-      const end = text.indexOf("\r\n\r\n");
-      if (end >= 0) {
-        const head = text.slice(0, end);
-        const length = /\r\ncontent-length:\s*(\d+)/i.exec(head);
-        const body = text.slice(end + 4);
-        if (length && new TextEncoder().encode(body).length >= Number(length[1])) {
-          result.head = head;
-          result.body = body;
-          break;
-        }
-      }
-    }
-    const text = new TextDecoder().decode(concat(chunks, total));
-    const end = text.indexOf("\r\n\r\n");
-    result.head = end >= 0 ? text.slice(0, end) : text;
-    result.body = end >= 0 ? text.slice(end + 4) : "";
-    const status = /^HTTP\/1\.[01] (\d{3})/.exec(result.head);
-    result.status = status ? Number(status[1]) : null;
-    return result;
+    return await exchangeOn(conn, request, timeoutMs);
   } finally {
     try {
       conn.close();
     } catch { /* already closed */ }
   }
+}
+
+/** `rawExchange` on a connection the caller opened and keeps (for the requests after). */
+export async function exchangeOn(
+  conn: Deno.TcpConn,
+  request: Uint8Array | string | ((conn: Deno.TcpConn) => Promise<void>),
+  timeoutMs = 5_000,
+): Promise<RawResult> {
+  const result: RawResult = { status: null, head: "", body: "", closed: false, timedOut: false };
+  try {
+    if (typeof request === "function") await request(conn);
+    else {
+      const bytes = typeof request === "string" ? new TextEncoder().encode(request) : request;
+      let offset = 0;
+      while (offset < bytes.length) offset += await conn.write(bytes.subarray(offset));
+    }
+  } catch {
+    // The server may close while we still write (a refused, oversize request).
+  }
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const buf = new Uint8Array(64 * 1024);
+  const deadline = Date.now() + timeoutMs;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  while (true) {
+    const left = deadline - Date.now();
+    if (left <= 0) {
+      result.timedOut = true;
+      break;
+    }
+    let n: number | null;
+    try {
+      const outcome = await Promise.race([
+        conn.read(buf),
+        new Promise<"timeout">((r) => timer = setTimeout(() => r("timeout"), left)),
+      ]);
+      if (outcome === "timeout") {
+        result.timedOut = true;
+        break;
+      }
+      n = outcome;
+    } catch {
+      result.closed = true;
+      break;
+    } finally {
+      clearTimeout(timer);
+    }
+    if (n === null) {
+      result.closed = true;
+      break;
+    }
+    chunks.push(buf.slice(0, n));
+    total += n;
+    const text = new TextDecoder().decode(concat(chunks, total));
+    const end = text.indexOf("\r\n\r\n");
+    if (end >= 0) {
+      const head = text.slice(0, end);
+      const length = /\r\ncontent-length:\s*(\d+)/i.exec(head);
+      const body = text.slice(end + 4);
+      if (length && new TextEncoder().encode(body).length >= Number(length[1])) {
+        result.head = head;
+        result.body = body;
+        break;
+      }
+    }
+  }
+  const text = new TextDecoder().decode(concat(chunks, total));
+  const end = text.indexOf("\r\n\r\n");
+  result.head = end >= 0 ? text.slice(0, end) : text;
+  result.body = end >= 0 ? text.slice(end + 4) : "";
+  const status = /^HTTP\/1\.[01] (\d{3})/.exec(result.head);
+  result.status = status ? Number(status[1]) : null;
+  return result;
 }
 
 function concat(chunks: Uint8Array[], total: number): Uint8Array {

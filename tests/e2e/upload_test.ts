@@ -1,6 +1,7 @@
 import { assert, assertApiError, assertEquals } from "../_assert.ts";
 import { driverTest, driverTestWithRgw, startDriverServer } from "../_drivers.ts";
 import type { DriverServer } from "../_drivers.ts";
+import { exchangeOn, rawExchange, writeAll } from "../_faults.ts";
 
 const encoder = new TextEncoder();
 const VALID = await Deno.readFile(new URL("../testdata/small.csv", import.meta.url));
@@ -314,33 +315,6 @@ Deno.test("a local upload of 32 MiB or more is piped into its file and checked a
   }
 });
 
-/** Sends `head` and `body` on `conn` and reads one HTTP/1.1 answer: its head and its body. */
-async function exchange(
-  conn: Deno.Conn,
-  head: string,
-  body: Uint8Array = new Uint8Array(0),
-): Promise<{ head: string; body: string }> {
-  for (const bytes of [encoder.encode(head), body]) {
-    for (let at = 0; at < bytes.length;) at += await conn.write(bytes.subarray(at));
-  }
-  let got = new Uint8Array(0);
-  const more = async () => {
-    const buf = new Uint8Array(65536);
-    const n = await conn.read(buf);
-    if (n === null) throw new Error(`connection closed after ${got.length} bytes`);
-    const joined = new Uint8Array(got.length + n);
-    joined.set(got);
-    joined.set(buf.subarray(0, n), got.length);
-    got = joined;
-  };
-  let end = -1;
-  while ((end = new TextDecoder().decode(got).indexOf("\r\n\r\n")) < 0) await more();
-  const text = new TextDecoder().decode(got.subarray(0, end));
-  const length = Number(/\r\ncontent-length: *(\d+)/i.exec(text)?.[1] ?? 0);
-  while (got.length < end + 4 + length) await more();
-  return { head: text, body: new TextDecoder().decode(got.subarray(end + 4, end + 4 + length)) };
-}
-
 driverTest(
   "the answer to a large upload asks the client to close the connection; a small one keeps it",
   async (server) => {
@@ -348,13 +322,17 @@ driverTest(
     const post = (length: number) =>
       `POST /api/v1/datasets/upload/?experiment_id=conn HTTP/1.1\r\nHost: x\r\n` +
       `Authorization: Bearer ${server.apiKey}\r\nContent-Length: ${length}\r\n\r\n`;
+    const send = (head: string, body: Uint8Array) => async (conn: Deno.TcpConn) => {
+      await writeAll(conn, encoder.encode(head));
+      await writeAll(conn, body);
+    };
     const small = await Deno.connect({ hostname: "127.0.0.1", port });
     try {
-      const answer = await exchange(small, post(VALID.length), VALID);
+      const answer = await exchangeOn(small, send(post(VALID.length), VALID));
       assert(answer.head.startsWith("HTTP/1.1 201"), answer.head);
       assert(!/\r\nconnection: *close/i.test(answer.head), answer.head);
       // The same connection serves the next request.
-      const health = await exchange(small, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+      const health = await exchangeOn(small, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
       assert(health.head.startsWith("HTTP/1.1 200"), health.head);
     } finally {
       small.close();
@@ -363,11 +341,9 @@ driverTest(
     for (let i = 0; lines.length < 60_000; i++) lines.push(`u${i},${"AB"[i % 2]},2026-01-01,${i}`);
     const large = encoder.encode(lines.join("\n") + "\n");
     assert(large.length > 1024 * 1024);
-    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
-    const answer = await exchange(conn, post(large.length), large);
+    const answer = await rawExchange(port, send(post(large.length), large));
     assert(answer.head.startsWith("HTTP/1.1 201"), answer.head);
     assert(/\r\nconnection: *close/i.test(answer.head), answer.head);
     assertEquals(JSON.parse(answer.body).rows, 59_999);
-    conn.close();
   },
 );
