@@ -198,13 +198,12 @@ class ThreadedRun {
       this.#kinds,
       this.#options,
     );
-    // Done with: the user records, logs and batches go now, not at some later collection; or
-    // the worker's records go back to it, kept for the next run with the worker.
+    // Done with (the summary freed the logs): the user records and batches go now, not at some
+    // later collection; or the worker's records go back to it, kept for the next run with it.
     for (const tally of this.#tallies) tally.release();
     const state = this.#workerState;
     this.#workerState = null;
     if (state !== null && this.#workers !== null && this.#failure === null) {
-      for (const log of state.logs) if (log !== null) releaseState(log);
       const arena = state.arena;
       const used = 8 * state.top;
       this.#worker!.postMessage({ type: "recycle", arena, used } satisfies WorkerRequest, [arena]);
