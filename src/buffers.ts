@@ -11,35 +11,6 @@
  * freed, without moving that size) and frees them with `releaseBuffers` as soon as it is done.
  */
 
-/**
- * A worker that reads or tallies rows calls `keepBuffersAttached` at its start. Detaching an
- * ArrayBuffer (freeing it as above, or transferring it to another thread) makes V8 check every
- * later typed-array access of the whole isolate for detached buffers, for the isolate's life: the
- * aggregation's loops ran 15-20% slower on both threads once a buffer had been transferred. So in
- * such a worker `largeBuffer` answers shared memory (which threads use without transferring it)
- * and `releaseBuffers` frees nothing: the worker's memory is given back when it ends (see
- * `TallyWorkers`). The service's own thread detaches anyway (its streams transfer their buffers).
- */
-let attached = false;
-
-export function keepBuffersAttached(): void {
-  attached = true;
-}
-
-/** Whether this thread keeps its buffers attached (see `keepBuffersAttached`). */
-export function buffersKeptAttached(): boolean {
-  return attached;
-}
-
-/**
- * Of `buffers`, those to transfer with a message: none in a thread that keeps its buffers
- * attached (they are copied, or shared), and never shared memory (which is shared as it is).
- */
-export function transferable(buffers: ArrayBufferLike[]): ArrayBuffer[] {
-  if (attached) return [];
-  return buffers.filter((buffer): buffer is ArrayBuffer => buffer instanceof ArrayBuffer);
-}
-
 /** Bytes from which the system allocator maps a block on its own (glibc, 64-bit: 32 MiB). */
 export const MAPPED_BYTES = 32 * 1024 * 1024;
 
@@ -48,12 +19,9 @@ export const LARGE_BYTES = 256 * 1024;
 
 /**
  * A zeroed buffer of at least `bytes` bytes: from `LARGE_BYTES` on, at least `MAPPED_BYTES` long
- * (pages never written cost no memory), below that a plain one of `bytes`; shared memory of
- * `bytes` in a thread that keeps its buffers attached.
+ * (pages never written cost no memory), below that a plain one of `bytes`.
  */
 export function largeBuffer(bytes: number): ArrayBuffer {
-  // Shared memory is typed as the buffer it stands for: no code here tells the two apart.
-  if (attached) return new SharedArrayBuffer(Math.max(bytes, 1)) as unknown as ArrayBuffer;
   if (bytes < LARGE_BYTES || bytes >= MAPPED_BYTES) return new ArrayBuffer(bytes);
   try {
     return new ArrayBuffer(MAPPED_BYTES);
@@ -81,12 +49,11 @@ export function largeFloat64Array(length: number): Float64Array<ArrayBuffer> {
 /**
  * Frees the memory of `buffers` (or of the buffers under views) now: each is detached (its views
  * read as empty from then on), so only buffers nothing else uses may be given. Detached buffers
- * and shared memory are skipped, and nothing is freed in a thread that keeps its buffers attached.
+ * and shared memory are skipped.
  */
 export function releaseBuffers(
   ...buffers: (ArrayBufferLike | ArrayBufferView | null | undefined)[]
 ): void {
-  if (attached) return;
   for (const item of buffers) {
     if (item === null || item === undefined) continue;
     const buffer = ArrayBuffer.isView(item) ? item.buffer : item;

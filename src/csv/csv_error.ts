@@ -23,22 +23,6 @@ export class CsvError extends SyntaxError {
   }
 }
 
-/** A `CsvError` as plain data (to send to another thread). */
-export interface CsvErrorData {
-  code: CsvErrorCode;
-  message: string;
-  line: number | null;
-}
-
-export function csvErrorData(error: CsvError): CsvErrorData {
-  return { code: error.code, message: error.message, line: error.line };
-}
-
-/** The `CsvError` the data describes. */
-export function csvError(data: CsvErrorData): CsvError {
-  return new CsvError(data.code, data.message, data.line);
-}
-
 /**
  * `message` with ` (line N)` appended unless it already names line `line`, as in
  * `Cannot parse line 12: expected 5 fields, got 3`.

@@ -21,7 +21,7 @@ import { batchBuffers, newBatch, type RowBatch } from "./_row_batch.ts";
 import { type BatchSink, LANE_0_SHARE, type MetricKind, RowReader } from "./_row_reader.ts";
 import { summarize, type SummaryOptions, summaryOptions } from "./_summary.ts";
 import { releaseState, type TallyState, UserTally } from "./_user_tally.ts";
-import { releaseBuffers, transferable } from "../../buffers.ts";
+import { releaseBuffers } from "../../buffers.ts";
 import type { WorkerReply, WorkerRequest } from "./_user_worker.ts";
 import type { TallyWorkers } from "./tally_workers.ts";
 
@@ -50,50 +50,22 @@ function expectedUsers(options: AggregateOptions): number {
 
 const WORKER_URL = new URL("./_user_worker.ts", import.meta.url);
 
-/** A tally worker reached through a port (see `aggregateThreaded`). */
-export interface TallyPeer {
-  port: MessagePort;
-  /** Whether it answered `ready` through the port in an earlier run. */
-  up: boolean;
-}
-
-/** The port of a `TallyPeer`, as the worker it stands for (closing it ends nothing else). */
-function peerWorker(port: MessagePort): Worker {
-  return {
-    postMessage: (message: unknown, transfer: Transferable[] = []) =>
-      port.postMessage(message, transfer),
-    set onmessage(handler: ((event: MessageEvent) => void) | null) {
-      port.onmessage = handler;
-    },
-    set onmessageerror(handler: ((event: MessageEvent) => void) | null) {
-      port.onmessageerror = handler;
-    },
-    // Its errors are its owner's to hear.
-    onerror: null,
-    terminate: () => port.close(),
-  } as unknown as Worker;
-}
-
 /**
  * Aggregates `chunks` as `aggregateCsv` does; without a worker when `options.worker` is false.
  * For tests: `workerUrl` replaces the worker module, and `onMode` hears when the run turns
- * "threaded" (the worker is up) or "local". With `peer`, the tally worker is the one at the other
- * end of `peer.port` (started by the caller's caller, see `aggregateOffThread`; up already when
- * `peer.up`), and it is left to its owner at the end.
+ * "threaded" (the worker is up) or "local".
  */
 export async function aggregateThreaded(
   chunks: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,
   options: AggregateOptions = {},
   workerUrl: URL = WORKER_URL,
   onMode: (mode: "threaded" | "local") => void = () => {},
-  peer: TallyPeer | null = null,
 ): Promise<Aggregate> {
   const run = new ThreadedRun(
     options,
     summaryOptions(options),
     options.worker === false ? null : workerUrl,
     onMode,
-    peer,
   );
   try {
     for await (const chunk of chunks) {
@@ -120,8 +92,6 @@ class ThreadedRun {
   /** Per lane: the expected number of its users (see `UserTable`), 0 when unknown. */
   readonly #expected: readonly [number, number];
   #worker: Worker | null = null;
-  /** The tally worker's port, when it is another thread's (see `TallyPeer`). */
-  #peer: TallyPeer | null = null;
   /** Where a worker is kept between runs (and taken from), if anywhere. */
   #workers: TallyWorkers | null = null;
   #mode: "starting" | "threaded" | "local" = "starting";
@@ -143,7 +113,6 @@ class ThreadedRun {
     summary: SummaryOptions,
     workerUrl: URL | null,
     onMode: (mode: "threaded" | "local") => void,
-    peer: TallyPeer | null,
   ) {
     this.#kinds = options.metricKinds ?? {};
     this.#options = summary;
@@ -166,12 +135,10 @@ class ThreadedRun {
       this.#goLocal();
       return;
     }
-    this.#peer = peer;
-    this.#workers = peer === null ? options.tallyWorkers ?? null : null;
-    const kept = peer?.up ? peerWorker(peer.port) : this.#workers?.take(Worker) ?? null;
+    this.#workers = options.tallyWorkers ?? null;
+    const kept = this.#workers?.take() ?? null;
     try {
-      const worker = kept ??
-        (peer !== null ? peerWorker(peer.port) : new Worker(workerUrl.href, { type: "module" }));
+      const worker = kept ?? new Worker(workerUrl.href, { type: "module" });
       worker.onmessage = (event: MessageEvent<WorkerReply>) => this.#receive(event.data);
       worker.onerror = (event) => {
         event.preventDefault();
@@ -236,14 +203,11 @@ class ThreadedRun {
     for (const tally of this.#tallies) tally.release();
     const state = this.#workerState;
     this.#workerState = null;
-    const kept = this.#workers !== null || this.#peer !== null;
-    if (state !== null && kept && this.#failure === null) {
+    if (state !== null && this.#workers !== null && this.#failure === null) {
       const arena = state.arena;
       const used = 8 * state.top;
-      const recycle = { type: "recycle", arena, used } satisfies WorkerRequest;
-      this.#worker!.postMessage(recycle, transferable([arena]));
-      this.#workers?.keep(this.#worker!);
-      if (this.#peer !== null) this.#peer.up = true;
+      this.#worker!.postMessage({ type: "recycle", arena, used } satisfies WorkerRequest, [arena]);
+      this.#workers.keep(this.#worker!);
       this.#worker = null;
     } else if (state !== null) releaseState(state);
     this.#reader.release();
@@ -253,12 +217,8 @@ class ThreadedRun {
 
   close(): void {
     clearTimeout(this.#startTimer);
-    const worker = this.#worker;
+    this.#worker?.terminate();
     this.#worker = null;
-    if (worker === null) return;
-    // Nothing it still sends is heard (a port may hand over what it holds as it closes).
-    worker.onmessage = null;
-    worker.terminate();
   }
 
   /** The header is read: where the batches of each lane go from now on. */
@@ -308,7 +268,7 @@ class ThreadedRun {
     this.#inFlight++;
     this.#worker!.postMessage(
       { type: "batch", batch } satisfies WorkerRequest,
-      transferable(batchBuffers(batch)),
+      batchBuffers(batch),
     );
   }
 

@@ -66,7 +66,7 @@ export function newBatch(rows: number, metrics: number, dimensions: boolean): Ro
   };
 }
 
-/** The buffers behind a batch (each once), to free or to transfer (see `transferable`). */
+/** The buffers behind a batch (each once), to transfer with it. */
 export function batchBuffers(batch: RowBatch): ArrayBuffer[] {
   return [
     ...new Set([

@@ -96,7 +96,7 @@ export interface TallyState {
   logs: (LogEntries | null)[];
 }
 
-/** The buffers behind a tally state (each once), to free or to transfer (see `transferable`). */
+/** The buffers behind a tally state (each once), to transfer with it. */
 export function stateBuffers(state: TallyState): ArrayBuffer[] {
   const buffers = new Set([state.arena]);
   for (const log of state.logs) {

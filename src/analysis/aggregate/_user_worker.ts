@@ -10,7 +10,7 @@
 import { batchBuffers, type RowBatch } from "./_row_batch.ts";
 import { stateBuffers, type TallyState, UserTally } from "./_user_tally.ts";
 import type { TableSpare } from "./_user_table.ts";
-import { keepBuffersAttached, releaseBuffers, transferable } from "../../buffers.ts";
+import { releaseBuffers } from "../../buffers.ts";
 
 /** What the reading thread sends: start, batches, finish, and to a kept worker, recycle. */
 export type WorkerRequest =
@@ -38,19 +38,12 @@ export type WorkerReply =
   | { type: "state"; state: TallyState }
   | { type: "failed"; message: string };
 
-/** From the thread that started this one: the port of the worker that reads the rows. */
-export interface WorkerConnect {
-  type: "connect";
-  port: MessagePort;
-}
-
 interface WorkerScope {
-  onmessage: ((event: MessageEvent<WorkerRequest | WorkerConnect>) => void) | null;
+  onmessage: ((event: MessageEvent<WorkerRequest>) => void) | null;
   postMessage(message: WorkerReply, transfer?: Transferable[]): void;
 }
 
 const scope = globalThis as unknown as WorkerScope;
-keepBuffersAttached();
 let tally: UserTally | null = null;
 /** The last table's memory, kept for the next one. */
 let spareArena: { arena: ArrayBuffer; used: number } | null = null;
@@ -69,11 +62,7 @@ function takeSpare(): TableSpare {
   return spare;
 }
 
-/** Where the answers go: the thread that started this one, or the port it handed over. */
-let reply = (message: WorkerReply, transfer: Transferable[] = []) =>
-  scope.postMessage(message, transfer);
-
-function handle(request: WorkerRequest): void {
+scope.onmessage = ({ data: request }) => {
   try {
     if (request.type === "start") {
       const { forcedConversion, dimensions, reserveBytes, expectedUsers } = request;
@@ -81,35 +70,20 @@ function handle(request: WorkerRequest): void {
       tally = new UserTally(forcedConversion, dimensions, reserveBytes, expectedUsers, spare);
     } else if (request.type === "batch") {
       tally!.add(request.batch);
-      reply(
-        { type: "batch", batch: request.batch },
-        transferable(batchBuffers(request.batch)),
-      );
+      scope.postMessage({ type: "batch", batch: request.batch }, batchBuffers(request.batch));
     } else if (request.type === "finish") {
       const state = tally!.state();
       releaseBuffers(spareSlots);
       spareSlots = tally!.takeSlots();
       tally = null;
-      reply({ type: "state", state }, transferable(stateBuffers(state)));
+      scope.postMessage({ type: "state", state }, stateBuffers(state));
     } else {
       releaseBuffers(spareArena?.arena);
       spareArena = { arena: request.arena, used: request.used };
     }
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    reply({ type: "failed", message });
+    scope.postMessage({ type: "failed", message });
   }
-}
-
-scope.onmessage = ({ data }: MessageEvent<WorkerRequest | WorkerConnect>) => {
-  if (data.type !== "connect") {
-    handle(data);
-    return;
-  }
-  // The reading runs in another worker: requests and answers go through this port from now on.
-  const port = data.port;
-  reply = (message, transfer = []) => port.postMessage(message, transfer);
-  port.onmessage = ({ data: request }: MessageEvent<WorkerRequest>) => handle(request);
-  reply({ type: "ready" });
 };
 scope.postMessage({ type: "ready" });

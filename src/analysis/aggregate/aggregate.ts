@@ -12,7 +12,6 @@
  */
 import type { Aggregate, AggregateOptions } from "./aggregate_types.ts";
 import { aggregateThreaded } from "./_aggregate_threaded.ts";
-import { aggregateOffThread } from "./_aggregate_off_thread.ts";
 import { CsvRowSplitter } from "./_csv_rows.ts";
 import type { RowBatch } from "./_row_batch.ts";
 import { type MetricKind, RowReader } from "./_row_reader.ts";
@@ -87,20 +86,17 @@ export class CsvAggregator {
 }
 
 /**
- * Aggregates a whole CSV stream. A large input (or one of unknown size) is read off the calling
- * thread when workers can start (`aggregateOffThread`): a reading worker reads the cells and keeps
- * an eighth of the users, a tally worker the rest, and the calling thread only passes the chunks
- * on. With `worker` false, on the calling thread alone. A small input, or workers that cannot
- * start, are read on the calling thread (with a tally worker when one starts, see
- * `aggregateThreaded`); the answer is the same either way.
+ * Aggregates a whole CSV stream, on two threads when a worker can start (and `worker` is not
+ * false): this one reads the cells and keeps an eighth of the users, the worker the rest.
+ * Otherwise (a small input, a worker that cannot start, an input that ends before the worker is
+ * up) all on the calling thread; the answer is the same either way.
  */
 export async function aggregateCsv(
   chunks: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,
   options: AggregateOptions = {},
 ): Promise<Aggregate> {
   if (options.sizeBytes === undefined || options.sizeBytes > SMALL_INPUT_BYTES) {
-    if (options.worker === false) return await aggregateThreaded(chunks, options);
-    return await aggregateOffThread(chunks, options);
+    return await aggregateThreaded(chunks, options);
   }
   const aggregator = new CsvAggregator(options);
   for await (const chunk of chunks) {
