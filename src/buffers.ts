@@ -9,6 +9,11 @@
  * So the analysis allocates its large arrays with `largeBuffer` (at least `MAPPED_BYTES`: always
  * mapped by the allocator on its own, resident only where written, and given back whole when
  * freed, without moving that size) and frees them with `releaseBuffers` as soon as it is done.
+ *
+ * Freeing this way detaches the buffer, and that has a price: once a buffer was detached in a
+ * thread (freed so, or transferred to another thread), V8 runs that thread's typed-array code
+ * slower for good (the aggregation about 15% slower, README "Session H"). The service's own
+ * thread detaches anyway, as its streams transfer their buffers.
  */
 
 /** Bytes from which the system allocator maps a block on its own (glibc, 64-bit: 32 MiB). */
