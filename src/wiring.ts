@@ -23,6 +23,7 @@ import { createApp } from "./app.ts";
 import { RateLimiter } from "./http/rate_limiter.ts";
 import { Ingest } from "./ingest/ingest.ts";
 import { TallyWorkers } from "./analysis/aggregate/tally_workers.ts";
+import { ValidatorThread } from "./ingest/off_thread_validator.ts";
 import { apiRoutes } from "./routes/mod.ts";
 import type { AppDeps, AppRoutes } from "./routes/deps.ts";
 import { createLogger } from "./log.ts";
@@ -138,6 +139,8 @@ export async function createService(
 
   await startupSweep(store, log);
   const tallyWorkers = new TallyWorkers();
+  // Two-step deliveries are checked on a thread of their own, beside the reading.
+  const validatorThread = new ValidatorThread();
   const queueOptions = {
     db,
     store,
@@ -148,6 +151,7 @@ export async function createService(
     historyMaxSnapshots: config.historyMaxSnapshots,
     // Large analyses in a row reuse the aggregation's worker and its memory.
     tallyWorkers,
+    validatorThread,
     log,
   };
   const analysis: AnalysisScheduler = db.jobs
@@ -240,6 +244,7 @@ export async function createService(
       await clean.stop();
       await analysis.stop();
       tallyWorkers.stop();
+      validatorThread.stop();
       await grants?.flush();
       ingest.close();
       await recorder.flush();

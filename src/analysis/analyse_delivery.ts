@@ -36,6 +36,7 @@ import {
 import { snapshotFigures } from "./history/snapshot.ts";
 import { releaseBuffers } from "../buffers.ts";
 import type { TallyWorkers } from "./aggregate/tally_workers.ts";
+import type { ValidatorThread } from "../ingest/off_thread_validator.ts";
 
 /** The phases of a run that its `analysis finished` line times (see `RunPhases`). */
 type Phase = "read" | "load" | "validate" | "aggregate" | "report" | "save";
@@ -109,6 +110,8 @@ export interface AnalyseDeps {
   historyMaxSnapshots?: number;
   /** Where the aggregation's worker waits between runs (see `TallyWorkers`); default nowhere. */
   tallyWorkers?: TallyWorkers;
+  /** Where two-step deliveries are checked and hashed (see `aggregateDelivery`); default here. */
+  validatorThread?: ValidatorThread;
 }
 
 /**
@@ -150,7 +153,10 @@ export async function analyseDelivery(
     const previous = await db.deliverySummaries.get(orgId, experimentId);
     // The content's SHA-256: from the upload, from the last run of this object, or read here.
     const known = delivery.sha256 ?? (previous?.etag === etag ? previous.sha256 : undefined);
-    const hash = known === undefined ? createHash("sha256") : null;
+    // An unvalidated delivery is checked and hashed on the validator thread, when there is one.
+    const offThread = !delivery.validated ? deps.validatorThread : undefined;
+    const hash = known === undefined && offThread === undefined ? createHash("sha256") : null;
+    const checkedHash = { hex: null as string | null };
     phases.enter("aggregate");
     // A two-step delivery is validated beside the reading: a refusal is the upload check's.
     const aggregate = await aggregateDelivery(object.body, {
@@ -165,10 +171,12 @@ export async function analyseDelivery(
       keyMetric: settings.key_metric,
       userSummary: true,
       onChunk: hash === null ? undefined : (chunk) => hash.update(chunk),
+      validatorThread: offThread,
+      sha256: checkedHash,
       waited: phases.waited,
       checked: phases.checked,
     });
-    const sha256 = known ?? hash!.digest("hex");
+    const sha256 = known ?? hash?.digest("hex") ?? checkedHash.hex!;
     phases.enter("report");
     const rows = aggregate.rows;
     const summary = deliverySummaryOf(aggregate);

@@ -25,6 +25,7 @@ import { describeError } from "../log.ts";
 import { SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
 import { analyseDelivery, outdatedDeliveries } from "./analyse_delivery.ts";
 import type { TallyWorkers } from "./aggregate/tally_workers.ts";
+import type { ValidatorThread } from "../ingest/off_thread_validator.ts";
 
 /** Small datasets analysed at the same time (beside the larger ones). */
 export const SMALL_AT_ONCE = 8;
@@ -79,6 +80,8 @@ export interface AnalysisQueueOptions {
   historyMaxSnapshots?: number;
   /** Where the aggregation's worker waits between runs (see `TallyWorkers`); default nowhere. */
   tallyWorkers?: TallyWorkers;
+  /** Where two-step deliveries are checked and hashed (see `aggregateDelivery`); default here. */
+  validatorThread?: ValidatorThread;
   log: Logger;
 }
 

@@ -6,7 +6,7 @@
  */
 /// <reference lib="deno.worker" />
 import { createHash, type Hash } from "node:crypto";
-import { DatasetValidator } from "../pipeline/mod.ts";
+import { DatasetValidator, ValidationError } from "../pipeline/mod.ts";
 import { ApiError } from "../http/errors.ts";
 import type { ValidatorReply, ValidatorRequest } from "./off_thread_validator.ts";
 
@@ -20,7 +20,8 @@ function reply(message: ValidatorReply, transfer: Transferable[] = []): void {
 function failure(id: number, error: unknown): void {
   validators.set(id, null);
   if (error instanceof ApiError) {
-    reply({ id, type: "error", code: error.code, message: error.message });
+    const line = error instanceof ValidationError ? error.line : null;
+    reply({ id, type: "error", code: error.code, message: error.message, line });
   } else {
     reply({ id, type: "error", code: "internal_error", message: String(error) });
   }

@@ -18,7 +18,14 @@ export type ValidatorRequest =
 
 export type ValidatorReply =
   | { id: number; type: "buffer"; buffer: ArrayBuffer }
-  | { id: number; type: "error"; code: ErrorCode | "internal_error"; message: string }
+  | {
+    id: number;
+    type: "error";
+    code: ErrorCode | "internal_error";
+    message: string;
+    /** The `ValidationError`'s line, when it names one. */
+    line?: number | null;
+  }
   | { id: number; type: "summary"; summary: ValidationSummary; sha256: string };
 
 /** What the worker answers at the end of a valid upload. */
@@ -30,7 +37,7 @@ export interface OffThreadResult {
 
 export interface Session {
   onBuffer(buffer: ArrayBuffer): void;
-  onError(code: string, message: string): void;
+  onError(code: string, message: string, line?: number | null): void;
   onSummary(result: OffThreadResult): void;
 }
 
@@ -113,7 +120,7 @@ export class ValidatorThread {
       const session = this.#sessions.get(m.id);
       if (!session) return;
       if (m.type === "buffer") session.onBuffer(m.buffer);
-      else if (m.type === "error") session.onError(m.code, m.message);
+      else if (m.type === "error") session.onError(m.code, m.message, m.line);
       else session.onSummary({ summary: m.summary, sha256: m.sha256 });
     };
     worker.onerror = (event) => {
@@ -126,11 +133,10 @@ export class ValidatorThread {
   }
 }
 
-function toError(code: string, message: string): Error {
+function toError(code: string, message: string, line: number | null = null): Error {
   if (code === "internal_error") return new Error(`Validator failed: ${message}`);
-  // The message already names the line; keep it as it is.
-  const error = new ValidationError(code as ErrorCode, message);
-  return error;
+  // The message already names the line (`ValidationError` appends it only when it does not).
+  return new ValidationError(code as ErrorCode, message, line);
 }
 
 export class OffThreadValidator {
@@ -169,9 +175,9 @@ export class OffThreadValidator {
         this.#inFlight--;
         this.#onBuffer(buffer);
       },
-      onError: (code, message) => {
+      onError: (code, message, line) => {
         // The session stays until abort(): the worker still hands the in-flight buffers back.
-        this.#error ??= toError(code, message);
+        this.#error ??= toError(code, message, line);
         this.#reject(this.#error);
         this.#onError?.(this.#error);
       },

@@ -3,6 +3,7 @@ import { CsvAggregator } from "../../src/analysis/aggregate/aggregate.ts";
 import { aggregateDelivery } from "../../src/analysis/aggregate_delivery.ts";
 import { CsvError } from "../../src/csv/csv_error.ts";
 import { DatasetValidator, ValidationError } from "../../src/pipeline/mod.ts";
+import { ValidatorThread } from "../../src/ingest/off_thread_validator.ts";
 
 const encoder = new TextEncoder();
 
@@ -93,4 +94,77 @@ Deno.test("aggregateDelivery cancels the body once the validator refuses it", as
   });
   await assert.rejects(aggregateDelivery(endless), { name: "ValidationError" });
   assert.ok(cancelled);
+});
+
+Deno.test("aggregateDelivery checks on the validator thread with the same verdict, and hashes", async () => {
+  const thread = new ValidatorThread();
+  try {
+    const alone = new CsvAggregator();
+    alone.push(encoder.encode(GOOD));
+    const sha256 = { hex: null as string | null };
+    assert.deepEqual(
+      await aggregateDelivery(body(GOOD), { validatorThread: thread, sha256 }),
+      alone.finish(),
+    );
+    const digest = await crypto.subtle.digest("SHA-256", encoder.encode(GOOD));
+    const hex = Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+    assert.equal(sha256.hex, hex);
+    for (
+      const text of [
+        "user_id,variant,date,m\nu1,A,2026-01-01,1\nu2,B,2026-02-30,0\n",
+        "user_id,variant,date,city\nu1,A,2026-01-01,Berlin\n",
+        "user_id,variant,date,m\nu1,A,2026-01-01,1\n\x00",
+        // The reader stops first (at finish); the answer is the validator's.
+        'user_id,variant,date,m\n"u\n1",A,2026-01-01,"1',
+        // The reader stops at the header; the validator reads the rest and refuses a later line.
+        "user_id;variant;date;m\nu1;A;2026-01-01;1\nu2;B;2026-01-01;1;9\n",
+      ]
+    ) {
+      const expected = directError(text);
+      await assert.rejects(
+        aggregateDelivery(body(text), { validatorThread: thread }),
+        (error: ValidationError) => {
+          assert.ok(error instanceof ValidationError, String(error));
+          assert.equal(error.code, expected.code, text);
+          assert.equal(error.message, expected.message);
+          assert.equal(error.line, expected.line);
+          return true;
+        },
+      );
+    }
+  } finally {
+    thread.stop();
+  }
+});
+
+Deno.test("aggregateDelivery on the validator thread cancels a refused body and passes on the body's error", async () => {
+  const thread = new ValidatorThread();
+  try {
+    let cancelled = false;
+    let pulls = 0;
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulls++;
+        controller.enqueue(encoder.encode(pulls === 1 ? "user_id\tvariant\tdate\n" : "x\n"));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    await assert.rejects(aggregateDelivery(endless, { validatorThread: thread }), {
+      name: "ValidationError",
+    });
+    assert.ok(cancelled);
+    const failing = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(encoder.encode("user_id,variant,date,m\nu1,A,2026-01-01,1\n"));
+        controller.error(new RangeError("storage went away"));
+      },
+    });
+    await assert.rejects(aggregateDelivery(failing, { validatorThread: thread }), {
+      name: "RangeError",
+    });
+  } finally {
+    thread.stop();
+  }
 });
