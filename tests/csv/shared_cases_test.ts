@@ -15,6 +15,7 @@ import assert from "node:assert/strict";
 import { CsvAggregator } from "../../src/analysis/aggregate/aggregate.ts";
 import type { Aggregate } from "../../src/analysis/aggregate/aggregate_types.ts";
 import { aggregateDelivery } from "../../src/analysis/aggregate_delivery.ts";
+import { ValidatorThread } from "../../src/ingest/off_thread_validator.ts";
 import type { Header } from "../../src/csv/header.ts";
 import { REQUIRED_COLUMNS } from "../../src/csv/header.ts";
 import { DatasetValidator, type ValidationSummary } from "../../src/pipeline/mod.ts";
@@ -93,9 +94,10 @@ function stream(chunks: Uint8Array[]): ReadableStream<Uint8Array> {
 
 /**
  * Runs one case through both readers; answers what disagreed. `worker`: whether the analysis may
- * start its worker thread (the same answer; each start costs tens of milliseconds).
+ * start its worker thread (the same answer; each start costs tens of milliseconds). A two-step
+ * delivery is also checked on `thread`, as the service checks it.
  */
-async function compare(c: Case, worker: boolean): Promise<string[]> {
+async function compare(c: Case, worker: boolean, thread: ValidatorThread): Promise<string[]> {
   const failures: string[] = [];
   const fail = (what: string) => failures.push(`${c.name}: ${what}`);
   const cuts = chunkings(c);
@@ -128,24 +130,28 @@ async function compare(c: Case, worker: boolean): Promise<string[]> {
         fail(`accepted, but the analysis reader refused it: ${error}`);
       }
     }
-    // As the analysis runs: after a direct upload (validated) and after a two-step delivery.
-    for (const validated of [true, false]) {
+    // As the analysis runs: after a direct upload (validated) and after a two-step delivery,
+    // checked on this thread or on the validator thread.
+    for (const [validated, validatorThread] of [[true], [false], [false, thread]] as const) {
+      const how = `validated: ${validated}${validatorThread ? ", on the validator thread" : ""}`;
       try {
         const aggregate = await aggregateDelivery(stream(cuts[cuts.length - 1]), {
           validated,
           worker,
+          validatorThread,
         });
         if (first && JSON.stringify(aggregate) !== JSON.stringify(first)) {
-          fail(`aggregateDelivery (validated: ${validated}) read another aggregate`);
+          fail(`aggregateDelivery (${how}) read another aggregate`);
         }
       } catch (error) {
-        fail(`accepted, but aggregateDelivery (validated: ${validated}) failed: ${error}`);
+        fail(`accepted, but aggregateDelivery (${how}) failed: ${error}`);
       }
     }
   } else {
-    for (const chunks of [cuts[0], cuts[cuts.length - 1]]) {
+    const runs = [[cuts[0]], [cuts[cuts.length - 1]], [cuts[cuts.length - 1], thread]] as const;
+    for (const [chunks, validatorThread] of runs) {
       try {
-        await aggregateDelivery(stream(chunks), { worker });
+        await aggregateDelivery(stream(chunks), { worker, validatorThread });
         fail(`refused (${verdict.code}), but a two-step delivery was analysed`);
       } catch (error) {
         const { code, message, line } = error as { code?: string; message: string; line?: number };
@@ -162,7 +168,14 @@ async function compare(c: Case, worker: boolean): Promise<string[]> {
 /** Compares every case; one in `WORKER_EVERY` runs the analysis with its worker thread. */
 async function assertAgree(cases: Case[]): Promise<void> {
   const failures: string[] = [];
-  for (const [i, c] of cases.entries()) failures.push(...await compare(c, i % WORKER_EVERY === 0));
+  const thread = new ValidatorThread();
+  try {
+    for (const [i, c] of cases.entries()) {
+      failures.push(...await compare(c, i % WORKER_EVERY === 0, thread));
+    }
+  } finally {
+    thread.stop();
+  }
   assert.deepEqual(failures.slice(0, 20), [], failures.slice(0, 20).join("\n"));
 }
 
