@@ -37,26 +37,45 @@ Deno.test("aggregateDelivery reads a file that passes the checks as CsvAggregato
   assert.deepEqual(await aggregateDelivery(body(GOOD), { validated: true }), expected);
 });
 
-Deno.test("aggregateDelivery refuses an unvalidated delivery with the upload check's error", async () => {
-  for (
-    const text of [
-      "user_id,variant,date,m\nu1,A,2026-01-01,1\nu2,B,2026-02-30,0\n",
-      "user_id,variant,date,city\nu1,A,2026-01-01,Berlin\n",
-      "user_id,variant,date,m\nu1,A,2026-01-01,1\n\x00",
-      // The row starts on line 2, its open quote on line 3: the reader stops first, at finish,
-      // naming the row's line; the answer is the validator's.
-      'user_id,variant,date,m\n"u\n1",A,2026-01-01,"1',
-    ]
-  ) {
-    const expected = directError(text);
-    await assert.rejects(aggregateDelivery(body(text)), (error: ValidationError) => {
-      assert.ok(error instanceof ValidationError, String(error));
-      assert.equal(error.code, expected.code);
-      assert.equal(error.message, expected.message);
-      assert.equal(error.line, expected.line);
-      return true;
-    });
+/** Files the upload checks refuse. */
+const REFUSED = [
+  "user_id,variant,date,m\nu1,A,2026-01-01,1\nu2,B,2026-02-30,0\n",
+  "user_id,variant,date,city\nu1,A,2026-01-01,Berlin\n",
+  "user_id,variant,date,m\nu1,A,2026-01-01,1\n\x00",
+  // The row starts on line 2, its open quote on line 3: the reader stops first, at finish,
+  // naming the row's line; the answer is the validator's.
+  'user_id,variant,date,m\n"u\n1",A,2026-01-01,"1',
+  // The reader stops at the header; the validator reads the rest and refuses a later line.
+  "user_id;variant;date;m\nu1;A;2026-01-01;1\nu2;B;2026-01-01;1;9\n",
+];
+
+/** Runs `test` with the checks on this thread, then on a validator thread (stopped after). */
+async function onBothThreads(test: (thread: ValidatorThread | undefined) => Promise<void>) {
+  await test(undefined);
+  const thread = new ValidatorThread();
+  try {
+    await test(thread);
+  } finally {
+    thread.stop();
   }
+}
+
+Deno.test("aggregateDelivery refuses an unvalidated delivery with the upload check's error", async () => {
+  await onBothThreads(async (validatorThread) => {
+    for (const text of REFUSED) {
+      const expected = directError(text);
+      await assert.rejects(
+        aggregateDelivery(body(text), { validatorThread }),
+        (error: ValidationError) => {
+          assert.ok(error instanceof ValidationError, String(error));
+          assert.equal(error.code, expected.code, text);
+          assert.equal(error.message, expected.message);
+          assert.equal(error.line, expected.line);
+          return true;
+        },
+      );
+    }
+  });
 });
 
 Deno.test("aggregateDelivery leaves a validated delivery to the reader and its CsvError", async () => {
@@ -71,32 +90,38 @@ Deno.test("aggregateDelivery leaves a validated delivery to the reader and its C
 });
 
 Deno.test("aggregateDelivery passes on an error of the body itself", async () => {
-  const failing = new ReadableStream<Uint8Array>({
-    start(controller) {
-      controller.enqueue(encoder.encode("user_id,variant,date,m\nu1,A,2026-01-01,1\n"));
-      controller.error(new RangeError("storage went away"));
-    },
+  await onBothThreads(async (validatorThread) => {
+    const failing = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(encoder.encode("user_id,variant,date,m\nu1,A,2026-01-01,1\n"));
+        controller.error(new RangeError("storage went away"));
+      },
+    });
+    await assert.rejects(aggregateDelivery(failing, { validatorThread }), { name: "RangeError" });
   });
-  await assert.rejects(aggregateDelivery(failing), { name: "RangeError" });
 });
 
 Deno.test("aggregateDelivery cancels the body once the validator refuses it", async () => {
-  let cancelled = false;
-  let pulls = 0;
-  const endless = new ReadableStream<Uint8Array>({
-    pull(controller) {
-      pulls++;
-      controller.enqueue(encoder.encode(pulls === 1 ? "user_id\tvariant\tdate\n" : "x\n"));
-    },
-    cancel() {
-      cancelled = true;
-    },
+  await onBothThreads(async (validatorThread) => {
+    let cancelled = false;
+    let pulls = 0;
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulls++;
+        controller.enqueue(encoder.encode(pulls === 1 ? "user_id\tvariant\tdate\n" : "x\n"));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    await assert.rejects(aggregateDelivery(endless, { validatorThread }), {
+      name: "ValidationError",
+    });
+    assert.ok(cancelled);
   });
-  await assert.rejects(aggregateDelivery(endless), { name: "ValidationError" });
-  assert.ok(cancelled);
 });
 
-Deno.test("aggregateDelivery checks on the validator thread with the same verdict, and hashes", async () => {
+Deno.test("aggregateDelivery on the validator thread reads a good file alike and answers its hash", async () => {
   const thread = new ValidatorThread();
   try {
     const alone = new CsvAggregator();
@@ -109,61 +134,6 @@ Deno.test("aggregateDelivery checks on the validator thread with the same verdic
     const digest = await crypto.subtle.digest("SHA-256", encoder.encode(GOOD));
     const hex = Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
     assert.equal(sha256.hex, hex);
-    for (
-      const text of [
-        "user_id,variant,date,m\nu1,A,2026-01-01,1\nu2,B,2026-02-30,0\n",
-        "user_id,variant,date,city\nu1,A,2026-01-01,Berlin\n",
-        "user_id,variant,date,m\nu1,A,2026-01-01,1\n\x00",
-        // The reader stops first (at finish); the answer is the validator's.
-        'user_id,variant,date,m\n"u\n1",A,2026-01-01,"1',
-        // The reader stops at the header; the validator reads the rest and refuses a later line.
-        "user_id;variant;date;m\nu1;A;2026-01-01;1\nu2;B;2026-01-01;1;9\n",
-      ]
-    ) {
-      const expected = directError(text);
-      await assert.rejects(
-        aggregateDelivery(body(text), { validatorThread: thread }),
-        (error: ValidationError) => {
-          assert.ok(error instanceof ValidationError, String(error));
-          assert.equal(error.code, expected.code, text);
-          assert.equal(error.message, expected.message);
-          assert.equal(error.line, expected.line);
-          return true;
-        },
-      );
-    }
-  } finally {
-    thread.stop();
-  }
-});
-
-Deno.test("aggregateDelivery on the validator thread cancels a refused body and passes on the body's error", async () => {
-  const thread = new ValidatorThread();
-  try {
-    let cancelled = false;
-    let pulls = 0;
-    const endless = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        pulls++;
-        controller.enqueue(encoder.encode(pulls === 1 ? "user_id\tvariant\tdate\n" : "x\n"));
-      },
-      cancel() {
-        cancelled = true;
-      },
-    });
-    await assert.rejects(aggregateDelivery(endless, { validatorThread: thread }), {
-      name: "ValidationError",
-    });
-    assert.ok(cancelled);
-    const failing = new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(encoder.encode("user_id,variant,date,m\nu1,A,2026-01-01,1\n"));
-        controller.error(new RangeError("storage went away"));
-      },
-    });
-    await assert.rejects(aggregateDelivery(failing, { validatorThread: thread }), {
-      name: "RangeError",
-    });
   } finally {
     thread.stop();
   }
