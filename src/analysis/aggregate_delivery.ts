@@ -18,6 +18,7 @@ import { DatasetValidator, ValidationError } from "../pipeline/mod.ts";
 import { OffThreadValidator, type ValidatorThread } from "../ingest/off_thread_validator.ts";
 import { aggregateCsv, type AggregateOptions } from "./aggregate/aggregate.ts";
 import { BodyChunks, READ_BYTES } from "./body_chunks.ts";
+import { releaseBuffers } from "../buffers.ts";
 import type { Aggregate } from "./aggregate/aggregate_types.ts";
 
 /** Options of `aggregateDelivery`. */
@@ -183,5 +184,6 @@ async function checkedOffThread(
     return { aggregate, hex: sha256 };
   } finally {
     validator.abort();
+    releaseBuffers(...spare); // the buffers back from it; those still out go with the session
   }
 }
