@@ -56,8 +56,9 @@ Deno.test("a settings change while the analysis runs re-runs it once, afterwards
     const res = await fetch(`${server.api}/datasets/upload/?experiment_id=tuned`, {
       method: "POST",
       headers: auth,
-      // Large enough for the analysis to outlast the three changes below on a busy machine.
-      body: await bytesOf(300_000, 8),
+      // Large enough for the analysis (about a second) to outlast the three changes below (a few
+      // milliseconds each) on a busy machine: with 300,000 rows a run once ended before them.
+      body: await bytesOf(1_200_000, 8),
     });
     assertEquals(res.status, 201);
     await res.body?.cancel();
