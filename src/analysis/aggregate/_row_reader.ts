@@ -66,6 +66,8 @@ export interface ReaderFindings {
 
 /** Days on either side of the first date read that the window of days seen starts with. */
 const DAY_WINDOW = 4 * 372;
+/** In `#bitIds`: not asked of the dictionary yet. */
+const UNKNOWN_ID = -2;
 /** Variants compared byte by byte before falling back to a `Map` of decoded names. */
 const LINEAR_VARIANTS = 64;
 
@@ -103,6 +105,8 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   readonly #variantKeys: number[] = [];
   #lastVariant = -1;
   readonly #decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+  /** Per metric column: the value ids of a lone `0` and a lone `1` (`UNKNOWN_ID` until asked). */
+  #bitIds = new Int32Array(0);
 
   /**
    * `kinds` are the caller's metric kinds by column name; batches of lane i hold `batchRows[i]`
@@ -138,6 +142,7 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     this.hasValue = new Uint8Array(count);
     this.binary = new Uint8Array(count).fill(1);
     this.dictionaries = this.#dimensions ? this.metricNames.map(() => new ValueDictionary()) : [];
+    this.#bitIds = new Int32Array(2 * count).fill(UNKNOWN_ID);
     const forced = Uint8Array.from(
       this.metricNames,
       (name) => Object.hasOwn(this.#kinds, name) && this.#kinds[name] === "conversion" ? 1 : 0,
@@ -201,15 +206,19 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     const value = this.#value;
     const dictionaries = this.dictionaries;
     const dims = dictionaries.length > 0 ? batch.dims : null;
+    const bitIds = this.#bitIds;
     for (let k = 0; k < count; k++) {
       let x = NaN;
       s = start[metricField[k]];
       e = end[metricField[k]];
+      /** 0 or 1 for a lone 0 or 1, else -1. */
+      let bit = -1;
       if (candidate[k] === 1 && s !== e) {
         // A lone 0 or 1 (a conversion column's cell) is BINARY, as `numberKind` reads it.
         let kind: number;
         if (e - s === 1 && (buf[s] === ZERO || buf[s] === ONE)) {
-          value[0] = buf[s] - ZERO;
+          bit = buf[s] - ZERO;
+          value[0] = bit;
           kind = BINARY;
         } else kind = numberKind(buf, s, e, decimalComma, value);
         if (kind === NUMBER || kind === BINARY) {
@@ -226,10 +235,17 @@ export class RowReader implements CsvRowSink, ReaderFindings {
         // further unless it turns out to hold text.
         const dictionary = dictionaries[k];
         const size = dictionary.size;
-        dims[r * count + k] =
-          size < DISTINCT_COUNT_LIMIT && (size <= DIMENSION_VALUE_LIMIT || candidate[k] === 0)
-            ? dictionary.id(buf, s, e)
-            : -1;
+        let id = -1;
+        if (size < DISTINCT_COUNT_LIMIT && (size <= DIMENSION_VALUE_LIMIT || candidate[k] === 0)) {
+          if (bit < 0) id = dictionary.id(buf, s, e);
+          else {
+            // A lone 0 or 1: its id as the dictionary answered it the first time (ids never
+            // change once given).
+            id = bitIds[2 * k + bit];
+            if (id === UNKNOWN_ID) id = bitIds[2 * k + bit] = dictionary.id(buf, s, e);
+          }
+        }
+        dims[r * count + k] = id;
       }
     }
     if (++batch.size === this.#batchRows[lane]) this.#handOver(lane);
@@ -289,9 +305,11 @@ export class RowReader implements CsvRowSink, ReaderFindings {
 
   /** The index of the variant named `buf[start..end)` (on the row of `line`), registering a new one. */
   #variant(buf: Uint8Array, start: number, end: number, line: number): number {
-    while (start < end && isBlank(buf[start])) start++;
-    while (end > start && isBlank(buf[end - 1])) end--;
-    if (start === end) throw emptyCellError("variant", line);
+    if (start === end || isBlank(buf[start]) || isBlank(buf[end - 1])) {
+      while (start < end && isBlank(buf[start])) start++;
+      while (end > start && isBlank(buf[end - 1])) end--;
+      if (start === end) throw emptyCellError("variant", line);
+    }
     const key = shortKey(buf, start, end);
     const keys = this.#variantKeys;
     if (key !== -1) {

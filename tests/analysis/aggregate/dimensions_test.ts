@@ -144,6 +144,24 @@ Deno.test("aggregateCsv keeps a column of numbers a metric, and one with text a 
   assert.deepEqual(few.dimensions![0].values!.map((v) => v.value), ["0", "1", "2", "x"]);
 });
 
+Deno.test("aggregateCsv counts each user of a 0/1 column that turns to text under the right value", async () => {
+  // Lone 0s and 1s (read without asking the dictionary after the first of each), the same values
+  // with blanks around (asked), a first value that is neither, and 0s and 1s after the text.
+  const cell = (i: number) =>
+    i === 0 ? "2" : i === 7 ? " 1" : i === 11 ? "0 " : i === 3_000 ? "x" : String((i * 7) % 3 % 2);
+  const rows = 4_000;
+  const result = await aggregateText(oneColumn(rows, cell));
+  const expected = new Map<string, { A: number; B: number }>();
+  for (let i = 0; i < rows; i++) {
+    const value = cell(i).trim();
+    const users = expected.get(value) ?? { A: 0, B: 0 };
+    users[i % 2 ? "B" : "A"]++;
+    expected.set(value, users);
+  }
+  const [d] = result.dimensions!;
+  assert.deepEqual(d.values!.map((v) => [v.value, v.users]), [...expected]);
+});
+
 Deno.test("aggregateCsv ignores the other columns with dimensions: false, and the rest is the same", async () => {
   const text = oneColumn(400, (i) => `c${i % 7}`);
   const withDimensions = await aggregateText(text);
