@@ -779,7 +779,7 @@ Deno.test("aggregateCsv caps and sums covariate moments as a plain reference doe
 });
 
 Deno.test("aggregateCsv answers on its worker exactly what CsvAggregator answers on one thread", async () => {
-  // The user summary too: the worker hashes and sorts its users, this thread merges them.
+  // The user summary too: the worker's users and this thread's, hashed and sorted together.
   const bytes = encoder.encode(await generatedDataset(60_000));
   const alone = new CsvAggregator({ userSummary: true });
   for (const chunk of chunksOf(bytes, 65536)) alone.push(chunk);
