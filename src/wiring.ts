@@ -22,6 +22,7 @@ import type { AppHandler } from "./http/context.ts";
 import { createApp } from "./app.ts";
 import { RateLimiter } from "./http/rate_limiter.ts";
 import { Ingest } from "./ingest/ingest.ts";
+import { AnalysisFollowers } from "./analysis/upload_followers.ts";
 import { TallyWorkers } from "./analysis/aggregate/tally_workers.ts";
 import { ValidatorThread } from "./ingest/off_thread_validator.ts";
 import { apiRoutes } from "./routes/mod.ts";
@@ -103,6 +104,10 @@ export async function createService(
   const deliveries = new DeliveryHub({ log, catalog, db });
   // Only S3 needs grants: local upload URLs are PUT through this process, which delivers them.
   const grants = store.driver === "s3" ? new GrantRecorder({ db, log }) : undefined;
+  // The aggregation's worker, kept between large analyses in a row (and their memory).
+  const tallyWorkers = new TallyWorkers();
+  // A large upload piped into a local file is aggregated while it streams, when slow enough.
+  const followers = new AnalysisFollowers({ db, log, tallyWorkers });
   const ingest = new Ingest({
     store,
     metrics,
@@ -111,6 +116,7 @@ export async function createService(
     bodyIdleTimeoutSeconds: config.bodyIdleTimeoutSeconds,
     bodyMinBytesPerSecond: config.bodyMinBytesPerSecond,
     maxConcurrentUploads: config.maxConcurrentUploads,
+    followers,
   });
   const recorder = new LastUsedRecorder(db);
   const deps: AppDeps = {
@@ -138,7 +144,6 @@ export async function createService(
   );
 
   await startupSweep(store, log);
-  const tallyWorkers = new TallyWorkers();
   // Two-step deliveries are checked on a thread of their own, beside the reading.
   const validatorThread = new ValidatorThread();
   const queueOptions = {
@@ -152,6 +157,7 @@ export async function createService(
     // Large analyses in a row reuse the aggregation's worker and its memory.
     tallyWorkers,
     validatorThread,
+    followers,
     log,
   };
   const analysis: AnalysisScheduler = db.jobs

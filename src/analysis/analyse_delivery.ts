@@ -31,12 +31,13 @@ import {
   decodeDeliverySummary,
   deliverySummaryOf,
   encodeDeliverySummary,
-  summaryUserCount,
 } from "./history/delivery_summary.ts";
 import { snapshotFigures } from "./history/snapshot.ts";
 import { releaseBuffers } from "../buffers.ts";
 import type { TallyWorkers } from "./aggregate/tally_workers.ts";
 import type { ValidatorThread } from "../ingest/off_thread_validator.ts";
+import { type AnalysisFollowers, runAggregation } from "./upload_followers.ts";
+import type { Aggregate } from "./aggregate/aggregate_types.ts";
 
 /** The phases of a run that its `analysis finished` line times (see `RunPhases`). */
 type Phase = "read" | "load" | "validate" | "aggregate" | "report" | "save";
@@ -112,6 +113,8 @@ export interface AnalyseDeps {
   tallyWorkers?: TallyWorkers;
   /** Where two-step deliveries are checked and hashed (see `aggregateDelivery`); default here. */
   validatorThread?: ValidatorThread;
+  /** Aggregates made while large uploads streamed, taken by their runs (`upload_followers.ts`). */
+  followers?: AnalysisFollowers;
 }
 
 /**
@@ -141,6 +144,8 @@ export async function analyseDelivery(
   let history: ResultHistory | undefined;
   /** Large arrays of this run only (user hashes, summary blobs), freed at its end. */
   const scratch: (ArrayBufferView | null | undefined)[] = [];
+  /** Whether the aggregate was made while the upload streamed. */
+  let followed = false;
   try {
     const object = await store.get(key);
     if (!object) return { kind: "gone" };
@@ -155,27 +160,36 @@ export async function analyseDelivery(
     const known = delivery.sha256 ?? (previous?.etag === etag ? previous.sha256 : undefined);
     // An unvalidated delivery is checked and hashed on the validator thread, when there is one.
     const offThread = !delivery.validated ? deps.validatorThread : undefined;
-    const hash = known === undefined && offThread === undefined ? createHash("sha256") : null;
     const checkedHash = { hex: null as string | null };
+    const options = runAggregation(settings, previous?.summary);
     phases.enter("aggregate");
-    // A two-step delivery is validated beside the reading: a refusal is the upload check's.
-    const aggregate = await aggregateDelivery(object.body, {
-      validated: delivery.validated,
-      metricKinds: settings.metric_kinds,
-      covariates: settings.covariates,
-      winsorize: settings.winsorize,
-      sizeBytes: object.info.size,
-      // Deliveries of an experiment grow night by night: the last one's users size the tables.
-      expectedUsers: previous ? summaryUserCount(previous.summary) : undefined,
-      tallyWorkers: deps.tallyWorkers,
-      keyMetric: settings.key_metric,
-      userSummary: true,
-      onChunk: hash === null ? undefined : (chunk) => hash.update(chunk),
-      validatorThread: offThread,
-      sha256: checkedHash,
-      waited: phases.waited,
-      checked: phases.checked,
-    });
+    // A direct upload may have been aggregated while it streamed, with these settings.
+    const followedAggregate = delivery.validated && delivery.sha256 !== undefined && deps.followers
+      ? await deps.followers.take(orgId, experimentId, etag, options)
+      : null;
+    followed = followedAggregate !== null;
+    const hash = known === undefined && offThread === undefined && !followed
+      ? createHash("sha256")
+      : null;
+    let aggregate: Aggregate;
+    if (followedAggregate !== null) {
+      aggregate = followedAggregate;
+      await object.body.cancel();
+    } else {
+      // A two-step delivery is validated beside the reading: a refusal is the upload check's.
+      aggregate = await aggregateDelivery(object.body, {
+        ...options,
+        validated: delivery.validated,
+        sizeBytes: object.info.size,
+        tallyWorkers: deps.tallyWorkers,
+        userSummary: true,
+        onChunk: hash === null ? undefined : (chunk) => hash.update(chunk),
+        validatorThread: offThread,
+        sha256: checkedHash,
+        waited: phases.waited,
+        checked: phases.checked,
+      });
+    }
     const sha256 = known ?? hash?.digest("hex") ?? checkedHash.hex!;
     phases.enter("report");
     const rows = aggregate.rows;
@@ -285,6 +299,7 @@ export async function analyseDelivery(
     etag,
     source: delivery.source,
     status: outcome.status,
+    followed,
     duration_ms: Math.round(seconds * 1000),
     ...phases.fields(),
   });

@@ -24,6 +24,7 @@ import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 import { SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
 import { analyseDelivery, outdatedDeliveries } from "./analyse_delivery.ts";
+import type { AnalysisFollowers } from "./upload_followers.ts";
 import type { TallyWorkers } from "./aggregate/tally_workers.ts";
 import type { ValidatorThread } from "../ingest/off_thread_validator.ts";
 
@@ -82,6 +83,8 @@ export interface AnalysisQueueOptions {
   tallyWorkers?: TallyWorkers;
   /** Where two-step deliveries are checked and hashed (see `aggregateDelivery`); default here. */
   validatorThread?: ValidatorThread;
+  /** Aggregates made while large uploads streamed (see `upload_followers.ts`); default none. */
+  followers?: AnalysisFollowers;
   log: Logger;
 }
 

@@ -11,7 +11,8 @@
  * - `spool`: 32 MiB or more, declared, bound for a local file: piped into the file by the runtime
  *   (no JavaScript per chunk) while the validator thread reads the file back as it grows. At most
  *   `MAX_SPOOLING` at a time: the runtime's pipe holds about 20–25 MB of chunks per body whatever
- *   its size, so further large uploads take the batched path.
+ *   its size, so further large uploads take the batched path. The analysis may read that file
+ *   as it grows too (an `UploadFollower`), and is told whether the upload was stored.
  */
 import { createHash } from "node:crypto";
 import { sha256Hex } from "../crypto/sha256.ts";
@@ -60,6 +61,24 @@ export interface IngestOptions {
   bodyMinBytesPerSecond: number;
   /** Bodies streaming at once; one more gets 503. 0: no cap. */
   maxConcurrentUploads: number;
+  /** Where a piped upload's file is also read as it grows (the analysis, begun early). */
+  followers?: UploadFollowers;
+}
+
+/**
+ * Reads a piped upload's file as it grows, beside the checks (the analysis does, see
+ * `analysis/upload_followers.ts`): told the final size when the body ended, the ETag once the
+ * upload is stored, or that it failed.
+ */
+export interface UploadFollower {
+  end(size: number): void;
+  commit(etag: string): void;
+  abort(): void;
+}
+
+/** Starts an `UploadFollower` for a body piped into `path`, or answers null (none now). */
+export interface UploadFollowers {
+  follow(target: DatasetTarget, path: string, declared: number): UploadFollower | null;
 }
 
 /** Bodies up to this size are hashed at the end, in TypeScript (one call, no Buffers). */
@@ -288,6 +307,7 @@ export class Ingest {
     if (spool) this.#spooling++;
     logFields.receive = spool ? "spool" : offThread ? "batched" : "inline";
     let remote: OffThreadValidator | null = null;
+    let follower: UploadFollower | null = null;
     let counted = 0;
     try {
       let bytes: number;
@@ -295,6 +315,7 @@ export class Ingest {
       if (spool) {
         const stop = new AbortController();
         remote = OffThreadValidator.follow(this.#validator, spool.path, (e) => stop.abort(e));
+        follower = this.#o.followers?.follow(target, spool.path, declared) ?? null;
         try {
           bytes = await receiveIntoFile(req.body, spool, {
             ...this.#bodyLimits(),
@@ -304,6 +325,7 @@ export class Ingest {
         } finally {
           counted = await spool.size().catch(() => 0);
         }
+        follower?.end(bytes);
         result = await remote.finish(bytes);
       } else {
         const hash = new UploadHash();
@@ -340,6 +362,7 @@ export class Ingest {
       }
       logFields.bytes_in = bytes;
       const info = await writer.commit();
+      follower?.commit(info.etag);
       metrics.uploadsStored.inc({ route: "upload" });
       // Stored: the catalog row is written (and awaited) before the 201; its failure is logged.
       await deliveries.deliver({
@@ -354,6 +377,7 @@ export class Ingest {
     } catch (error) {
       logFields.bytes_in = counted;
       remote?.abort();
+      follower?.abort();
       await writer.abort();
       throw error;
     } finally {

@@ -1,0 +1,336 @@
+/**
+ * The analysis of a large direct upload, begun while the upload still streams. A body piped into
+ * its local file (the `spool` path of `ingest.ts`) is read back here as the file grows and
+ * aggregated as an analysis would aggregate the stored object; once the upload is stored, its
+ * analysis run (`analyse_delivery.ts`) takes the aggregate instead of reading the file again.
+ * Over a network that delivers the bytes slower than the aggregation reads them, the analysis
+ * is then ready moments after the 201.
+ *
+ * The aggregate is of the very bytes stored: the same file (its descriptor, opened when the
+ * upload began, outlives the rename into place), read to exactly the final size the upload
+ * stored and hashed; a file that ends short or grows past that size gives no aggregate. Only an
+ * upload that passed every check and was stored hands its aggregate over, under its ETag; a
+ * refused, failed or replaced one is dropped, and so is one whose settings changed before its
+ * run (the run aggregates again with the new ones).
+ *
+ * An upload is followed only once it arrives slower than `maxBytesPerSecond` (looked at every
+ * `PACE_MS`), and reading pauses while it arrives faster: the two processors are then busy
+ * receiving, checking and hashing, and an aggregation beside them would slow the upload more than
+ * it saves (the benchmarks' loopback clients send some 400 MB/s). An upload that ends before it
+ * was ever slow is analysed after it is stored, as if it had not been followed; nothing is loaded
+ * for it. At most one upload is followed at a time, so an analysis of another experiment running
+ * meanwhile makes two at most.
+ */
+import type { ControlPlane } from "../db/control_plane.ts";
+import type { Logger } from "../log.ts";
+import { describeError } from "../log.ts";
+import type { DatasetTarget, UploadFollower, UploadFollowers } from "../ingest/ingest.ts";
+import { aggregateCsv } from "./aggregate/aggregate.ts";
+import type { Aggregate, AggregateOptions } from "./aggregate/aggregate_types.ts";
+import type { TallyWorkers } from "./aggregate/tally_workers.ts";
+import { READ_BYTES } from "./body_chunks.ts";
+import { type Settings, validateSettings } from "./settings.ts";
+import { summaryUserCount } from "./history/delivery_summary.ts";
+import { largeBuffer, releaseBuffers } from "../buffers.ts";
+
+/** The aggregation options a run takes from the experiment's settings and last delivery. */
+export type RunAggregation = Pick<
+  AggregateOptions,
+  "metricKinds" | "covariates" | "winsorize" | "keyMetric" | "expectedUsers"
+>;
+
+/** What `analyseDelivery` and a follower both aggregate with: the same settings, the same sums. */
+export function runAggregation(settings: Settings, previousSummary?: Uint8Array): RunAggregation {
+  return {
+    metricKinds: settings.metric_kinds,
+    covariates: settings.covariates,
+    winsorize: settings.winsorize,
+    keyMetric: settings.key_metric,
+    // Deliveries of an experiment grow night by night: the last one's users size the tables.
+    expectedUsers: previousSummary ? summaryUserCount(previousSummary) : undefined,
+  };
+}
+
+/** The part of `RunAggregation` the figures depend on (the expected users only size tables). */
+function figuresKey(options: RunAggregation): string {
+  const { metricKinds, covariates, winsorize, keyMetric } = options;
+  return JSON.stringify([metricKinds, covariates, winsorize, keyMetric ?? null]);
+}
+
+/** Uploads arriving faster than this are aggregated after they are stored (see above). */
+export const FOLLOW_MAX_BYTES_PER_SECOND = 150 * 1024 * 1024;
+/** How often the upload's rate is measured while it streams. */
+const PACE_MS = 100;
+/** How long the reading waits when it caught up with the upload. */
+const CAUGHT_UP_MS = 10;
+/** How long a stored upload's aggregate waits for its run before it is dropped. */
+const KEEP_MS = 30_000;
+
+export interface UploadFollowersOptions {
+  db: ControlPlane;
+  log: Logger;
+  /** Where the aggregation's worker waits between runs (shared with the analysis queue). */
+  tallyWorkers?: TallyWorkers;
+  /** See `FOLLOW_MAX_BYTES_PER_SECOND`; tests lower or raise it. */
+  maxBytesPerSecond?: number;
+  /** How long a stored upload's aggregate waits for its run; default 30 s. */
+  keepMs?: number;
+}
+
+/** An aggregate made while its upload streamed, and the settings it was made with. */
+interface Followed {
+  aggregate: Aggregate;
+  key: string;
+}
+
+/** Frees what a followed aggregate holds that a collection would free late (its user hashes). */
+function dropFollowed(followed: Followed | null): void {
+  if (followed !== null) releaseBuffers(followed.aggregate.userSummary?.hi);
+}
+
+/** A stored upload's aggregate (under way or made), and the timer that drops it unclaimed. */
+interface StoredEntry {
+  result: Promise<Followed | null>;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+export class AnalysisFollowers implements UploadFollowers {
+  readonly #o: UploadFollowersOptions;
+  /** Uploads followed now (at most one). */
+  #following = 0;
+  /** Stored uploads' aggregates, by dataset and ETag, until their run takes them. */
+  readonly #stored = new Map<string, StoredEntry>();
+
+  constructor(options: UploadFollowersOptions) {
+    this.#o = options;
+  }
+
+  /** Starts following the file at `path` (a `declared`-byte body for `target`), or null. */
+  follow(target: DatasetTarget, path: string, declared: number): UploadFollower | null {
+    if (this.#following > 0) return null;
+    let file: Deno.FsFile;
+    try {
+      file = Deno.openSync(path, { read: true });
+    } catch {
+      return null;
+    }
+    this.#following++;
+    const progress = new FollowProgress();
+    const result = this.#aggregate(target, file, declared, progress);
+    result.finally(() => this.#following--);
+    return {
+      end: (size) => progress.end(size),
+      abort: () => {
+        progress.abort();
+        result.then(dropFollowed);
+      },
+      commit: (etag) => {
+        const id = storedId(target.orgId, target.experimentId, etag);
+        const earlier = this.#stored.get(id);
+        if (earlier) this.#drop(id, earlier);
+        const timer = setTimeout(() => {
+          const entry = this.#stored.get(id);
+          if (entry) this.#drop(id, entry);
+        }, this.#o.keepMs ?? KEEP_MS);
+        Deno.unrefTimer(timer);
+        this.#stored.set(id, { result, timer });
+      },
+    };
+  }
+
+  /**
+   * The aggregate of the stored upload `etag`, when one was followed and made with the figures'
+   * settings of `options`; null otherwise (an aggregate of other settings is dropped).
+   */
+  async take(
+    orgId: string,
+    experimentId: string,
+    etag: string,
+    options: RunAggregation,
+  ): Promise<Aggregate | null> {
+    const id = storedId(orgId, experimentId, etag);
+    const entry = this.#stored.get(id);
+    if (entry === undefined) return null;
+    this.#stored.delete(id);
+    clearTimeout(entry.timer);
+    const followed = await entry.result;
+    if (followed === null) return null;
+    if (followed.key !== figuresKey(options)) {
+      dropFollowed(followed);
+      return null;
+    }
+    return followed.aggregate;
+  }
+
+  /** Stored uploads' aggregates waiting for their run (tests). */
+  get waiting(): number {
+    return this.#stored.size;
+  }
+
+  #drop(id: string, entry: StoredEntry): void {
+    this.#stored.delete(id);
+    clearTimeout(entry.timer);
+    entry.result.then(dropFollowed);
+  }
+
+  async #aggregate(
+    target: DatasetTarget,
+    file: Deno.FsFile,
+    declared: number,
+    progress: FollowProgress,
+  ): Promise<Followed | null> {
+    try {
+      const pace = new Pace(file, this.#o.maxBytesPerSecond);
+      // Nothing is loaded or read until the upload turns out slower than the aggregation.
+      if (!(await pace.slowBeforeEnd(progress))) return null;
+      const { db, tallyWorkers } = this.#o;
+      const { orgId, experimentId } = target;
+      const settings = validateSettings((await db.settings.get(orgId, experimentId)) ?? {});
+      const previous = await db.deliverySummaries.get(orgId, experimentId);
+      const options = runAggregation(settings, previous?.summary);
+      const chunks = followFile(file, progress, pace);
+      const aggregate = await aggregateCsv(chunks, {
+        ...options,
+        sizeBytes: declared,
+        tallyWorkers,
+        userSummary: true,
+      });
+      return { aggregate, key: figuresKey(options) };
+    } catch (error) {
+      if (!progress.aborted) {
+        this.#o.log.warn("the aggregation beside an upload stopped; its run reads the file", {
+          org_id: target.orgId,
+          experiment_id: target.experimentId,
+          error: describeError(error),
+        });
+      }
+      return null;
+    } finally {
+      file.close();
+    }
+  }
+}
+
+function storedId(orgId: string, experimentId: string, etag: string): string {
+  return `${orgId}\0${experimentId}\0${etag}`;
+}
+
+/** What the upload tells its follower: the final size, or that it failed. */
+class FollowProgress {
+  /** The body's final size, once it ended. */
+  size: number | null = null;
+  aborted = false;
+  #wake: (() => void) | null = null;
+
+  end(size: number): void {
+    this.size = size;
+    this.#wakeUp();
+  }
+
+  abort(): void {
+    this.aborted = true;
+    this.#wakeUp();
+  }
+
+  /** Resolves after `ms`, or at once when the upload ends or fails. */
+  wait(ms: number): Promise<void> {
+    if (this.size !== null || this.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.#wakeUp(), ms);
+      this.#wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  #wakeUp(): void {
+    const wake = this.#wake;
+    this.#wake = null;
+    wake?.();
+  }
+}
+
+/** Thrown into the aggregation when the followed upload failed. */
+class UploadFailed extends Error {}
+
+/** How fast the followed file grows, looked at every `PACE_MS`. */
+class Pace {
+  readonly #file: Deno.FsFile;
+  readonly #max: number;
+  #at = performance.now();
+  #size = 0;
+  /** Whether the last look found the file growing faster than the maximum. */
+  fast = true;
+
+  constructor(file: Deno.FsFile, maxBytesPerSecond = FOLLOW_MAX_BYTES_PER_SECOND) {
+    this.#file = file;
+    this.#max = maxBytesPerSecond;
+  }
+
+  /** Looks again once `PACE_MS` passed since the last look. */
+  async look(): Promise<void> {
+    const now = performance.now();
+    if (now - this.#at < PACE_MS) return;
+    const size = (await this.#file.stat()).size;
+    this.fast = (size - this.#size) / ((now - this.#at) / 1000) > this.#max;
+    this.#at = now;
+    this.#size = size;
+  }
+
+  /**
+   * Waits until a look finds the upload slow (true), or until it ends or fails while fast
+   * (false): a fast upload is analysed after it is stored, as if it had not been followed.
+   */
+  async slowBeforeEnd(progress: FollowProgress): Promise<boolean> {
+    for (;;) {
+      await progress.wait(PACE_MS);
+      if (progress.aborted || progress.size !== null) return false;
+      await this.look();
+      if (!this.fast) return true;
+    }
+  }
+}
+
+/**
+ * The chunks of `file` as it grows, to its final size: each chunk is valid until the next is
+ * asked for (one buffer, read again). While the file grows faster than the pace's maximum,
+ * reading pauses until it slows down or ends.
+ */
+async function* followFile(
+  file: Deno.FsFile,
+  progress: FollowProgress,
+  pace: Pace,
+): AsyncGenerator<Uint8Array> {
+  const buffer = new Uint8Array(largeBuffer(READ_BYTES), 0, READ_BYTES);
+  let offset = 0;
+  try {
+    for (;;) {
+      if (progress.aborted) throw new UploadFailed("The upload failed");
+      const end = progress.size;
+      if (end === null) {
+        await pace.look();
+        if (pace.fast) {
+          await progress.wait(PACE_MS);
+          continue;
+        }
+      } else if (offset >= end) {
+        if (offset > end || (await file.stat()).size !== end) {
+          throw new Error(`The followed file does not hold the stored ${end} bytes`);
+        }
+        return;
+      }
+      const want = end === null ? buffer.length : Math.min(buffer.length, end - offset);
+      const n = await file.read(buffer.subarray(0, want));
+      if (n === null || n === 0) {
+        if (end !== null) throw new Error(`The followed file ended at ${offset} of ${end} bytes`);
+        await progress.wait(CAUGHT_UP_MS);
+        continue;
+      }
+      offset += n;
+      yield buffer.subarray(0, n);
+    }
+  } finally {
+    releaseBuffers(buffer);
+  }
+}

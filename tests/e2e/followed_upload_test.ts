@@ -1,0 +1,174 @@
+/**
+ * A large direct upload that arrives slower than the aggregation reads is aggregated while it
+ * streams (`analysis/upload_followers.ts`): its analysis is the one of the same bytes read after
+ * storing, a refused one leaves nothing behind, and settings saved meanwhile win.
+ */
+import { assert, assertEquals } from "../_assert.ts";
+import { deliverTwoStep, type DriverServer, startDriverServer } from "../_drivers.ts";
+
+const encoder = new TextEncoder();
+
+/**
+ * ~37 MB (a body piped into its file takes 32 MiB): 1,100,000 rows of 400,000 users, each seen
+ * on several days, a few in both variants; `badLine` holds an impossible date.
+ */
+function bigCsv(badLine?: number): Uint8Array<ArrayBuffer> {
+  const lines = ["user_id,variant,date,converted,revenue"];
+  for (let i = 2; i <= 1_100_001; i++) {
+    const user = (i * 7919) % 400_000;
+    const variant = user % 1000 === 7 ? (i % 2 ? "B" : "A") : user % 2 ? "B" : "A";
+    const day = String(1 + (i % 28)).padStart(2, "0");
+    lines.push(
+      i === badLine
+        ? `u${user},A,2026-02-30,1,2.5`
+        : `user-${user},${variant},2026-02-${day},${i % 11 === 0 ? 1 : 0},${i % 13}.25`,
+    );
+  }
+  return encoder.encode(lines.join("\n") + "\n");
+}
+
+/**
+ * `POST /datasets/upload/` of `body` with its length declared, sent over a plain connection at
+ * about `bytesPerSecond` (a client on a slower network than the loopback): status and JSON.
+ */
+async function pacedUpload(
+  server: DriverServer,
+  experimentId: string,
+  body: Uint8Array,
+  bytesPerSecond: number,
+): Promise<{ status: number; json: Record<string, unknown> }> {
+  const conn = await Deno.connect({
+    hostname: "127.0.0.1",
+    port: new URL(server.url).port as never,
+  });
+  try {
+    await conn.write(encoder.encode(
+      `POST /api/v1/datasets/upload/?experiment_id=${experimentId} HTTP/1.1\r\n` +
+        `host: 127.0.0.1\r\nauthorization: Bearer ${server.apiKey}\r\n` +
+        `content-type: text/csv\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n`,
+    ));
+    const started = performance.now();
+    const piece = 512 * 1024;
+    for (let at = 0; at < body.length; at += piece) {
+      const end = Math.min(body.length, at + piece);
+      try {
+        for (let sent = at; sent < end;) sent += await conn.write(body.subarray(sent, end));
+      } catch {
+        break; // refused before the end: the answer is waiting
+      }
+      const due = started + (end / bytesPerSecond) * 1000;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - performance.now())));
+    }
+    const answer = new TextDecoder().decode(await new Response(conn.readable).arrayBuffer());
+    return {
+      status: Number(answer.split(" ")[1]),
+      json: JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)),
+    };
+  } catch (error) {
+    conn.close();
+    throw error;
+  }
+}
+
+async function analysisOf(server: DriverServer, id: string): Promise<Record<string, unknown>> {
+  const res = await fetch(`${server.api}/datasets/${id}/analysis/`, {
+    headers: { authorization: `Bearer ${server.apiKey}` },
+  });
+  return await res.json();
+}
+
+async function ready(server: DriverServer, id: string): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const analysis = await analysisOf(server, id);
+    if (analysis.status === "ready" || analysis.status === "failed") return analysis;
+    assert(Date.now() < deadline, `no analysis of ${id} in time`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The figures of an analysis, without what names its delivery. */
+function figures(analysis: Record<string, unknown>) {
+  const { experiment_id: _, analysed_at: _a, dataset, ...rest } = analysis;
+  const { rows, size_bytes } = dataset as Record<string, unknown>;
+  return { ...rest, rows, size_bytes };
+}
+
+async function withServer(
+  fn: (server: DriverServer, finished: () => Record<string, unknown>[]) => Promise<void>,
+) {
+  const lines: string[] = [];
+  const server = await startDriverServer("local", {}, { log: (line) => lines.push(line) });
+  try {
+    await fn(
+      server,
+      () => lines.filter((l) => l.includes('"msg":"analysis finished"')).map((l) => JSON.parse(l)),
+    );
+  } finally {
+    await server.close();
+  }
+}
+
+Deno.test("a large upload slower than the aggregation is analysed while it streams, to the same figures", async () => {
+  await withServer(async (server, finished) => {
+    const body = bigCsv();
+    assert(body.length >= 32 * 1024 * 1024);
+    // About 25 MB/s: 1.5 s on the way.
+    const { status, json } = await pacedUpload(server, "followed", body, 25e6);
+    assertEquals(status, 201, JSON.stringify(json));
+    const followed = await ready(server, "followed");
+    assertEquals(followed.status, "ready", JSON.stringify(followed.error));
+    assertEquals((followed.dataset as { etag: string }).etag, json.etag);
+    const runs = finished().filter((line) => line.experiment_id === "followed");
+    assertEquals(runs.map((line) => [line.etag, line.followed]), [[json.etag, true]]);
+    // The same bytes delivered in two steps, read after storing: the same analysis.
+    await deliverTwoStep(server, "stored", body);
+    const stored = await ready(server, "stored");
+    assertEquals(stored.status, "ready", JSON.stringify(stored.error));
+    assertEquals(finished().find((line) => line.experiment_id === "stored")?.followed, false);
+    assertEquals(figures(followed), figures(stored));
+  });
+});
+
+Deno.test("a followed upload refused at its last lines leaves the stored dataset and its analysis", async () => {
+  await withServer(async (server, finished) => {
+    const small = encoder.encode("user_id,variant,date,converted\nu1,A,2026-02-01,1\nu2,B,2026-02-01,0\n");
+    const first = await fetch(`${server.api}/datasets/upload/?experiment_id=kept`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.apiKey}`, "content-type": "text/csv" },
+      body: small,
+    });
+    const stored = await first.json();
+    assertEquals(first.status, 201);
+    const before = await ready(server, "kept");
+    const { status, json } = await pacedUpload(server, "kept", bigCsv(1_099_990), 25e6);
+    assertEquals(status, 400, JSON.stringify(json));
+    assertEquals((json.error as { code: string }).code, "invalid_date");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const after = await analysisOf(server, "kept");
+    assertEquals((after.dataset as { etag: string }).etag, stored.etag);
+    assertEquals(after, before);
+    assertEquals(finished().filter((l) => l.experiment_id === "kept").length, 1);
+  });
+});
+
+Deno.test("settings saved while an upload is followed apply to its analysis", async () => {
+  await withServer(async (server, finished) => {
+    const body = bigCsv();
+    const upload = pacedUpload(server, "resettled", body, 25e6);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const put = await fetch(`${server.api}/datasets/resettled/settings/`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${server.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ key_metric: "revenue", winsorize: { revenue: 0.9 } }),
+    });
+    assertEquals(put.status, 200, await put.text());
+    const { status, json } = await upload;
+    assertEquals(status, 201, JSON.stringify(json));
+    const analysis = await ready(server, "resettled");
+    assertEquals(analysis.status, "ready", JSON.stringify(analysis.error));
+    assertEquals(analysis.key_metric, "revenue");
+    const runs = finished().filter((line) => line.etag === json.etag);
+    assertEquals(runs.map((line) => line.followed), [false]);
+  });
+});
