@@ -17,7 +17,11 @@
  * timed from the instance's creation to the rows. Each turn also times a two-step delivery: the
  * same bytes written straight into the service's storage (as a PUT to the bucket would), then
  * announced by `POST /api/v1/storage-events/`, timed from the event to `ready` (validated and
- * hashed beside the reading, as for bytes the service did not receive itself). The two take turns (which goes first alternates),
+ * hashed beside the reading, as for bytes the service did not receive itself), and a direct upload
+ * sent at `ABN_BENCH_PACED_MBPS` (default 100 MB/s, a client on a 1 Gbit/s network; 0 leaves it
+ * out), timed from its 201 to `ready` and from its first byte: an upload slower than the
+ * aggregation is aggregated while it streams (`analysis/upload_followers.ts`), where the loopback's
+ * 400 MB/s are not. The service's runs and DuckDB's take turns (which goes first alternates),
  * each after `sync`; the ratio is given of the medians and, per turn, of the two runs of a turn. The service's resident set (`VmRSS`, and of it `RssAnon`: what is not pages
  * of the program's file) is read before the first upload and after each delivery once its
  * analysis is ready and the service idled 2 s. Each upload comes on a connection of its own,
@@ -32,6 +36,7 @@ import { LocalStore } from "../src/storage/local_store.ts";
 import { UrlSigner } from "../src/crypto/url_signer.ts";
 import { benchKey, freePort, median } from "./_util.ts";
 import { checkAgreement, duckdbRunner, queryDuckdb, type Totals } from "./_duckdb.ts";
+import { pacedUpload } from "../tests/_paced_upload.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
 const POLL_MS = 50;
@@ -41,6 +46,11 @@ const IDLE_MS = 2000;
  * runtime gives back the pages of its grown JavaScript heap some 10–20 s into an idle spell.
  */
 const SETTLE_MS = 30_000;
+/**
+ * The rate of the paced turn's upload, bytes a second (`ABN_BENCH_PACED_MBPS`, MB a second; 0
+ * leaves the turn out): about what a client on a 1 Gbit/s network sends.
+ */
+const PACED_BYTES_PER_SECOND = Number(Deno.env.get("ABN_BENCH_PACED_MBPS") ?? 100) * 1e6;
 /** Longest wait for one analysis before the benchmark gives up. */
 const READY_TIMEOUT_MS = 120_000;
 
@@ -64,6 +74,18 @@ export interface InsightRun {
   idleAnonMB: number;
 }
 
+/** A direct upload sent at `PACED_BYTES_PER_SECOND`. */
+export interface PacedRun {
+  /** The body's length. */
+  bytes: number;
+  /** From the body's first byte to the 201. */
+  uploadSeconds: number;
+  /** From the 201 to the first poll answering `ready`. */
+  seconds: number;
+  /** Whether its analysis was aggregated while it streamed (its `analysis finished` line). */
+  followed: boolean;
+}
+
 export interface InsightBenchResult {
   ours: InsightRun[];
   /**
@@ -73,6 +95,9 @@ export interface InsightBenchResult {
   twoStepSeconds: number[];
   /** Their `analysis finished` lines' duration_ms and phases. */
   twoStepPhases: Record<string, number>[];
+  /** Paced uploads (`PACED_BYTES_PER_SECOND`, 0: none): their times and whether they were followed. */
+  paced: PacedRun[];
+  pacedBytesPerSecond: number;
   duckdbSeconds: number[];
   /** How DuckDB ran, or why it did not. */
   duckdbRunner: string;
@@ -198,6 +223,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
   const ours: InsightRun[] = [];
   const twoStepSeconds: number[] = [];
   const twoStepPhases: Record<string, number>[] = [];
+  const paced: PacedRun[] = [];
   const duckdbSeconds: number[] = [];
   let duckdbTotals: Totals | null = null;
   let oursTotals: Totals | null = null;
@@ -206,6 +232,23 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
     await sleep(IDLE_MS);
     const rssBeforeMB = await rssMB(service.pid);
     const anonBeforeMB = await rssMB(service.pid, "RssAnon");
+    /** Polls the analysis of `experiment` until `etag`'s is ready (from `since`), and answers it. */
+    const waitReady = async (experiment: string, etag: string, since: number) => {
+      for (;;) {
+        const poll = await fetch(`${service.url}/api/v1/datasets/${experiment}/analysis/`, {
+          headers: auth,
+        });
+        const analysis: Record<string, unknown> = await poll.json();
+        const current = (analysis.dataset as { etag: string }).etag === etag;
+        if (current && analysis.status === "ready") return analysis;
+        if (current && analysis.status === "failed") {
+          await sleep(500); // the service's log line of the failure first
+          throw new Error(String(analysis.error));
+        }
+        if (performance.now() - since > READY_TIMEOUT_MS) throw new Error("not ready in time");
+        await sleep(POLL_MS);
+      }
+    };
     const runOurs = async (i: number) => {
       await sync();
       const body = new Blob([file, extra(i)]);
@@ -218,21 +261,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
       const created = performance.now();
       const answer = await res.json();
       if (res.status !== 201) throw new Error(`upload answered ${res.status}`);
-      let analysis: Record<string, unknown>;
-      for (;;) {
-        const poll = await fetch(`${service.url}/api/v1/datasets/insight/analysis/`, {
-          headers: auth,
-        });
-        analysis = await poll.json();
-        const current = (analysis.dataset as { etag: string }).etag === answer.etag;
-        if (current && analysis.status === "ready") break;
-        if (current && analysis.status === "failed") {
-          await sleep(500); // the service's log line of the failure first
-          throw new Error(String(analysis.error));
-        }
-        if (performance.now() - created > READY_TIMEOUT_MS) throw new Error("not ready in time");
-        await sleep(POLL_MS);
-      }
+      const analysis = await waitReady("insight", answer.etag, created);
       const seconds = (performance.now() - created) / 1000;
       rows = (analysis.dataset as { rows: number }).rows;
       oursTotals = totalsOf(analysis);
@@ -281,17 +310,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
         body: JSON.stringify({ Records: [{ s3: { object: { key } } }] }),
       });
       if ((await event.json()).accepted !== 1) throw new Error("the event was not accepted");
-      for (;;) {
-        const poll = await fetch(`${service.url}/api/v1/datasets/insight-two-step/analysis/`, {
-          headers: auth,
-        });
-        const analysis = await poll.json();
-        const current = (analysis.dataset as { etag: string }).etag === info.etag;
-        if (current && analysis.status === "ready") break;
-        if (current && analysis.status === "failed") throw new Error(String(analysis.error));
-        if (performance.now() - t0 > READY_TIMEOUT_MS) throw new Error("not ready in time");
-        await sleep(POLL_MS);
-      }
+      await waitReady("insight-two-step", info.etag, t0);
       twoStepSeconds.push((performance.now() - t0) / 1000);
       await sleep(200); // the service's log line
       const line = service.finished.find((l) => l.etag === info.etag) ?? {};
@@ -302,6 +321,37 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
       if (Deno.env.get("ABN_BENCH_VERBOSE")) {
         console.error(
           `two-step ${i + 1}: ${twoStepSeconds.at(-1)!.toFixed(2)} s, ${JSON.stringify(phases)}`,
+        );
+      }
+    };
+    // A direct upload sent at a network's pace (the analysis may follow it as it streams).
+    const runPaced = async (i: number) => {
+      if (PACED_BYTES_PER_SECOND <= 0) return;
+      const body = new Uint8Array(await new Blob([file, extra(i)]).arrayBuffer());
+      await sync();
+      const answer = await pacedUpload(
+        service.url,
+        service.apiKey,
+        "insight-paced",
+        body,
+        PACED_BYTES_PER_SECOND,
+      );
+      const created = performance.now();
+      if (answer.status !== 201) throw new Error(`the paced upload answered ${answer.status}`);
+      await waitReady("insight-paced", answer.json.etag as string, created);
+      const seconds = (performance.now() - created) / 1000;
+      await sleep(IDLE_MS);
+      const line = service.finished.find((l) => l.etag === answer.json.etag) ?? {};
+      paced.push({
+        bytes: body.length,
+        uploadSeconds: answer.seconds,
+        seconds,
+        followed: line.followed === true,
+      });
+      if (Deno.env.get("ABN_BENCH_VERBOSE")) {
+        console.error(
+          `paced ${i + 1}: upload ${answer.seconds.toFixed(2)} s, ready ${seconds.toFixed(2)} s ` +
+            `after the 201, followed ${line.followed}`,
         );
       }
     };
@@ -320,7 +370,9 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
         await runOurs(i);
         await runDuck();
         await runTwoStep(i);
+        await runPaced(i);
       } else {
+        await runPaced(i);
         await runTwoStep(i);
         await runDuck();
         await runOurs(i);
@@ -333,6 +385,8 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
       ours,
       twoStepSeconds,
       twoStepPhases,
+      paced,
+      pacedBytesPerSecond: PACED_BYTES_PER_SECOND,
       duckdbSeconds,
       duckdbRunner: "how" in duckdb ? `${duckdb.how}, 2 threads` : duckdb.why,
       rssBeforeMB,
@@ -392,6 +446,47 @@ function phasesRow(runs: Record<string, number>[]): Record<string, string> {
   };
 }
 
+/**
+ * The paced turn: 201 → ready against DuckDB, and upload start → ready against the body's own
+ * time at that pace plus half of DuckDB's (the issue's bound for a direct upload).
+ */
+function pacedRows(r: InsightBenchResult): Record<string, string>[] {
+  if (r.paced.length === 0) return [];
+  const mbps = (r.pacedBytesPerSecond / 1e6).toFixed(0);
+  const seconds = r.paced.map((run) => run.seconds);
+  const whole = r.paced.map((run) => run.uploadSeconds + run.seconds);
+  const followed = r.paced.filter((run) => run.followed).length;
+  const duck = r.duckdbSeconds;
+  const perTurn = (values: number[], bound: (d: number) => number) =>
+    duck.length === values.length
+      ? ` (per turn ${spread(duck.map((d, i) => values[i] / bound(d)))})`
+      : "";
+  // The body alone at that pace: its bytes over the rate (a raw sink keeps up with it).
+  const bodySeconds = median(r.paced.map((run) => run.bytes)) / r.pacedBytesPerSecond;
+  return [
+    {
+      benchmark: `upload at ${mbps} MB/s: 201 → ready (n=${r.paced.length}, followed ${followed})`,
+      ours: `${spread(seconds)} s (upload ${spread(r.paced.map((run) => run.uploadSeconds))} s)`,
+      baseline: duck.length > 0 ? `DuckDB ${spread(duck)} s` : "—",
+      ratio: duck.length > 0
+        ? `${(median(seconds) / median(duck)).toFixed(2)}${perTurn(seconds, (d) => d)}`
+        : "—",
+      target: "≤ 0.5",
+    },
+    {
+      benchmark: `upload at ${mbps} MB/s: upload start → ready ÷ (the body's time + 0.5 × DuckDB)`,
+      ours: `${spread(whole)} s`,
+      baseline: duck.length > 0
+        ? `${bodySeconds.toFixed(2)} s + 0.5 × ${median(duck).toFixed(2)} s`
+        : "—",
+      ratio: duck.length > 0
+        ? (median(whole) / (bodySeconds + 0.5 * median(duck))).toFixed(2)
+        : "—",
+      target: "≤ 1.0",
+    },
+  ];
+}
+
 /** The table rows of `deno task bench` for this section. */
 export function insightRows(r: InsightBenchResult): Record<string, string>[] {
   const oursSeconds = r.ours.map((run) => run.seconds);
@@ -426,6 +521,7 @@ export function insightRows(r: InsightBenchResult): Record<string, string>[] {
       target: "≤ 1.0",
     },
     phasesRow(r.twoStepPhases),
+    ...pacedRows(r),
     {
       benchmark: "service RSS: before, after the 1st, after the last delivery (idle 2 s)",
       ours: `${r.rssBeforeMB.toFixed(0)} → ${r.ours[0].idleRssMB.toFixed(0)} → ${

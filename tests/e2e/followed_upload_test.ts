@@ -5,6 +5,7 @@
  */
 import { assert, assertEquals } from "../_assert.ts";
 import { deliverTwoStep, type DriverServer, startDriverServer } from "../_drivers.ts";
+import { pacedUpload } from "../_paced_upload.ts";
 
 const encoder = new TextEncoder();
 
@@ -27,47 +28,9 @@ function bigCsv(badLine?: number): Uint8Array<ArrayBuffer> {
   return encoder.encode(lines.join("\n") + "\n");
 }
 
-/**
- * `POST /datasets/upload/` of `body` with its length declared, sent over a plain connection at
- * about `bytesPerSecond` (a client on a slower network than the loopback): status and JSON.
- */
-async function pacedUpload(
-  server: DriverServer,
-  experimentId: string,
-  body: Uint8Array,
-  bytesPerSecond: number,
-): Promise<{ status: number; json: Record<string, unknown> }> {
-  const conn = await Deno.connect({
-    hostname: "127.0.0.1",
-    port: new URL(server.url).port as never,
-  });
-  try {
-    await conn.write(encoder.encode(
-      `POST /api/v1/datasets/upload/?experiment_id=${experimentId} HTTP/1.1\r\n` +
-        `host: 127.0.0.1\r\nauthorization: Bearer ${server.apiKey}\r\n` +
-        `content-type: text/csv\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n`,
-    ));
-    const started = performance.now();
-    const piece = 512 * 1024;
-    for (let at = 0; at < body.length; at += piece) {
-      const end = Math.min(body.length, at + piece);
-      try {
-        for (let sent = at; sent < end;) sent += await conn.write(body.subarray(sent, end));
-      } catch {
-        break; // refused before the end: the answer is waiting
-      }
-      const due = started + (end / bytesPerSecond) * 1000;
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - performance.now())));
-    }
-    const answer = new TextDecoder().decode(await new Response(conn.readable).arrayBuffer());
-    return {
-      status: Number(answer.split(" ")[1]),
-      json: JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)),
-    };
-  } catch (error) {
-    conn.close();
-    throw error;
-  }
+/** `pacedUpload` to `server`'s organization. */
+function paced(server: DriverServer, id: string, body: Uint8Array, bytesPerSecond: number) {
+  return pacedUpload(server.url, server.apiKey, id, body, bytesPerSecond);
 }
 
 async function analysisOf(server: DriverServer, id: string): Promise<Record<string, unknown>> {
@@ -114,7 +77,7 @@ Deno.test("a large upload slower than the aggregation is analysed while it strea
     const body = bigCsv();
     assert(body.length >= 32 * 1024 * 1024);
     // About 25 MB/s: 1.5 s on the way.
-    const { status, json } = await pacedUpload(server, "followed", body, 25e6);
+    const { status, json } = await paced(server, "followed", body, 25e6);
     assertEquals(status, 201, JSON.stringify(json));
     const followed = await ready(server, "followed");
     assertEquals(followed.status, "ready", JSON.stringify(followed.error));
@@ -132,7 +95,9 @@ Deno.test("a large upload slower than the aggregation is analysed while it strea
 
 Deno.test("a followed upload refused at its last lines leaves the stored dataset and its analysis", async () => {
   await withServer(async (server, finished) => {
-    const small = encoder.encode("user_id,variant,date,converted\nu1,A,2026-02-01,1\nu2,B,2026-02-01,0\n");
+    const small = encoder.encode(
+      "user_id,variant,date,converted\nu1,A,2026-02-01,1\nu2,B,2026-02-01,0\n",
+    );
     const first = await fetch(`${server.api}/datasets/upload/?experiment_id=kept`, {
       method: "POST",
       headers: { authorization: `Bearer ${server.apiKey}`, "content-type": "text/csv" },
@@ -141,7 +106,7 @@ Deno.test("a followed upload refused at its last lines leaves the stored dataset
     const stored = await first.json();
     assertEquals(first.status, 201);
     const before = await ready(server, "kept");
-    const { status, json } = await pacedUpload(server, "kept", bigCsv(1_099_990), 25e6);
+    const { status, json } = await paced(server, "kept", bigCsv(1_099_990), 25e6);
     assertEquals(status, 400, JSON.stringify(json));
     assertEquals((json.error as { code: string }).code, "invalid_date");
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -155,7 +120,7 @@ Deno.test("a followed upload refused at its last lines leaves the stored dataset
 Deno.test("settings saved while an upload is followed apply to its analysis", async () => {
   await withServer(async (server, finished) => {
     const body = bigCsv();
-    const upload = pacedUpload(server, "resettled", body, 25e6);
+    const upload = paced(server, "resettled", body, 25e6);
     await new Promise((resolve) => setTimeout(resolve, 500));
     const put = await fetch(`${server.api}/datasets/resettled/settings/`, {
       method: "PUT",
