@@ -22,10 +22,10 @@
  * out), timed from its 201 to `ready` and from its first byte: an upload slower than the
  * aggregation is aggregated while it streams (`analysis/upload_followers.ts`), where the loopback's
  * 400 MB/s are not. The service's runs and DuckDB's take turns (which goes first alternates),
- * each after `sync`; the ratio is given of the medians and, per turn, of the two runs of a turn. The service's resident set (`VmRSS`, and of it `RssAnon`: what is not pages
- * of the program's file) is read before the first upload and after each delivery once its
- * analysis is ready and the service idled 2 s. Each upload comes on a connection of its own,
- * closed after the answer, as from the upload client or curl (the runtime keeps some 17 MB of
+ * each after `sync`; the ratio is given of the medians and, per turn, of the two runs of a turn.
+ * The service's resident set (`VmRSS`, and of it `RssAnon`: what is not pages of the program's
+ * file) is read before the first upload and after each delivery once its analysis is ready and
+ * the service idled 2 s. Each upload comes on a connection of its own, closed after the answer, as from the upload client or curl (the runtime keeps some 17 MB of
  * buffers with a connection that received a large body while it stays open). The phases of each
  * run come from the service's `analysis finished` log line.
  *
@@ -95,7 +95,7 @@ export interface InsightBenchResult {
   twoStepSeconds: number[];
   /** Their `analysis finished` lines' duration_ms and phases. */
   twoStepPhases: Record<string, number>[];
-  /** Paced uploads (`PACED_BYTES_PER_SECOND`, 0: none): their times and whether they were followed. */
+  /** Paced uploads (`PACED_BYTES_PER_SECOND`; none at 0): times, and whether followed. */
   paced: PacedRun[];
   pacedBytesPerSecond: number;
   duckdbSeconds: number[];
@@ -232,7 +232,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
     await sleep(IDLE_MS);
     const rssBeforeMB = await rssMB(service.pid);
     const anonBeforeMB = await rssMB(service.pid, "RssAnon");
-    /** Polls the analysis of `experiment` until `etag`'s is ready (from `since`), and answers it. */
+    /** Polls `experiment`'s analysis until `etag`'s is ready (timed out from `since`). */
     const waitReady = async (experiment: string, etag: string, since: number) => {
       for (;;) {
         const poll = await fetch(`${service.url}/api/v1/datasets/${experiment}/analysis/`, {

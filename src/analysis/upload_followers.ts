@@ -14,12 +14,12 @@
  * run (the run aggregates again with the new ones).
  *
  * An upload is followed only once it arrives slower than `maxBytesPerSecond` (looked at every
- * `PACE_MS`), and reading pauses while it arrives faster: the two processors are then busy
- * receiving, checking and hashing, and an aggregation beside them would slow the upload more than
- * it saves (the benchmarks' loopback clients send some 400 MB/s). An upload that ends before it
- * was ever slow is analysed after it is stored, as if it had not been followed; nothing is loaded
- * for it. At most one upload is followed at a time, so an analysis of another experiment running
- * meanwhile makes two at most.
+ * `PACE_MS`, three times in a row), and reading pauses while it arrives faster: the two
+ * processors are then busy receiving, checking and hashing, and an aggregation beside them would
+ * slow the upload more than it saves (the benchmarks' loopback clients send some 400 MB/s). An
+ * upload that ends before it was found slow is analysed after it is stored, as if it had not been
+ * followed; nothing is loaded for it. At most one upload is followed at a time, so an analysis of
+ * another experiment running meanwhile makes two at most.
  */
 import type { ControlPlane } from "../db/control_plane.ts";
 import type { Logger } from "../log.ts";
@@ -61,6 +61,8 @@ function figuresKey(options: RunAggregation): string {
 export const FOLLOW_MAX_BYTES_PER_SECOND = 150 * 1024 * 1024;
 /** How often the upload's rate is measured while it streams. */
 const PACE_MS = 100;
+/** Looks in a row that must find an upload slow before it is followed. */
+const SLOW_LOOKS = 3;
 /** How long the reading waits when it caught up with the upload. */
 const CAUGHT_UP_MS = 10;
 /** How long a stored upload's aggregate waits for its run before it is dropped. */
@@ -279,16 +281,18 @@ class Pace {
   }
 
   /**
-   * Waits until a look finds the upload slow (true), or until it ends or fails while fast
-   * (false): a fast upload is analysed after it is stored, as if it had not been followed.
+   * Waits until `SLOW_LOOKS` looks in a row find the upload slow (true), or until it ends or
+   * fails before (false): a fast upload is analysed after it is stored, as if it had not been
+   * followed, and a moment's stall of a fast one (its start, a busy machine) does not count.
    */
   async slowBeforeEnd(progress: FollowProgress): Promise<boolean> {
-    for (;;) {
+    for (let slow = 0; slow < SLOW_LOOKS;) {
       await progress.wait(PACE_MS);
       if (progress.aborted || progress.size !== null) return false;
       await this.look();
-      if (!this.fast) return true;
+      slow = this.fast ? 0 : slow + 1;
     }
+    return true;
   }
 }
 
