@@ -120,13 +120,18 @@ export class AnalysisFollowers implements UploadFollowers {
     const progress = new FollowProgress();
     const result = this.#aggregate(target, file, declared, progress);
     result.finally(() => this.#following--);
+    // Once stored, the aggregate is of the stored bytes whatever happens to the request after.
+    let committed = false;
     return {
       end: (size) => progress.end(size),
       abort: () => {
+        if (committed) return;
         progress.abort();
         result.then(dropFollowed);
       },
       commit: (etag) => {
+        if (progress.aborted) return;
+        committed = true;
         const id = storedId(target.orgId, target.experimentId, etag);
         const earlier = this.#stored.get(id);
         if (earlier) this.#drop(id, earlier);

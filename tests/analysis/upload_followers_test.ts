@@ -118,6 +118,16 @@ Deno.test("a followed upload gives nothing to another ETag, other settings, or w
       f.commit("etag-c");
     });
     assertEquals(await followers.take("org-1", "exp-1", "etag-c", NO_SETTINGS), null);
+    assertEquals(followers.waiting, 0);
+    // Stored, then the request failed (its answer could not be sent): the aggregate is still the
+    // stored bytes', and whole.
+    await run((f) => {
+      f.end(bytes.length);
+      f.commit("etag-d");
+      f.abort();
+    });
+    const kept = await followers.take("org-1", "exp-1", "etag-d", NO_SETTINGS);
+    assertEquals(kept, await aggregateOf(bytes));
   });
 });
 
