@@ -9,6 +9,7 @@ import { aggregateCsv } from "../../src/analysis/aggregate/aggregate.ts";
 import { validateSettings } from "../../src/analysis/settings.ts";
 import { SqliteControlPlane } from "../../src/db/sqlite/sqlite_control_plane.ts";
 import { createLogger } from "../../src/log.ts";
+import type { UploadFollower } from "../../src/ingest/ingest.ts";
 
 const encoder = new TextEncoder();
 const TARGET = { orgId: "org-1", experimentId: "exp-1" };
@@ -60,6 +61,24 @@ async function writeSlowly(path: string, bytes: Uint8Array, pieces: number, gapM
   }
 }
 
+/**
+ * Starts following an empty file at `path` as an upload of `bytes`, writes them into it slowly
+ * (see `writeSlowly`) and answers the follower, not yet told the end.
+ */
+async function followWriting(
+  followers: AnalysisFollowers,
+  path: string,
+  bytes: Uint8Array,
+  pieces: number,
+  gapMs: number,
+): Promise<UploadFollower> {
+  await Deno.writeFile(path, new Uint8Array(0));
+  const follower = followers.follow(TARGET, path, bytes.length);
+  assert(follower !== null, "followed");
+  await writeSlowly(path, bytes, pieces, gapMs);
+  return follower;
+}
+
 async function aggregateOf(bytes: Uint8Array) {
   return await aggregateCsv(ReadableStream.from([bytes]), {
     ...NO_SETTINGS,
@@ -95,14 +114,8 @@ Deno.test("a file followed while it is written slowly gives the aggregate of the
 Deno.test("a followed upload gives nothing to another ETag, other settings, or when it failed", async () => {
   const bytes = csv(30_000, 9_000);
   await withFollowers(async (followers, dir) => {
-    const path = `${dir}/spool`;
-    const run = async (finish: (follower: NonNullable<ReturnType<typeof follow>>) => void) => {
-      await Deno.writeFile(path, new Uint8Array(0));
-      const follower = follow()!;
-      await writeSlowly(path, bytes, 20, 20);
-      finish(follower);
-    };
-    const follow = () => followers.follow(TARGET, path, bytes.length);
+    const run = async (finish: (follower: UploadFollower) => void) =>
+      finish(await followWriting(followers, `${dir}/spool`, bytes, 20, 20));
     await run((f) => {
       f.end(bytes.length);
       f.commit("etag-a");
@@ -134,10 +147,7 @@ Deno.test("a followed upload gives nothing to another ETag, other settings, or w
 Deno.test("a followed file that is not the stored size gives nothing, and says why", async () => {
   const bytes = csv(30_000, 9_000);
   await withFollowers(async (followers, dir, warnings) => {
-    const path = `${dir}/spool`;
-    await Deno.writeFile(path, new Uint8Array(0));
-    const follower = followers.follow(TARGET, path, bytes.length)!;
-    await writeSlowly(path, bytes, 20, 20);
+    const follower = await followWriting(followers, `${dir}/spool`, bytes, 20, 20);
     follower.end(bytes.length + 10);
     follower.commit("etag-short");
     assertEquals(await followers.take("org-1", "exp-1", "etag-short", NO_SETTINGS), null);
@@ -151,9 +161,7 @@ Deno.test("a file written faster than the maximum is not followed: nothing loade
   // A maximum of 1 byte a second: every writer is fast.
   await withFollowers(async (followers, dir, warnings) => {
     const path = `${dir}/spool`;
-    await Deno.writeFile(path, new Uint8Array(0));
-    const follower = followers.follow(TARGET, path, bytes.length)!;
-    await writeSlowly(path, bytes, 10, 40);
+    const follower = await followWriting(followers, path, bytes, 10, 40);
     follower.end(bytes.length);
     follower.commit("etag-fast");
     assertEquals(await followers.take("org-1", "exp-1", "etag-fast", NO_SETTINGS), null);
