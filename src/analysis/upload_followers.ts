@@ -13,8 +13,8 @@
  * refused, failed or replaced one is dropped, and so is one whose settings changed before its
  * run (the run aggregates again with the new ones).
  *
- * An upload is followed only once it arrives slower than `maxBytesPerSecond` (looked at every
- * `PACE_MS`, three times in a row), and reading pauses while it arrives faster: the two
+ * An upload is followed only once it arrives slower than `maxBytesPerSecond` (from the sizes the
+ * upload reports as its file grows, over three windows of `PACE_MS` in a row), and reading pauses while it arrives faster: the two
  * processors are then busy receiving, checking and hashing, and an aggregation beside them would
  * slow the upload more than it saves (the benchmarks' loopback clients send some 400 MB/s). An
  * upload that ends before it was found slow is analysed after it is stored, as if it had not been
@@ -59,12 +59,10 @@ function figuresKey(options: RunAggregation): string {
 
 /** Uploads arriving faster than this are aggregated after they are stored (see above). */
 export const FOLLOW_MAX_BYTES_PER_SECOND = 150 * 1024 * 1024;
-/** How often the upload's rate is measured while it streams. */
+/** The shortest window over which the upload's rate is measured. */
 const PACE_MS = 100;
-/** Looks in a row that must find an upload slow before it is followed. */
-const SLOW_LOOKS = 3;
-/** How long the reading waits when it caught up with the upload. */
-const CAUGHT_UP_MS = 10;
+/** Windows in a row that must find an upload slow before it is followed. */
+const SLOW_WINDOWS = 3;
 /** How long a stored upload's aggregate waits for its run before it is dropped. */
 const KEEP_MS = 30_000;
 
@@ -117,12 +115,13 @@ export class AnalysisFollowers implements UploadFollowers {
       return null;
     }
     this.#following++;
-    const progress = new FollowProgress();
+    const progress = new FollowProgress(this.#o.maxBytesPerSecond);
     const result = this.#aggregate(target, file, declared, progress);
     result.finally(() => this.#following--);
     // Once stored, the aggregate is of the stored bytes whatever happens to the request after.
     let committed = false;
     return {
+      grew: (size) => progress.grew(size),
       end: (size) => progress.end(size),
       abort: () => {
         if (committed) return;
@@ -187,15 +186,14 @@ export class AnalysisFollowers implements UploadFollowers {
     progress: FollowProgress,
   ): Promise<Followed | null> {
     try {
-      const pace = new Pace(file, this.#o.maxBytesPerSecond);
       // Nothing is loaded or read until the upload turns out slower than the aggregation.
-      if (!(await pace.slowBeforeEnd(progress))) return null;
+      if (!(await progress.slowBeforeEnd())) return null;
       const { db, tallyWorkers } = this.#o;
       const { orgId, experimentId } = target;
       const settings = validateSettings((await db.settings.get(orgId, experimentId)) ?? {});
       const previous = await db.deliverySummaries.get(orgId, experimentId);
       const options = runAggregation(settings, previous?.summary);
-      const chunks = followFile(file, progress, pace);
+      const chunks = followFile(file, progress);
       const aggregate = await aggregateCsv(chunks, {
         ...options,
         sizeBytes: declared,
@@ -222,12 +220,41 @@ function storedId(orgId: string, experimentId: string, etag: string): string {
   return `${orgId}\0${experimentId}\0${etag}`;
 }
 
-/** What the upload tells its follower: the final size, or that it failed. */
+/**
+ * What the upload tells its follower (the file's size as it grows, its final size, or that it
+ * failed), and the upload's pace from those sizes: over windows of at least `PACE_MS`, whether it
+ * grew faster than the maximum, and how many windows in a row it did not.
+ */
 class FollowProgress {
+  /** The file's size at the upload's last look. */
+  grown = 0;
   /** The body's final size, once it ended. */
   size: number | null = null;
   aborted = false;
+  /** Whether the last window found the upload faster than the maximum. */
+  fast = true;
+  /** Windows in a row that found it slower. */
+  slowWindows = 0;
+  readonly #max: number;
+  #windowAt = performance.now();
+  #windowSize = 0;
   #wake: (() => void) | null = null;
+
+  constructor(maxBytesPerSecond = FOLLOW_MAX_BYTES_PER_SECOND) {
+    this.#max = maxBytesPerSecond;
+  }
+
+  grew(size: number): void {
+    this.grown = Math.max(this.grown, size);
+    const now = performance.now();
+    if (now - this.#windowAt >= PACE_MS) {
+      this.fast = (this.grown - this.#windowSize) / ((now - this.#windowAt) / 1000) > this.#max;
+      this.slowWindows = this.fast ? 0 : this.slowWindows + 1;
+      this.#windowAt = now;
+      this.#windowSize = this.grown;
+    }
+    this.#wakeUp();
+  }
 
   end(size: number): void {
     this.size = size;
@@ -239,16 +266,22 @@ class FollowProgress {
     this.#wakeUp();
   }
 
-  /** Resolves after `ms`, or at once when the upload ends or fails. */
-  wait(ms: number): Promise<void> {
-    if (this.size !== null || this.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => this.#wakeUp(), ms);
-      this.#wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+  /** Resolves at the next word of the upload (a size, its end, or its failure). */
+  next(): Promise<void> {
+    return new Promise((resolve) => this.#wake = resolve);
+  }
+
+  /**
+   * Waits until `SLOW_WINDOWS` windows in a row find the upload slow (true), or until it ends or
+   * fails before (false): a fast upload is analysed after it is stored, as if it had not been
+   * followed, and a moment's stall of a fast one (its start, a busy machine) does not count.
+   */
+  async slowBeforeEnd(): Promise<boolean> {
+    for (;;) {
+      if (this.aborted || this.size !== null) return false;
+      if (this.slowWindows >= SLOW_WINDOWS) return true;
+      await this.next();
+    }
   }
 
   #wakeUp(): void {
@@ -261,55 +294,14 @@ class FollowProgress {
 /** Thrown into the aggregation when the followed upload failed. */
 class UploadFailed extends Error {}
 
-/** How fast the followed file grows, looked at every `PACE_MS`. */
-class Pace {
-  readonly #file: Deno.FsFile;
-  readonly #max: number;
-  #at = performance.now();
-  #size = 0;
-  /** Whether the last look found the file growing faster than the maximum. */
-  fast = true;
-
-  constructor(file: Deno.FsFile, maxBytesPerSecond = FOLLOW_MAX_BYTES_PER_SECOND) {
-    this.#file = file;
-    this.#max = maxBytesPerSecond;
-  }
-
-  /** Looks again once `PACE_MS` passed since the last look. */
-  async look(): Promise<void> {
-    const now = performance.now();
-    if (now - this.#at < PACE_MS) return;
-    const size = (await this.#file.stat()).size;
-    this.fast = (size - this.#size) / ((now - this.#at) / 1000) > this.#max;
-    this.#at = now;
-    this.#size = size;
-  }
-
-  /**
-   * Waits until `SLOW_LOOKS` looks in a row find the upload slow (true), or until it ends or
-   * fails before (false): a fast upload is analysed after it is stored, as if it had not been
-   * followed, and a moment's stall of a fast one (its start, a busy machine) does not count.
-   */
-  async slowBeforeEnd(progress: FollowProgress): Promise<boolean> {
-    for (let slow = 0; slow < SLOW_LOOKS;) {
-      await progress.wait(PACE_MS);
-      if (progress.aborted || progress.size !== null) return false;
-      await this.look();
-      slow = this.fast ? 0 : slow + 1;
-    }
-    return true;
-  }
-}
-
 /**
  * The chunks of `file` as it grows, to its final size: each chunk is valid until the next is
- * asked for (one buffer, read again). While the file grows faster than the pace's maximum,
- * reading pauses until it slows down or ends.
+ * asked for (one buffer, read again), and none goes past the size the upload reported. While the
+ * upload is faster than the maximum, reading pauses until it slows down or ends.
  */
 async function* followFile(
   file: Deno.FsFile,
   progress: FollowProgress,
-  pace: Pace,
 ): AsyncGenerator<Uint8Array> {
   const buffer = new Uint8Array(largeBuffer(READ_BYTES), 0, READ_BYTES);
   let offset = 0;
@@ -317,24 +309,24 @@ async function* followFile(
     for (;;) {
       if (progress.aborted) throw new UploadFailed("The upload failed");
       const end = progress.size;
-      if (end === null) {
-        await pace.look();
-        if (pace.fast) {
-          await progress.wait(PACE_MS);
+      const known = end ?? progress.grown;
+      if (offset >= known) {
+        if (end === null) {
+          await progress.next();
           continue;
         }
-      } else if (offset >= end) {
         if (offset > end || (await file.stat()).size !== end) {
           throw new Error(`The followed file does not hold the stored ${end} bytes`);
         }
         return;
       }
-      const want = end === null ? buffer.length : Math.min(buffer.length, end - offset);
-      const n = await file.read(buffer.subarray(0, want));
-      if (n === null || n === 0) {
-        if (end !== null) throw new Error(`The followed file ended at ${offset} of ${end} bytes`);
-        await progress.wait(CAUGHT_UP_MS);
+      if (end === null && progress.fast) {
+        await progress.next();
         continue;
+      }
+      const n = await file.read(buffer.subarray(0, Math.min(buffer.length, known - offset)));
+      if (n === null || n === 0) {
+        throw new Error(`The followed file ended at ${offset} of ${known} bytes`);
       }
       offset += n;
       yield buffer.subarray(0, n);

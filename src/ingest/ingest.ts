@@ -67,10 +67,11 @@ export interface IngestOptions {
 
 /**
  * Reads a piped upload's file as it grows, beside the checks (the analysis does, see
- * `analysis/upload_followers.ts`): told the final size when the body ended, the ETag once the
- * upload is stored, or that it failed.
+ * `analysis/upload_followers.ts`): told the file's size as it grows (every 50 ms), the final size
+ * when the body ended, the ETag once the upload is stored, or that it failed.
  */
 export interface UploadFollower {
+  grew(size: number): void;
   end(size: number): void;
   commit(etag: string): void;
   abort(): void;
@@ -315,12 +316,14 @@ export class Ingest {
       if (spool) {
         const stop = new AbortController();
         remote = OffThreadValidator.follow(this.#validator, spool.path, (e) => stop.abort(e));
-        follower = this.#o.followers?.follow(target, spool.path, declared) ?? null;
+        const following = this.#o.followers?.follow(target, spool.path, declared) ?? null;
+        follower = following;
         try {
           bytes = await receiveIntoFile(req.body, spool, {
             ...this.#bodyLimits(),
             signal: stop.signal,
             expectedBytes: declared,
+            onSize: following ? (size) => following.grew(size) : undefined,
           });
         } finally {
           counted = await spool.size().catch(() => 0);

@@ -277,6 +277,8 @@ export interface SpoolOptions {
   signal?: AbortSignal;
   /** How often the file's growth is looked at; default 50 ms. */
   tickMs?: number;
+  /** Told the file's size at each look while the body streams. */
+  onSize?: (size: number) => void;
   /**
    * The body's declared length. Once the body ended, the file must hold exactly this many bytes:
    * the runtime's file sink can drop the error of its last write (seen with ENOSPC), so a file
@@ -331,6 +333,7 @@ export async function receiveIntoFile(
         size = now;
         grewAt = at;
       }
+      options.onSize?.(size);
       if (size > options.maxBytes) stop.abort(tooLargeError(options.maxBytes));
       else if (at - grewAt >= options.idleTimeoutMs) stop.abort(idleError(options.idleTimeoutMs));
       else if (minRate > 0 && at - started > minRateAfter) {

@@ -47,13 +47,24 @@ async function withFollowers(
   }
 }
 
-/** Writes `bytes` into `path` in `pieces` parts, `gapMs` apart (a slow upload's file). */
-async function writeSlowly(path: string, bytes: Uint8Array, pieces: number, gapMs: number) {
+/**
+ * Writes `bytes` into `path` in `pieces` parts, `gapMs` apart (a slow upload's file), telling
+ * `follower` the file's size after each part, as the upload does.
+ */
+async function writeSlowly(
+  path: string,
+  bytes: Uint8Array,
+  pieces: number,
+  gapMs: number,
+  follower: UploadFollower,
+) {
   const file = await Deno.open(path, { write: true, create: true, truncate: true });
   try {
     const step = Math.ceil(bytes.length / pieces);
     for (let at = 0; at < bytes.length; at += step) {
-      await file.write(bytes.subarray(at, Math.min(bytes.length, at + step)));
+      const end = Math.min(bytes.length, at + step);
+      await file.write(bytes.subarray(at, end));
+      follower.grew(end);
       await new Promise((resolve) => setTimeout(resolve, gapMs));
     }
   } finally {
@@ -75,7 +86,7 @@ async function followWriting(
   await Deno.writeFile(path, new Uint8Array(0));
   const follower = followers.follow(TARGET, path, bytes.length);
   assert(follower !== null, "followed");
-  await writeSlowly(path, bytes, pieces, gapMs);
+  await writeSlowly(path, bytes, pieces, gapMs, follower);
   return follower;
 }
 
@@ -97,7 +108,7 @@ Deno.test("a file followed while it is written slowly gives the aggregate of the
     // A second upload meanwhile is not followed (one at a time).
     assertEquals(followers.follow({ ...TARGET, experimentId: "exp-2" }, path, 10), null);
     // ~2.2 MB in 40 parts 25 ms apart: about 2 MB/s, under any maximum.
-    await writeSlowly(path, bytes, 40, 25);
+    await writeSlowly(path, bytes, 40, 25, follower);
     follower.end(bytes.length);
     follower.commit("etag-1");
     assertEquals(followers.waiting, 1);

@@ -72,6 +72,27 @@ Deno.test("receiveIntoFile stores every byte of the body and answers the file's 
   });
 });
 
+Deno.test("receiveIntoFile tells the file's size as it grows, never more than was written", async () => {
+  await withSpool(async (_writer, spool) => {
+    const body = bytes(200_000, 4);
+    let at = 0;
+    const slow = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (at >= body.length) return controller.close();
+        await new Promise((r) => setTimeout(r, 30));
+        controller.enqueue(body.subarray(at, at += 20_000));
+      },
+    });
+    const sizes: number[] = [];
+    const size = await receiveIntoFile(slow, spool, { ...options, onSize: (n) => sizes.push(n) });
+    assertEquals(size, body.length);
+    // Ten pieces 30 ms apart, looked at every 20 ms: a growing series within the body.
+    assert(sizes.length >= 5, `${sizes.length} sizes`);
+    assert(sizes.every((n, i) => n >= (sizes[i - 1] ?? 0) && n <= body.length), `${sizes}`);
+    assert(new Set(sizes).size >= 3, `${sizes}`);
+  });
+});
+
 Deno.test("receiveIntoFile abandons a body whose file stops growing with 408", async () => {
   await withSpool(async (_writer, spool) => {
     const { body, release } = stalling(bytes(1000, 2));
