@@ -193,6 +193,8 @@ export class AnalysisFollowers implements UploadFollowers {
       const settings = validateSettings((await db.settings.get(orgId, experimentId)) ?? {});
       const previous = await db.deliverySummaries.get(orgId, experimentId);
       const options = runAggregation(settings, previous?.summary);
+      // Only its header was needed: freed now rather than at a collection an idle service skips.
+      releaseBuffers(previous?.summary);
       const chunks = followFile(file, progress);
       const aggregate = await aggregateCsv(chunks, {
         ...options,
