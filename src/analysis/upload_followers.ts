@@ -73,8 +73,6 @@ export interface UploadFollowersOptions {
   tallyWorkers?: TallyWorkers;
   /** See `FOLLOW_MAX_BYTES_PER_SECOND`; tests lower or raise it. */
   maxBytesPerSecond?: number;
-  /** How long a stored upload's aggregate waits for its run; default 30 s. */
-  keepMs?: number;
 }
 
 /** An aggregate made while its upload streamed, and the settings it was made with. */
@@ -137,7 +135,7 @@ export class AnalysisFollowers implements UploadFollowers {
         const timer = setTimeout(() => {
           const entry = this.#stored.get(id);
           if (entry) this.#drop(id, entry);
-        }, this.#o.keepMs ?? KEEP_MS);
+        }, KEEP_MS);
         Deno.unrefTimer(timer);
         this.#stored.set(id, { result, timer });
       },
