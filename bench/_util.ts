@@ -40,6 +40,7 @@ export async function startChild(
   env: Record<string, string>,
   readyText: string,
   port: number,
+  onLine?: (line: string) => void,
 ): Promise<Child> {
   if (readyText.startsWith("/")) {
     const quiet = new Deno.Command(Deno.execPath(), {
@@ -82,10 +83,18 @@ export async function startChild(
     if (done) throw new Error(`child exited before it was ready:\n${text}`);
     text += decoder.decode(value, { stream: true });
   }
-  // Keep draining stdout so the child never blocks on a full pipe.
+  // Keep draining stdout so the child never blocks on a full pipe; `onLine` hears each line.
   (async () => {
     try {
-      while (!(await reader.read()).done) { /* discard */ }
+      let rest = text;
+      for (;;) {
+        const lines = rest.split("\n");
+        rest = lines.pop()!;
+        if (onLine) { for (const line of lines) onLine(line); }
+        const { value, done } = await reader.read();
+        if (done) return;
+        if (onLine) rest += decoder.decode(value, { stream: true });
+      }
     } catch { /* closed */ }
   })();
   return {

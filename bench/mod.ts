@@ -14,7 +14,7 @@
 import { writeCsv } from "./generate_csv.ts";
 import { printTable } from "./_util.ts";
 import { benchValidator } from "./validator_bench.ts";
-import { benchUpload } from "./upload_bench.ts";
+import { benchUpload, uploadSteps } from "./upload_bench.ts";
 import { benchInitiate } from "./initiate_bench.ts";
 import { benchAnalysis } from "./analysis_bench.ts";
 import { benchScaleOut } from "./scale_out_bench.ts";
@@ -58,6 +58,13 @@ try {
       baseline: `raw body→file ${u.rawMBs.toFixed(0)} MB/s`,
       ratio: u.ratio.toFixed(2),
       target: "≥ 0.70",
+    });
+    rows.push({
+      benchmark: "… its steps (request log line; medians), ms",
+      ours: uploadSteps(u.steps),
+      baseline: "—",
+      ratio: "—",
+      target: "—",
     });
     rows.push({
       benchmark: "peak RSS during one 200 MB upload",

@@ -10,7 +10,10 @@ import { curl, freePort, median, printTable, startChild } from "./_util.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
 
-async function startService(dataDir: string) {
+/** The steps a stored upload's request log line times (`src/ingest/ingest.ts`). */
+export const UPLOAD_STEPS = ["receive_ms", "check_ms", "commit_ms", "record_ms"] as const;
+
+async function startService(dataDir: string, onLine?: (line: string) => void) {
   const env = { ABN_DATA_DIR: dataDir };
   const run = async (args: string[]) => {
     const out = await new Deno.Command(Deno.execPath(), {
@@ -28,6 +31,7 @@ async function startService(dataDir: string) {
     { ...env, ABN_PORT: String(port) },
     '"msg":"listening"',
     port,
+    onLine,
   );
   return { child, apiKey: api_key as string };
 }
@@ -121,7 +125,11 @@ export async function benchUpload(path?: string, runs = 5) {
     "ready",
     rawPort,
   );
-  const svc = await startService(`${work}/svc`);
+  /** The stored uploads' request log lines, parsed. */
+  const stored: Record<string, number>[] = [];
+  const svc = await startService(`${work}/svc`, (line) => {
+    if (line.includes('"receive_ms"')) stored.push(JSON.parse(line));
+  });
   const rawTimes: number[] = [];
   const ourTimes: number[] = [];
   let rssSingle = 0;
@@ -182,7 +190,25 @@ export async function benchUpload(path?: string, runs = 5) {
     rssSingleMB: rssSingle,
     rssConcurrentMB: rssConcurrent,
     concurrentSeconds,
+    /** Per step of the timed uploads' log lines: the median, in ms (shares of `duration_ms`). */
+    steps: Object.fromEntries(
+      [...UPLOAD_STEPS, "duration_ms"].map((step) => [
+        step,
+        median(stored.map((line) => line[step])),
+      ]),
+    ),
   };
+}
+
+/** The medians of an upload's steps, each with its share of the request's whole time. */
+export function uploadSteps(steps: Record<string, number>): string {
+  const whole = steps.duration_ms;
+  return `duration ${whole.toFixed(0)}, ` +
+    UPLOAD_STEPS.map((step) =>
+      `${step.replace("_ms", "")} ${steps[step].toFixed(0)} (${
+        (100 * steps[step] / whole).toFixed(0)
+      } %)`
+    ).join(", ");
 }
 
 if (import.meta.main) {
@@ -192,6 +218,7 @@ if (import.meta.main) {
     { what: "baseline: body → file + fsync", value: `${r.rawMBs.toFixed(0)} MB/s` },
     { what: "ours: validate + store", value: `${r.ourMBs.toFixed(0)} MB/s` },
     { what: "ratio (target ≥ 0.7)", value: r.ratio.toFixed(2) },
+    { what: "ours, its steps (request log line), ms", value: uploadSteps(r.steps) },
     { what: "peak RSS, 200 MB upload (target < 150)", value: `${r.rssSingleMB?.toFixed(0)} MB` },
     {
       what: "peak RSS, 8 × 25 MB concurrent (target < 300)",

@@ -134,6 +134,11 @@ export interface DatasetTarget {
 /** Fields the caller's request log line gains (receive mode, bytes in). */
 export type IngestLogFields = Record<string, unknown>;
 
+/** Milliseconds from `from` to `to`, to a tenth, for a log line. */
+function elapsed(from: number, to: number): number {
+  return Math.round((to - from) * 10) / 10;
+}
+
 /** The error code a refused or failed delivery is counted under. */
 export function rejectionReason(error: unknown): string {
   if (error instanceof ApiError) return error.code;
@@ -310,6 +315,9 @@ export class Ingest {
     let remote: OffThreadValidator | null = null;
     let follower: UploadFollower | null = null;
     let counted = 0;
+    const started = performance.now();
+    /** When the body's last byte was in: the checks' lag and the commit are timed from it. */
+    let received = started;
     try {
       let bytes: number;
       let result: OffThreadResult;
@@ -329,6 +337,7 @@ export class Ingest {
           counted = await spool.size().catch(() => 0);
         }
         follower?.end(bytes);
+        received = performance.now();
         result = await remote.finish(bytes);
       } else {
         const hash = new UploadHash();
@@ -359,13 +368,16 @@ export class Ingest {
             }
             : undefined,
         });
+        received = performance.now();
         result = inline
           ? { summary: inline.finish(), sha256: hash.digest() }
           : await batched!.finish();
       }
       logFields.bytes_in = bytes;
+      const checked = performance.now();
       const info = await writer.commit();
       follower?.commit(info.etag);
+      const committed = performance.now();
       metrics.uploadsStored.inc({ route: "upload" });
       // Stored: the catalog row is written (and awaited) before the 201; its failure is logged.
       await deliveries.deliver({
@@ -375,6 +387,12 @@ export class Ingest {
         validated: true,
         sha256: result.sha256,
         source: "upload",
+      });
+      Object.assign(logFields, {
+        receive_ms: elapsed(started, received),
+        check_ms: elapsed(received, checked),
+        commit_ms: elapsed(checked, committed),
+        record_ms: elapsed(committed, performance.now()),
       });
       return { bytes, summary: result.summary, sha256: result.sha256, info };
     } catch (error) {

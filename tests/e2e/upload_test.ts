@@ -310,6 +310,32 @@ Deno.test("a local upload of 32 MiB or more is piped into its file and checked a
     }
     assertEquals(received().slice(4).sort(), ["batched", "spool", "spool"]);
     assertEquals([...Deno.readDirSync(`${server.dataDir}/tmp`)], []);
+    // A small one is checked inline. Each stored upload's line times its steps, within its whole.
+    const small = await upload(server, "small", VALID);
+    assertEquals(small.status, 201, await small.text());
+    const stored = lines.map((l) => JSON.parse(l)).filter((l) =>
+      l.path === "/api/v1/datasets/upload/" && l.status === 201
+    );
+    assertEquals(stored.map((l) => l.receive).sort(), [
+      "batched",
+      "inline",
+      "spool",
+      "spool",
+      "spool",
+    ]);
+    for (const line of stored) {
+      const steps = [line.receive_ms, line.check_ms, line.commit_ms, line.record_ms];
+      assert(steps.every((ms) => typeof ms === "number" && ms >= 0), JSON.stringify(line));
+      const sum = steps.reduce((a, b) => a + b, 0);
+      assert(sum <= line.duration_ms + 0.5, JSON.stringify(line));
+      if (line.receive !== "inline") assert(line.receive_ms > 0, JSON.stringify(line));
+    }
+    // A refused upload's line has no step times.
+    const refused = lines.map((l) => JSON.parse(l)).filter((l) =>
+      l.path === "/api/v1/datasets/upload/" && l.status === 400
+    );
+    assert(refused.length > 0);
+    for (const line of refused) assertEquals(line.commit_ms, undefined, JSON.stringify(line));
   } finally {
     await server.close();
   }
