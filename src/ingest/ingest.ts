@@ -139,6 +139,24 @@ function elapsed(from: number, to: number): number {
   return Math.round((to - from) * 10) / 10;
 }
 
+/** When a stored delivery's steps ended (`performance.now()`); the catalog row's ends now. */
+interface StepMarks {
+  started: number;
+  /** The body's last byte handed to storage. */
+  received: number;
+  /** The checks and the hash done, when they ran with the upload. */
+  checked?: number;
+  committed: number;
+}
+
+/** Adds a stored delivery's step times to its log line (see docs/operations.md). */
+function logSteps(fields: IngestLogFields, marks: StepMarks): void {
+  fields.receive_ms = elapsed(marks.started, marks.received);
+  if (marks.checked !== undefined) fields.check_ms = elapsed(marks.received, marks.checked);
+  fields.commit_ms = elapsed(marks.checked ?? marks.received, marks.committed);
+  fields.record_ms = elapsed(marks.committed, performance.now());
+}
+
 /** The error code a refused or failed delivery is counted under. */
 export function rejectionReason(error: unknown): string {
   if (error instanceof ApiError) return error.code;
@@ -236,6 +254,7 @@ export class Ingest {
       try {
         const writer = await store.createWriter(key);
         let bytes = 0;
+        const started = performance.now();
         try {
           bytes = await receiveBody(req.body, writer, {
             ...this.#bodyLimits(),
@@ -251,7 +270,9 @@ export class Ingest {
               `This upload URL only accepts a body of ${exactBytes} bytes; received ${bytes}`,
             );
           }
+          const received = performance.now();
           const info = await writer.commit();
+          const committed = performance.now();
           logFields.bytes_in = bytes;
           metrics.uploadsStored.inc({ route: "presigned_put" });
           await deliveries.deliver({
@@ -261,6 +282,7 @@ export class Ingest {
             validated: false,
             source: "presigned_put",
           });
+          logSteps(logFields, { started, received, committed });
           return info;
         } catch (error) {
           logFields.bytes_in = bytes;
@@ -388,12 +410,7 @@ export class Ingest {
         sha256: result.sha256,
         source: "upload",
       });
-      Object.assign(logFields, {
-        receive_ms: elapsed(started, received),
-        check_ms: elapsed(received, checked),
-        commit_ms: elapsed(checked, committed),
-        record_ms: elapsed(committed, performance.now()),
-      });
+      logSteps(logFields, { started, received, checked, committed });
       return { bytes, summary: result.summary, sha256: result.sha256, info };
     } catch (error) {
       logFields.bytes_in = counted;

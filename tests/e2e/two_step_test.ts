@@ -275,3 +275,26 @@ Deno.test("a local upload URL altered to another key, expiry or method answers 4
     await server.close();
   }
 });
+
+Deno.test("a stored local PUT's request line times its steps; the checks run later, with the analysis", async () => {
+  const { startDriverServer } = await import("../_drivers.ts");
+  const lines: string[] = [];
+  const server = await startDriverServer("local", {}, { log: (line) => lines.push(line) });
+  try {
+    const g = await grant(server, "timed", { size_bytes: VALID.length });
+    const res = await put(g.upload_url, VALID);
+    assertEquals(res.status, 200, await res.text());
+    const refused = await put(g.upload_url, VALID.subarray(1));
+    assertEquals(refused.status, 403, await refused.text());
+    const puts = lines.map((l) => JSON.parse(l)).filter((l) => l.method === "PUT");
+    assertEquals(puts.map((l) => l.status), [200, 403]);
+    const [stored, other] = puts;
+    const steps = [stored.receive_ms, stored.commit_ms, stored.record_ms];
+    assert(steps.every((ms) => typeof ms === "number" && ms >= 0), JSON.stringify(stored));
+    assert(steps.reduce((a, b) => a + b, 0) <= stored.duration_ms + 0.5, JSON.stringify(stored));
+    assertEquals(stored.check_ms, undefined);
+    assertEquals(other.receive_ms, undefined, JSON.stringify(other));
+  } finally {
+    await server.close();
+  }
+});
