@@ -72,9 +72,9 @@ class RunPhases {
 
   /**
    * Ends the current phase (its time awaiting storage counted as `read`, checking and hashing as
-   * `validate`) and starts `next`.
+   * `validate`) and starts `next`; answers the moment of the change (`performance.now()`).
    */
-  enter(next: Phase): void {
+  enter(next: Phase): number {
     const now = performance.now();
     let own = now - this.#since;
     for (const carried of this.#carried) {
@@ -86,6 +86,7 @@ class RunPhases {
     this.ms[this.#phase] += own;
     this.#since = now;
     this.#phase = next;
+    return now;
   }
 
   /** The log line's fields, whole milliseconds. */
@@ -275,10 +276,10 @@ export async function analyseDelivery(
       };
     }
   }
-  const seconds = (performance.now() - t0) / 1000;
+  // The run's time ends where its phases before `save` do: the line's duration is their sum.
+  const seconds = (phases.enter("save") - t0) / 1000;
   metrics.analysisRuns.inc({ outcome: outcome.status });
   metrics.analysisSeconds.observe(seconds);
-  phases.enter("save");
   let saved = false;
   try {
     saved = await db.analyses.saveResult(orgId, experimentId, etag, outcome, startedAt, history);
