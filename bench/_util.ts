@@ -86,14 +86,18 @@ export async function startChild(
   // Keep draining stdout so the child never blocks on a full pipe; `onLine` hears each line.
   (async () => {
     try {
+      if (!onLine) {
+        while (!(await reader.read()).done) { /* discard */ }
+        return;
+      }
       let rest = text;
       for (;;) {
         const lines = rest.split("\n");
         rest = lines.pop()!;
-        if (onLine) { for (const line of lines) onLine(line); }
+        for (const line of lines) onLine(line);
         const { value, done } = await reader.read();
         if (done) return;
-        if (onLine) rest += decoder.decode(value, { stream: true });
+        rest += decoder.decode(value, { stream: true });
       }
     } catch { /* closed */ }
   })();
