@@ -58,21 +58,30 @@ Deno.test("a settings change while the analysis runs re-runs it once, afterwards
       headers: auth,
       // Large enough for the analysis (about a second) to outlast the three changes below (a few
       // milliseconds each) on a busy machine: with 300,000 rows a run once ended before them.
-      body: await bytesOf(1_200_000, 8),
+      // Streamed without a declared length, so that the analysis runs after the 201: a large
+      // declared upload that arrives slowly (as on a busy machine) is aggregated while it
+      // streams, and its analysis is then ready before the changes.
+      body: new Blob([await bytesOf(1_200_000, 8)]).stream(),
     });
     assertEquals(res.status, 201);
     await res.body?.cancel();
-    for (let i = 0; i < 3; i++) {
-      const put = await fetch(`${server.api}/datasets/tuned/settings/`, {
-        method: "PUT",
-        headers: { ...auth, "content-type": "application/json" },
-        body: JSON.stringify({ mde: 0.1 + i / 100 }),
-      });
+    // The three changes (and a poll) at once: they all land while the run goes on, where one
+    // after another they once outlasted it on a loaded machine (and a third run followed).
+    const puts = await Promise.all(
+      [0, 1, 2].map((i) =>
+        fetch(`${server.api}/datasets/tuned/settings/`, {
+          method: "PUT",
+          headers: { ...auth, "content-type": "application/json" },
+          body: JSON.stringify({ mde: 0.1 + i / 100 }),
+        })
+      ),
+    );
+    for (const put of puts) {
       assertEquals(put.status, 200);
       await put.body?.cancel();
-      const poll = await fetch(`${server.api}/datasets/tuned/analysis/`, { headers: auth });
-      await poll.body?.cancel();
     }
+    const poll = await fetch(`${server.api}/datasets/tuned/analysis/`, { headers: auth });
+    assertEquals((await poll.json()).status, "pending");
     await server.service.analysis.whenIdle();
     const runs = finishedRuns(lines, "tuned");
     assertEquals(runs.map((r) => r.status), ["ready", "ready"]);
