@@ -14,9 +14,9 @@
  * run (the run aggregates again with the new ones).
  *
  * An upload is followed only once it arrives slower than `maxBytesPerSecond` (from the sizes the
- * upload reports as its file grows, over three windows of `PACE_MS` in a row), and reading pauses while it arrives faster: the two
- * processors are then busy receiving, checking and hashing, and an aggregation beside them would
- * slow the upload more than it saves (the benchmarks' loopback clients send some 400 MB/s). An
+ * upload reports as its file grows, over three windows of `PACE_MS` in a row), and reading pauses
+ * while it arrives faster: the two processors are then busy receiving, checking and hashing, and
+ * an aggregation beside them would slow the upload more than it saves (the benchmarks' loopback clients send some 400 MB/s). An
  * upload that ends before it was found slow is analysed after it is stored, as if it had not been
  * followed; nothing is loaded for it. At most one upload is followed at a time, so an analysis of
  * another experiment running meanwhile makes two at most.
