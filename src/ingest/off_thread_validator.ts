@@ -46,10 +46,19 @@ export interface Session {
 export const VALIDATOR_IDLE_MS = 1000;
 
 /**
+ * A session of at least this many bytes ends its idle thread at once (see `ValidatorThread`):
+ * the analysis of that much data follows and wants the memory, and a restart costs a few ms.
+ */
+export const LARGE_SESSION_BYTES = 16 * 1024 * 1024;
+
+/**
  * The worker thread that validates and hashes uploads, one session per upload. Started on first
  * use; `stop()` ends it (shutdown, tests) and a later upload starts a new one. It also ends once
  * it had no session for `idleMs`: a thread that read a large upload keeps tens of MB of heap that
  * an idle service would otherwise hold until the next one (starting it again costs a few ms).
+ * When a session that read `LARGE_SESSION_BYTES` or more closes and leaves it idle, it ends at
+ * once: the runtime's worker alone takes some 20 MB, and the analysis of a large delivery,
+ * which starts at that moment, reaches its peak memory within the next second.
  */
 export class ValidatorThread {
   #worker: Worker | null = null;
@@ -75,9 +84,19 @@ export class ValidatorThread {
     return id;
   }
 
-  /** Forgets a session; false when it was already gone. */
-  close(id: number): boolean {
+  /**
+   * Forgets a session; false when it was already gone. `bytes` is what the session read: a large
+   * one ends the thread at once if no other session is open.
+   */
+  close(id: number, bytes = 0): boolean {
     const closed = this.#sessions.delete(id);
+    if (this.#sessions.size === 0 && this.#worker && bytes >= LARGE_SESSION_BYTES) {
+      clearTimeout(this.#idleTimer);
+      this.#idleTimer = undefined;
+      this.#worker.terminate();
+      this.#worker = null;
+      return closed;
+    }
     if (this.#sessions.size === 0 && this.#worker && this.#idleTimer === undefined) {
       this.#idleTimer = setTimeout(() => {
         this.#idleTimer = undefined;
@@ -184,7 +203,7 @@ export class OffThreadValidator {
       },
       onSummary: (result) => {
         this.#resolve(result);
-        thread.close(this.#id);
+        thread.close(this.#id, result.summary.bytes);
       },
     });
     thread.post(

@@ -3,7 +3,11 @@
  */
 import { assert, assertEquals, assertRejects } from "../_assert.ts";
 import { createHash } from "node:crypto";
-import { OffThreadValidator, ValidatorThread } from "../../src/ingest/off_thread_validator.ts";
+import {
+  LARGE_SESSION_BYTES,
+  OffThreadValidator,
+  ValidatorThread,
+} from "../../src/ingest/off_thread_validator.ts";
 import { ValidationError } from "../../src/pipeline/mod.ts";
 
 function csv(rows: number, badLine?: number): Uint8Array<ArrayBuffer> {
@@ -75,6 +79,41 @@ Deno.test("a follow reports the first bad line while the file is still being wri
     await Deno.writeFile(short, csv(10));
     const cut = OffThreadValidator.follow(thread, short, () => {});
     await assertRejects(() => cut.finish(csv(10).length + 5), Error, "ended at");
+  } finally {
+    thread.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the validator thread ends at once after a large session, and stays after a small one", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "abn-follow-" });
+  // An idle time no test waits for: only the size of the session can end the thread.
+  const thread = new ValidatorThread(60_000);
+  try {
+    const small = csv(1_000);
+    const large = csv(600_000);
+    assert(large.length >= LARGE_SESSION_BYTES, `${large.length} bytes`);
+    await Deno.writeFile(`${dir}/small.part`, small);
+    await Deno.writeFile(`${dir}/large.part`, large);
+    const follow = (name: string, size: number) =>
+      OffThreadValidator.follow(thread, `${dir}/${name}`, () => {}).finish(size);
+    assertEquals((await follow("small.part", small.length)).summary.rows, 1_000);
+    assert(thread.running, "kept after a small session");
+    // A large session beside another one: the thread stays while the other is open.
+    const other = OffThreadValidator.follow(thread, `${dir}/small.part`, () => {});
+    assertEquals((await follow("large.part", large.length)).summary.rows, 600_000);
+    assert(thread.running, "kept while another session is open");
+    await other.finish(small.length);
+    assert(thread.running, "the small session that closed last keeps it");
+    assertEquals((await follow("large.part", large.length)).summary.rows, 600_000);
+    assert(!thread.running, "ended as the large session closed");
+    // Batches count too, and a later upload starts the thread again.
+    const batches = new OffThreadValidator(thread, () => {});
+    for (let at = 0; at < large.length; at += 1 << 20) {
+      batches.push(large.slice(at, at + (1 << 20)));
+    }
+    assertEquals((await batches.finish()).summary.bytes, large.length);
+    assert(!thread.running, "ended after a large session of batches");
   } finally {
     thread.stop();
     await Deno.remove(dir, { recursive: true });
