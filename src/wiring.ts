@@ -23,7 +23,7 @@ import { createApp } from "./app.ts";
 import { RateLimiter } from "./http/rate_limiter.ts";
 import { Ingest } from "./ingest/ingest.ts";
 import { AnalysisFollowers } from "./analysis/upload_followers.ts";
-import { TallyWorkers } from "./analysis/aggregate/tally_workers.ts";
+import { TALLY_WORKER_LINGER_MS, TallyWorkers } from "./analysis/aggregate/tally_workers.ts";
 import { ValidatorThread } from "./ingest/off_thread_validator.ts";
 import { apiRoutes } from "./routes/mod.ts";
 import type { AppDeps, AppRoutes } from "./routes/deps.ts";
@@ -104,8 +104,12 @@ export async function createService(
   const deliveries = new DeliveryHub({ log, catalog, db });
   // Only S3 needs grants: local upload URLs are PUT through this process, which delivers them.
   const grants = store.driver === "s3" ? new GrantRecorder({ db, log }) : undefined;
-  // The aggregation's worker, kept between large analyses in a row (and their memory).
-  const tallyWorkers = new TallyWorkers();
+  // The aggregation's worker, kept between large analyses in a row, and their memory while
+  // uploads stream (another large analysis is then on its way).
+  const tallyWorkers = new TallyWorkers(
+    TALLY_WORKER_LINGER_MS,
+    (): boolean => ingest.inProgress > 0,
+  );
   // A large upload piped into a local file is aggregated while it streams, when slow enough.
   const followers = new AnalysisFollowers({ db, log, tallyWorkers });
   const ingest = new Ingest({

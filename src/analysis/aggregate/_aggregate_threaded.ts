@@ -12,8 +12,8 @@
  * `CsvAggregator`'s (which keeps the two lanes in two tallies on one thread).
  *
  * With `options.tallyWorkers`, a worker kept from the run before is taken (up already), and at a
- * clean end the worker's records go back to it after the summary and it is kept for the next run
- * (see `TallyWorkers`); otherwise each run starts its worker and ends it.
+ * clean end it is kept for the next run, its records given back to it after the summary when it
+ * keeps its table's memory (see `TallyWorkers`); otherwise each run starts its worker and ends it.
  */
 import type { Aggregate, AggregateOptions } from "./aggregate_types.ts";
 import { CsvRowSplitter } from "./_csv_rows.ts";
@@ -183,8 +183,10 @@ class ThreadedRun {
     this.#reader.end();
     if (this.#mode === "starting") this.#goLocal();
     const states = this.#tallies.map((tally) => tally.state());
+    // Whether the worker keeps its table's memory for the next run (see `TallyWorkers`).
+    const keep = this.#workers?.keepsMemory ?? false;
     if (this.#mode === "threaded") {
-      this.#worker!.postMessage({ type: "finish" } satisfies WorkerRequest);
+      this.#worker!.postMessage({ type: "finish", keep } satisfies WorkerRequest);
       while (this.#workerState === null) {
         if (this.#failure) throw this.#failure;
         await this.#nextEvent();
@@ -203,13 +205,16 @@ class ThreadedRun {
     for (const tally of this.#tallies) tally.release();
     const state = this.#workerState;
     this.#workerState = null;
-    if (state !== null && this.#workers !== null && this.#failure === null) {
+    const kept = state !== null && this.#workers !== null && this.#failure === null;
+    if (kept && keep) {
       const arena = state.arena;
       const used = 8 * state.top;
       this.#worker!.postMessage({ type: "recycle", arena, used } satisfies WorkerRequest, [arena]);
-      this.#workers.keep(this.#worker!);
-      this.#worker = null;
     } else if (state !== null) releaseState(state);
+    if (kept) {
+      this.#workers!.keep(this.#worker!);
+      this.#worker = null;
+    }
     this.#reader.release();
     for (const batch of this.#spare.splice(0)) releaseBuffers(...batchBuffers(batch));
     return aggregate;

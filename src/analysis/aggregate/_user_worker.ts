@@ -2,10 +2,11 @@
  * The worker side of `aggregateThreaded`: keeps a `UserTally` for lane 1, adds each batch it is
  * sent to it and sends the batch back for reuse, and at the end sends the tally's state.
  *
- * A worker kept for the next run (see `TallyWorkers`) also keeps its table's memory: the slots
- * stay here at the end, and the records come back from the reading thread once it summarized
- * them (`recycle`). The next `start` zeroes what the last table wrote and builds on it, so that
- * a run that follows another one touches no fresh pages for its largest table.
+ * A worker kept for the next run (see `TallyWorkers`) may also keep its table's memory (`finish`
+ * says whether): the slots stay here at the end, and the records come back from the reading
+ * thread once it summarized them (`recycle`). The next `start` zeroes what the last table wrote
+ * and builds on it, so that a run that follows another one touches no fresh pages for its
+ * largest table. Otherwise the slots are freed at the end.
  */
 import { batchBuffers, type RowBatch } from "./_row_batch.ts";
 import { stateBuffers, type TallyState, UserTally } from "./_user_tally.ts";
@@ -22,7 +23,11 @@ export type WorkerRequest =
     expectedUsers: number;
   }
   | { type: "batch"; batch: RowBatch }
-  | { type: "finish" }
+  | {
+    type: "finish";
+    /** Keep the table's slots for the next run (its records come back with `recycle`). */
+    keep: boolean;
+  }
   | {
     type: "recycle";
     /** The arena of the state this worker sent, done with. */
@@ -75,6 +80,10 @@ scope.onmessage = ({ data: request }) => {
       const state = tally!.state();
       releaseBuffers(spareSlots);
       spareSlots = tally!.takeSlots();
+      if (!request.keep) {
+        releaseBuffers(spareSlots);
+        spareSlots = null;
+      }
       tally = null;
       scope.postMessage({ type: "state", state }, stateBuffers(state));
     } else {

@@ -1,9 +1,15 @@
 /**
- * Keeps the aggregation's worker (and the memory of its last user table, see `_user_worker.ts`)
- * for a moment after a run, for the next run to take: in a burst of large deliveries each run
- * then starts at once and writes its largest table into pages touched before, where a fresh
- * worker costs tens of milliseconds and every fresh page a fault (some 90 MB of them for a
- * million users). The worker ends `lingerMs` after its last run, giving all of it back.
+ * Keeps the aggregation's worker (and, while `keepMemory` says so, the memory of its last user
+ * table, see `_user_worker.ts`) for a moment after a run, for the next run to take: in a burst of
+ * large deliveries each run then starts at once and writes its largest table into pages touched
+ * before, where a fresh worker costs tens of milliseconds and every fresh page a fault (some 90
+ * MB of them for a million users). The worker ends `lingerMs` after its last run, giving all of
+ * it back.
+ *
+ * The table's memory is kept only when `keepMemory` answers true as a run ends (the service:
+ * while uploads stream, so another large analysis is on its way). Otherwise it is freed as soon
+ * as the summary is done with it: a single delivery's report and comparison then run without
+ * the records beside them, the peak of its cycle.
  *
  * One instance per analysis queue (`wiring.ts`); `stop` ends the kept worker. Without one, each
  * run starts a worker of its own and ends it.
@@ -14,12 +20,20 @@ export const TALLY_WORKER_LINGER_MS = 1000;
 
 export class TallyWorkers {
   readonly #lingerMs: number;
+  readonly #keepMemory: () => boolean;
   #idle: Worker | null = null;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
 
-  constructor(lingerMs = TALLY_WORKER_LINGER_MS) {
+  /** `keepMemory`: whether a run ending now keeps its table's memory for the next (see above). */
+  constructor(lingerMs = TALLY_WORKER_LINGER_MS, keepMemory: () => boolean = () => true) {
     this.#lingerMs = lingerMs;
+    this.#keepMemory = keepMemory;
+  }
+
+  /** Whether the run ending now keeps its table's memory in the worker for the next run. */
+  get keepsMemory(): boolean {
+    return !this.#stopped && this.#keepMemory();
   }
 
   /** True while a worker waits for the next run. */

@@ -987,6 +987,30 @@ Deno.test("aggregateCsv runs in a row on one kept worker and its memory, each as
   assert.equal(workers.idle, false);
 });
 
+Deno.test("a kept worker that gives its table's memory back answers each next run as a fresh one", async () => {
+  // Whether a run ending keeps the table's memory, in turn: kept, freed, freed, kept, kept.
+  const keeps = [true, false, false, true, true];
+  let run = 0;
+  const workers = new TallyWorkers(60_000, () => keeps[run]);
+  try {
+    for (; run < keeps.length; run++) {
+      // Fewer users after more, and the other way round: no earlier table may show.
+      const bytes = await generatedBytes(run % 2 ? 20_000 : 60_000, run % 2 ? 5_000 : 30_000, run);
+      const options = { userSummary: true, expectedUsers: 30_000 };
+      const alone = new CsvAggregator(options);
+      alone.push(bytes);
+      const expected = alone.finish();
+      const { result, modes } = await onWorker(bytes, { ...options, tallyWorkers: workers });
+      assert.deepEqual(modes, ["threaded"], `run ${run}`);
+      assert.deepEqual(result, expected, `run ${run}`);
+      assert.equal(workers.idle, true, `run ${run}: the worker waits for the next run either way`);
+    }
+  } finally {
+    workers.stop();
+  }
+  assert.equal(workers.keepsMemory, false, "a stopped TallyWorkers keeps no memory");
+});
+
 Deno.test("TallyWorkers ends a waiting worker after its time, or at stop", async () => {
   const workers = new TallyWorkers(50);
   const bytes = await generatedBytes(20_000, 5_000, 3);
