@@ -20,6 +20,11 @@ export interface Delivery {
   /** SHA-256 of the bytes (hex) when known on the way in (direct upload). */
   sha256?: string;
   /**
+   * Whether the checks on the way in found dimension columns (text in a cell, or no value at
+   * all; direct upload): false lets the analysis keep no dimension values. Unknown: undefined.
+   */
+  hasDimensions?: boolean;
+  /**
    * How the delivery was noticed; `upgrade`: a ready result made by an older analysis, run again
    * in the background.
    */

@@ -36,6 +36,7 @@ export interface AggregateDeliveryOptions extends
     | "sizeBytes"
     | "expectedUsers"
     | "tallyWorkers"
+    | "dimensions"
   > {
   /** The bytes passed the upload checks as they arrived (a direct upload); default false. */
   validated?: boolean;

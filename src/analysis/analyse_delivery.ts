@@ -163,6 +163,9 @@ export async function analyseDelivery(
     const offThread = !delivery.validated ? deps.validatorThread : undefined;
     const checkedHash = { hex: null as string | null };
     const options = runAggregation(settings, previous?.summary);
+    // Only its header was needed so far: freed rather than held while the aggregation takes its
+    // memory (the report reads the summary again, see below).
+    releaseBuffers(previous?.summary);
     phases.enter("aggregate");
     // A direct upload may have been aggregated while it streamed, with these settings.
     const followedAggregate = delivery.validated && delivery.sha256 !== undefined && deps.followers
@@ -181,6 +184,8 @@ export async function analyseDelivery(
       aggregate = await aggregateDelivery(object.body, {
         ...options,
         validated: delivery.validated,
+        // A file the upload found without dimension columns: records without their values.
+        dimensions: delivery.hasDimensions ?? true,
         sizeBytes: object.info.size,
         tallyWorkers: deps.tallyWorkers,
         userSummary: true,
@@ -196,17 +201,24 @@ export async function analyseDelivery(
     const rows = aggregate.rows;
     const summary = deliverySummaryOf(aggregate);
     const users = summary.users;
-    scratch.push(users.hi, users.lo, users.variant, previous?.summary);
+    scratch.push(users.hi, users.lo, users.variant);
     const sameContent = previous?.sha256 === sha256;
     let changes: Changes | null = null;
     if (previous && sameContent) {
       // The same bytes again (a re-run, or a re-delivery): what they changed, as found then.
       changes = previous.changes === null ? null : JSON.parse(previous.changes);
     } else if (previous) {
-      const before = decodeDeliverySummary(previous.summary);
+      // Read again now that the aggregation's memory is given back. Should another instance have
+      // saved a newer delivery's summary meanwhile (this run's result is then refused), there is
+      // nothing to compare with.
+      const again = await db.deliverySummaries.get(orgId, experimentId);
+      const before = again?.etag === previous.etag ? decodeDeliverySummary(again.summary) : null;
+      // The decoding copied what it needs.
+      releaseBuffers(again?.summary);
       scratch.push(before?.users.hi, before?.users.variant);
       if (before !== null) {
         changes = compareDeliveries(before, summary, previous.etag, previous.delivered_at);
+        releaseBuffers(before.users.hi, before.users.variant);
       }
     }
     const report = buildReport(aggregate, settings, { changes });
@@ -222,6 +234,8 @@ export async function analyseDelivery(
     const deliveredAt = object.info.lastModified.toISOString();
     const encoded = sameContent && previous?.etag === etag ? null : encodeDeliverySummary(summary);
     scratch.push(encoded);
+    // Encoded: the users' hashes go before the result is saved.
+    releaseBuffers(users.hi, users.lo, users.variant);
     history = {
       // The same delivery again (a re-run) keeps its summary, and the changes found then.
       summary: encoded === null ? null : {

@@ -408,6 +408,7 @@ export class Ingest {
         info,
         validated: true,
         sha256: result.sha256,
+        hasDimensions: result.summary.dimensions.length > 0,
         source: "upload",
       });
       logSteps(logFields, { started, received, checked, committed });
