@@ -107,6 +107,11 @@ export interface InsightBenchResult {
   anonBeforeMB: number;
   /** Its peak (VmHWM) at the end, MB. */
   peakRssMB: number;
+  /**
+   * Its peak over each delivery's cycle (upload and analysis), per kind of delivery, MB: empty
+   * where the peak cannot be reset (`resetPeak`).
+   */
+  cyclePeaksMB: { direct: number[]; twoStep: number[]; paced: number[] };
   /** Its VmRSS and RssAnon after idling `SETTLE_MS` after the last delivery, MB. */
   settledRssMB: number;
   settledAnonMB: number;
@@ -117,6 +122,26 @@ export interface InsightBenchResult {
 async function rssMB(pid: number, field = "VmRSS"): Promise<number> {
   const status = await Deno.readTextFile(`/proc/${pid}/status`);
   return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) / 1024;
+}
+
+/**
+ * Starts the process's peak resident set (VmHWM) over from its present size (Linux, writing 5 to
+ * `clear_refs`, which needs the rights to the process); false where that is refused.
+ */
+async function resetPeak(pid: number): Promise<boolean> {
+  try {
+    await Deno.writeTextFile(`/proc/${pid}/clear_refs`, "5");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Runs `cycle` and adds the service's peak RSS over it to `peaks`, when the peak can be reset. */
+async function withPeak(pid: number, peaks: number[], cycle: () => Promise<void>): Promise<void> {
+  const reset = await resetPeak(pid);
+  await cycle();
+  if (reset) peaks.push(await rssMB(pid, "VmHWM"));
 }
 
 async function sync(): Promise<void> {
@@ -228,6 +253,10 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
   let duckdbTotals: Totals | null = null;
   let oursTotals: Totals | null = null;
   let rows = 0;
+  const cyclePeaksMB = { direct: [] as number[], twoStep: [] as number[], paced: [] as number[] };
+  /** The whole run's peak, read before each cycle's reset. */
+  let peakMB = 0;
+  const peakSoFar = async () => peakMB = Math.max(peakMB, await rssMB(service.pid, "VmHWM"));
   try {
     await sleep(IDLE_MS);
     const rssBeforeMB = await rssMB(service.pid);
@@ -365,19 +394,27 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
         console.error(`DuckDB: ${result.seconds.toFixed(2)} s`);
       }
     };
+    // Each delivery's cycle, with the service's peak RSS over it (reset before it starts).
+    const { direct, twoStep, paced: pacedPeaks } = cyclePeaksMB;
+    const cycle = async (peaks: number[], run: () => Promise<void>) => {
+      if (peaks === pacedPeaks && PACED_BYTES_PER_SECOND <= 0) return;
+      await peakSoFar();
+      await withPeak(service.pid, peaks, run);
+    };
     for (let i = 0; i < runs; i++) {
       if (i % 2 === 0) {
-        await runOurs(i);
+        await cycle(direct, () => runOurs(i));
         await runDuck();
-        await runTwoStep(i);
-        await runPaced(i);
+        await cycle(twoStep, () => runTwoStep(i));
+        await cycle(pacedPeaks, () => runPaced(i));
       } else {
-        await runPaced(i);
-        await runTwoStep(i);
+        await cycle(pacedPeaks, () => runPaced(i));
+        await cycle(twoStep, () => runTwoStep(i));
         await runDuck();
-        await runOurs(i);
+        await cycle(direct, () => runOurs(i));
       }
     }
+    await peakSoFar();
     if (duckdbTotals !== null) checkAgreement(oursTotals!, duckdbTotals);
     const totals = oursTotals! as Totals;
     await sleep(SETTLE_MS);
@@ -391,7 +428,8 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
       duckdbRunner: "how" in duckdb ? `${duckdb.how}, 2 threads` : duckdb.why,
       rssBeforeMB,
       anonBeforeMB,
-      peakRssMB: await rssMB(service.pid, "VmHWM"),
+      peakRssMB: Math.max(peakMB, await rssMB(service.pid, "VmHWM")),
+      cyclePeaksMB,
       settledRssMB: await rssMB(service.pid),
       settledAnonMB: await rssMB(service.pid, "RssAnon"),
       rows,
@@ -487,6 +525,22 @@ function pacedRows(r: InsightBenchResult): Record<string, string>[] {
   ];
 }
 
+/** The service's peak RSS over each kind of delivery's cycle, where it could be reset. */
+function peakRows(r: InsightBenchResult): Record<string, string>[] {
+  const kinds = [
+    ["direct upload", r.cyclePeaksMB.direct],
+    ["two-step delivery", r.cyclePeaksMB.twoStep],
+    [`upload at ${(r.pacedBytesPerSecond / 1e6).toFixed(0)} MB/s`, r.cyclePeaksMB.paced],
+  ] as const;
+  return kinds.filter(([, peaks]) => peaks.length > 0).map(([kind, peaks]) => ({
+    benchmark: `service peak RSS over a cycle: ${kind} and its analysis (n=${peaks.length})`,
+    ours: `${spread(peaks, 0)} MB`,
+    baseline: "—",
+    ratio: "—",
+    target: "< 200 MB",
+  }));
+}
+
 /** The table rows of `deno task bench` for this section. */
 export function insightRows(r: InsightBenchResult): Record<string, string>[] {
   const oursSeconds = r.ours.map((run) => run.seconds);
@@ -535,6 +589,7 @@ export function insightRows(r: InsightBenchResult): Record<string, string>[] {
       ratio: "—",
       target: "—",
     },
+    ...peakRows(r),
     {
       benchmark: `service RSS settled: ${
         SETTLE_MS / 1000
