@@ -105,10 +105,10 @@ export async function createService(
   // Only S3 needs grants: local upload URLs are PUT through this process, which delivers them.
   const grants = store.driver === "s3" ? new GrantRecorder({ db, log }) : undefined;
   // The aggregation's worker, kept between large analyses in a row, and their memory while
-  // uploads stream (another large analysis is then on its way).
+  // another large analysis is on its way (an upload streams, or a large delivery waits).
   const tallyWorkers = new TallyWorkers(
     TALLY_WORKER_LINGER_MS,
-    (): boolean => ingest.inProgress > 0,
+    (): boolean => ingest.inProgress > 0 || analysis.largeWaiting(),
   );
   // A large upload piped into a local file is aggregated while it streams, when slow enough.
   const followers = new AnalysisFollowers({ db, log, tallyWorkers });

@@ -59,6 +59,11 @@ export interface AnalysisScheduler {
    * (`ANALYSIS_VERSION`), newest deliveries first; answers how many were offered.
    */
   rerunOutdated(): Promise<number>;
+  /**
+   * True while a delivery over `SMALL_INPUT_BYTES` waits here for its run: another large
+   * analysis follows the one under way (see `TallyWorkers`).
+   */
+  largeWaiting(): boolean;
   /** Resolves when nothing is admitted, queued or running in this process. */
   whenIdle(): Promise<void>;
   /** Stops taking work and waits for the runs under way. */
@@ -116,6 +121,10 @@ export class AnalysisQueue implements AnalysisScheduler {
   inFlight(orgId: string, experimentId: string, etag: string): boolean {
     const id = `${orgId}/${experimentId}`;
     return this.#queued(id)?.info.etag === etag || this.#running.get(id)?.etag === etag;
+  }
+
+  largeWaiting(): boolean {
+    return this.#large.size > 0;
   }
 
   enqueue(delivery: Delivery): void {
