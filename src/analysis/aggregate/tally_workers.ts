@@ -7,9 +7,9 @@
  * it back.
  *
  * The table's memory is kept only when `keepMemory` answers true as a run ends (the service:
- * while uploads stream, so another large analysis is on its way). Otherwise it is freed as soon
- * as the summary is done with it: a single delivery's report and comparison then run without
- * the records beside them, the peak of its cycle.
+ * while an upload streams or a large delivery waits in the queue, so another large analysis is on
+ * its way). Otherwise it is freed as soon as the summary is done with it: a single delivery's
+ * report and comparison then run without the records beside them, the peak of its cycle.
  *
  * One instance per analysis queue (`wiring.ts`); `stop` ends the kept worker. Without one, each
  * run starts a worker of its own and ends it.
