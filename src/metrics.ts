@@ -162,8 +162,8 @@ export class Metrics {
   );
   readonly #extra: { render(): string }[] = [];
 
-  add(metric: { render(): string }): void {
-    this.#extra.push(metric);
+  add(...metrics: { render(): string }[]): void {
+    this.#extra.push(...metrics);
   }
 
   render(): string {

@@ -145,6 +145,23 @@ export async function createService(
       "Upload bodies streaming now (direct uploads and local upload URLs)",
       () => ingest.inProgress,
     ),
+    // What the process holds: all of it, and of it the main thread's JavaScript heap and the
+    // memory outside it (the analysis's typed arrays and the upload buffers of that thread).
+    new Gauge(
+      "abn_process_resident_memory_bytes",
+      "Resident memory of the whole process (all threads), bytes",
+      () => Deno.memoryUsage().rss,
+    ),
+    new Gauge(
+      "abn_js_heap_used_bytes",
+      "JavaScript heap in use on the service's main thread, bytes",
+      () => Deno.memoryUsage().heapUsed,
+    ),
+    new Gauge(
+      "abn_js_external_memory_bytes",
+      "Memory of the main thread's ArrayBuffers and other objects outside its heap, bytes",
+      () => Deno.memoryUsage().external,
+    ),
   );
 
   await startupSweep(store, log);

@@ -321,6 +321,14 @@ Deno.test("GET /metrics is valid Prometheus text and counts requests, bytes, rej
     assert(value(m, "abn_analysis_runs_total", { outcome: "ready" }) >= 2);
     assertEquals(value(m, "abn_analysis_duration_seconds_count"), runs);
 
+    // The memory gauges read this process (the test server runs in it).
+    const now = Deno.memoryUsage();
+    const rss = value(m, "abn_process_resident_memory_bytes");
+    assert(Math.abs(rss - now.rss) < 64 * 2 ** 20, `resident ${rss} against ${now.rss}`);
+    const heap = value(m, "abn_js_heap_used_bytes");
+    assert(heap > 2 ** 20 && heap < rss, `heap ${heap} of ${rss}`);
+    assert(value(m, "abn_js_external_memory_bytes") > 0);
+
     assertEquals(value(m, "abn_cleanup_deletions_total"), 1);
     assert(value(m, "abn_timer_runs_total", { job: "cleanup", outcome: "ok" }) >= 1);
     assert(value(m, "abn_timer_runs_total", { job: "scan", outcome: "ok" }) >= 1);
