@@ -16,7 +16,7 @@ import { largeFloat64Array, largeInt32Array, releaseBuffers } from "../../buffer
 import type { DayCells } from "./_day_cells.ts";
 import { EXCLUDED, type RecordLayout, type TallyState, VARIANT_WORD } from "./_user_tally.ts";
 import { nextRecord } from "./_user_table.ts";
-import { blockSize, type LogEntries } from "./_value_log.ts";
+import { blockSize, type LogEntries, logValue } from "./_value_log.ts";
 
 /** Where a metric's per-user value is in a user record, and how it is read. */
 export interface ValueSource {
@@ -164,7 +164,7 @@ export function addCappedLoggedValues(
       const at = start[cells.rankOf(keys[2 * i + 1])]++;
       records[at] = keys[2 * i];
       dayOf[at] = keys[2 * i + 1];
-      values[at] = log.values[b][i];
+      values[at] = logValue(log, b, i);
     }
   }
   for (let at = 0; at < records.length; at++) {

@@ -38,7 +38,7 @@ import {
 } from "./_user_tally.ts";
 import { nextRecord } from "./_user_table.ts";
 import { DayCells } from "./_day_cells.ts";
-import { blockSize, type LogEntries } from "./_value_log.ts";
+import { blockSize, type LogEntries, logValue } from "./_value_log.ts";
 
 /** Per metric: per variant stats, and per (day, variant) counts and sums before running totals. */
 interface MetricTotals {
@@ -362,10 +362,11 @@ function addLoggedValues(
   for (let b = 0; b < log.keys.length; b++) {
     const keys = log.keys[b];
     const values = log.values[b];
+    const ones = values.length === 0; // a block of 1s (see `ValueLog`)
     const size = blockSize(log, b);
     for (let i = 0; i < size; i++) {
       const variant = i32[2 * keys[2 * i] + VARIANT_WORD];
-      if (variant !== EXCLUDED) table[cells.of(keys[2 * i + 1], variant)] += values[i];
+      if (variant !== EXCLUDED) table[cells.of(keys[2 * i + 1], variant)] += ones ? 1 : values[i];
     }
   }
 }
@@ -392,7 +393,7 @@ function addRunningMaxima(
       if (i32[2 * record + VARIANT_WORD] === EXCLUDED) continue;
       records.push(record);
       days.push(log.keys[b][2 * i + 1]);
-      values.push(log.values[b][i]);
+      values.push(logValue(log, b, i));
     }
   }
   const order = records.map((_, i) => i).sort((a, b) =>

@@ -2,13 +2,19 @@
  * An append-only list of (user record, day, value) entries in fixed-size typed-array blocks, so
  * that it grows without copying. The aggregation logs a metric's non-zero cells in it to build the
  * daily sums at the end, once it is known which users were seen in two variants. Full-size blocks
- * are cut from `largeBuffer`s (64 to one), see `buffers.ts`.
+ * are cut from `largeBuffer`s, see `buffers.ts`.
+ *
+ * While every value logged is 1 (a 0/1 column, so far), the blocks keep no values: a block
+ * without them (its `values` empty) holds 1s. From the first other value on, the current block and
+ * every later one keep their values. A conversion column's log so takes 8 bytes an entry, not 16.
  */
 import { largeBuffer } from "../../buffers.ts";
 
 const BLOCK = 1 << 15;
-/** Bytes of a full-size block: its keys, then its values. */
-const BLOCK_BYTES = 16 * BLOCK;
+/** Bytes of a full-size block's keys (and of its values, when it keeps them). */
+const HALF_BLOCK_BYTES = 8 * BLOCK;
+/** Full-size halves cut from one `largeBuffer`. */
+const HALVES_PER_CHUNK = 128;
 /** Entries of the first block at first; it doubles up to `BLOCK` (most files are small). */
 const FIRST_BLOCK = 1 << 8;
 
@@ -16,7 +22,7 @@ const FIRST_BLOCK = 1 << 8;
 export interface LogEntries {
   /** Per block: (record, day) pairs. */
   keys: Int32Array[];
-  /** Per block: values. */
+  /** Per block: values, or none (an empty array) when they are all 1 (see `logValue`). */
   values: Float64Array[];
   /** Entries in the last block (the others are full). */
   lastSize: number;
@@ -27,29 +33,41 @@ export function blockSize(log: LogEntries, block: number): number {
   return block < log.keys.length - 1 ? BLOCK : log.lastSize;
 }
 
+/** The value of entry `i` of block `block` of `log`. */
+export function logValue(log: LogEntries, block: number, i: number): number {
+  const values = log.values[block];
+  return values.length === 0 ? 1 : values[i];
+}
+
 export class ValueLog {
   readonly #entries: LogEntries = { keys: [], values: [], lastSize: 0 };
   #keys = new Int32Array(0);
   #values = new Float64Array(0);
-  /** Where the next full-size blocks are cut from, and how much of it is taken. */
+  /** Entries the current block holds. */
+  #capacity = 0;
+  /** Whether every value so far was 1 (the blocks then keep no values). */
+  #ones = true;
+  /** Where the next full-size halves are cut from, and how much of it is taken. */
   #chunk: ArrayBuffer | null = null;
   #chunkUsed = 0;
 
   append(record: number, day: number, value: number): void {
     const entries = this.#entries;
-    if (entries.lastSize === this.#values.length) this.#grow();
+    if (entries.lastSize === this.#capacity) this.#grow();
+    if (value !== 1 && this.#ones) this.#keepValues();
     const i = entries.lastSize++;
     this.#keys[2 * i] = record;
     this.#keys[2 * i + 1] = day;
-    this.#values[i] = value;
+    if (!this.#ones) this.#values[i] = value;
   }
 
   /** Room for one more entry: a new block after a full one, else a first block twice as large. */
   #grow(): void {
     const entries = this.#entries;
-    const full = this.#values.length;
+    const full = this.#capacity;
     if (full === BLOCK) {
-      this.#newBlock();
+      this.#keys = this.#fullKeys();
+      this.#values = this.#ones ? new Float64Array(0) : this.#fullValues();
       entries.keys.push(this.#keys);
       entries.values.push(this.#values);
       entries.lastSize = 0;
@@ -58,27 +76,47 @@ export class ValueLog {
     const size = full === 0 ? FIRST_BLOCK : 2 * full;
     const keys = this.#keys;
     const values = this.#values;
-    if (size === BLOCK) {
-      this.#newBlock();
-    } else {
-      this.#keys = new Int32Array(2 * size);
-      this.#values = new Float64Array(size);
-    }
+    this.#keys = size === BLOCK ? this.#fullKeys() : new Int32Array(2 * size);
     this.#keys.set(keys);
-    this.#values.set(values);
+    if (!this.#ones) {
+      this.#values = size === BLOCK ? this.#fullValues() : new Float64Array(size);
+      this.#values.set(values);
+    }
+    this.#capacity = size;
     entries.keys[0] = this.#keys;
     entries.values[0] = this.#values;
   }
 
-  /** Makes `#keys` and `#values` a fresh full-size block. */
-  #newBlock(): void {
-    if (this.#chunk === null || this.#chunkUsed + BLOCK_BYTES > this.#chunk.byteLength) {
-      this.#chunk = largeBuffer(64 * BLOCK_BYTES);
+  /** The first value other than 1: the current block's values (1s so far) are kept from now on. */
+  #keepValues(): void {
+    this.#ones = false;
+    const values = this.#capacity === BLOCK ? this.#fullValues() : new Float64Array(this.#capacity);
+    values.fill(1, 0, this.#entries.lastSize);
+    this.#values = values;
+    this.#entries.values[this.#entries.values.length - 1] = values;
+  }
+
+  /** A full-size block's keys, cut from the current chunk. */
+  #fullKeys(): Int32Array<ArrayBuffer> {
+    const at = this.#cut();
+    return new Int32Array(this.#chunk!, at, 2 * BLOCK);
+  }
+
+  /** A full-size block's values, cut from the current chunk. */
+  #fullValues(): Float64Array<ArrayBuffer> {
+    const at = this.#cut();
+    return new Float64Array(this.#chunk!, at, BLOCK);
+  }
+
+  /** Takes `HALF_BLOCK_BYTES` of the current chunk (a new one when it is used up): their start. */
+  #cut(): number {
+    if (this.#chunk === null || this.#chunkUsed + HALF_BLOCK_BYTES > this.#chunk.byteLength) {
+      this.#chunk = largeBuffer(HALVES_PER_CHUNK * HALF_BLOCK_BYTES);
       this.#chunkUsed = 0;
     }
-    this.#keys = new Int32Array(this.#chunk, this.#chunkUsed, 2 * BLOCK);
-    this.#values = new Float64Array(this.#chunk, this.#chunkUsed + 8 * BLOCK, BLOCK);
-    this.#chunkUsed += BLOCK_BYTES;
+    const at = this.#chunkUsed;
+    this.#chunkUsed += HALF_BLOCK_BYTES;
+    return at;
   }
 
   /** The entries so far (not a copy). */
