@@ -958,6 +958,25 @@ async function onWorker(bytes: Uint8Array, options: AggregateOptions) {
   return { result, modes };
 }
 
+/**
+ * A run on `workers`' worker answers what `CsvAggregator` answers on one thread, and leaves the
+ * worker waiting for the next run.
+ */
+async function assertKeptRun(
+  bytes: Uint8Array,
+  options: AggregateOptions,
+  workers: TallyWorkers,
+  label: string,
+): Promise<void> {
+  const alone = new CsvAggregator(options);
+  alone.push(bytes);
+  const expected = alone.finish();
+  const { result, modes } = await onWorker(bytes, { ...options, tallyWorkers: workers });
+  assert.deepEqual(modes, ["threaded"], label);
+  assert.deepEqual(result, expected, label);
+  assert.equal(workers.idle, true, `${label}: the worker waits for the next run`);
+}
+
 Deno.test("aggregateCsv runs in a row on one kept worker and its memory, each as a fresh run", async () => {
   const workers = new TallyWorkers(60_000);
   try {
@@ -973,13 +992,7 @@ Deno.test("aggregateCsv runs in a row on one kept worker and its memory, each as
       { bytes: encoder.encode(await generatedDataset(40_000)), options: { userSummary: true } },
     ];
     for (const [i, { bytes, options }] of files.entries()) {
-      const alone = new CsvAggregator(options);
-      alone.push(bytes);
-      const expected = alone.finish();
-      const { result, modes } = await onWorker(bytes, { ...options, tallyWorkers: workers });
-      assert.deepEqual(modes, ["threaded"], `run ${i}`);
-      assert.deepEqual(result, expected, `run ${i}`);
-      assert.equal(workers.idle, true, `run ${i}: the worker waits for the next run`);
+      await assertKeptRun(bytes, options, workers, `run ${i}`);
     }
   } finally {
     workers.stop();
@@ -996,14 +1009,12 @@ Deno.test("a kept worker that gives its table's memory back answers each next ru
     for (; run < keeps.length; run++) {
       // Fewer users after more, and the other way round: no earlier table may show.
       const bytes = await generatedBytes(run % 2 ? 20_000 : 60_000, run % 2 ? 5_000 : 30_000, run);
-      const options = { userSummary: true, expectedUsers: 30_000 };
-      const alone = new CsvAggregator(options);
-      alone.push(bytes);
-      const expected = alone.finish();
-      const { result, modes } = await onWorker(bytes, { ...options, tallyWorkers: workers });
-      assert.deepEqual(modes, ["threaded"], `run ${run}`);
-      assert.deepEqual(result, expected, `run ${run}`);
-      assert.equal(workers.idle, true, `run ${run}: the worker waits for the next run either way`);
+      await assertKeptRun(
+        bytes,
+        { userSummary: true, expectedUsers: 30_000 },
+        workers,
+        `run ${run}`,
+      );
     }
   } finally {
     workers.stop();
