@@ -137,13 +137,6 @@ async function resetPeak(pid: number): Promise<boolean> {
   }
 }
 
-/** Runs `cycle` and adds the service's peak RSS over it to `peaks`, when the peak can be reset. */
-async function withPeak(pid: number, peaks: number[], cycle: () => Promise<void>): Promise<void> {
-  const reset = await resetPeak(pid);
-  await cycle();
-  if (reset) peaks.push(await rssMB(pid, "VmHWM"));
-}
-
 async function sync(): Promise<void> {
   try {
     await new Deno.Command("sync").output();
@@ -394,12 +387,14 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
         console.error(`DuckDB: ${result.seconds.toFixed(2)} s`);
       }
     };
-    // Each delivery's cycle, with the service's peak RSS over it (reset before it starts).
+    // Each delivery's cycle, with the service's peak RSS over it, when the peak can be reset.
     const { direct, twoStep, paced: pacedPeaks } = cyclePeaksMB;
     const cycle = async (peaks: number[], run: () => Promise<void>) => {
       if (peaks === pacedPeaks && PACED_BYTES_PER_SECOND <= 0) return;
       await peakSoFar();
-      await withPeak(service.pid, peaks, run);
+      const reset = await resetPeak(service.pid);
+      await run();
+      if (reset) peaks.push(await rssMB(service.pid, "VmHWM"));
     };
     for (let i = 0; i < runs; i++) {
       if (i % 2 === 0) {
