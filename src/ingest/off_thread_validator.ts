@@ -90,20 +90,12 @@ export class ValidatorThread {
    */
   close(id: number, bytes = 0): boolean {
     const closed = this.#sessions.delete(id);
-    if (this.#sessions.size === 0 && this.#worker && bytes >= LARGE_SESSION_BYTES) {
-      clearTimeout(this.#idleTimer);
-      this.#idleTimer = undefined;
-      this.#worker.terminate();
-      this.#worker = null;
-      return closed;
-    }
-    if (this.#sessions.size === 0 && this.#worker && this.#idleTimer === undefined) {
+    if (this.#sessions.size > 0 || this.#worker === null) return closed;
+    if (bytes >= LARGE_SESSION_BYTES) this.#end();
+    else if (this.#idleTimer === undefined) {
       this.#idleTimer = setTimeout(() => {
         this.#idleTimer = undefined;
-        if (this.#sessions.size === 0) {
-          this.#worker?.terminate();
-          this.#worker = null;
-        }
+        if (this.#sessions.size === 0) this.#end();
       }, this.#idleMs);
     }
     return closed;
@@ -119,13 +111,18 @@ export class ValidatorThread {
 
   /** Ends the thread; sessions still open fail with an internal error. */
   stop(): void {
+    this.#end();
+    for (const session of this.#sessions.values()) {
+      session.onError("internal_error", "The validator stopped");
+    }
+  }
+
+  /** Ends the worker thread (and its idle timer), if it runs. */
+  #end(): void {
     clearTimeout(this.#idleTimer);
     this.#idleTimer = undefined;
     this.#worker?.terminate();
     this.#worker = null;
-    for (const session of this.#sessions.values()) {
-      session.onError("internal_error", "The validator stopped");
-    }
   }
 
   #running(): Worker {
