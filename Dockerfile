@@ -38,9 +38,12 @@ COPY --from=build /out/abn /usr/local/bin/abn
 # An empty /data owned by the runtime user: a new named volume starts with this ownership.
 COPY --from=build --chown=65532:65532 /out/data /data
 
+# GLIBC_TUNABLES: a fixed threshold for the allocator's own mappings, so that memory freed after a
+# large upload goes back to the system (docs/operations.md, "The system allocator's threshold").
 ENV ABN_DATA_DIR=/data \
     ABN_HOST=0.0.0.0 \
-    ABN_PORT=8080
+    ABN_PORT=8080 \
+    GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072
 
 VOLUME ["/data"]
 EXPOSE 8080

@@ -17,6 +17,25 @@ export async function peakRssMB(pid: number): Promise<number | null> {
   }
 }
 
+/**
+ * The variables `deno task start` sets before it runs the service (its leading `NAME=value`
+ * words: glibc's fixed mmap threshold, docs/operations.md), so that the benchmarks measure the
+ * service as it is run. `ABN_BENCH_SERVICE_ENV=none` leaves them out, to measure without them.
+ */
+export function serviceEnv(): Record<string, string> {
+  if (Deno.env.get("ABN_BENCH_SERVICE_ENV") === "none") return {};
+  const denoJson = JSON.parse(
+    Deno.readTextFileSync(new URL("../deno.json", import.meta.url)),
+  );
+  const env: Record<string, string> = {};
+  for (const word of String(denoJson.tasks.start).trim().split(/\s+/)) {
+    const m = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(word);
+    if (!m) break;
+    env[m[1]] = m[2];
+  }
+  return env;
+}
+
 export function freePort(): number {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (l.addr as Deno.NetAddr).port;

@@ -11,7 +11,7 @@
  *
  *   deno run -A bench/initiate_bench.ts [SECONDS]
  */
-import { freePort, printTable, startChild } from "./_util.ts";
+import { freePort, printTable, serviceEnv, startChild } from "./_util.ts";
 import { startS3rver } from "../tests/_s3rver.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
@@ -86,7 +86,7 @@ async function service(env: Record<string, string>) {
   const port = freePort();
   const child = await startChild(
     ["run", "-A", MAIN, "serve"],
-    { ...full, ABN_PORT: String(port) },
+    { ...full, ...serviceEnv(), ABN_PORT: String(port) },
     "/healthz",
     port,
   );

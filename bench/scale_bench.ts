@@ -19,7 +19,7 @@
  *
  *   deno run -A bench/scale_bench.ts [local|s3|disk ...]
  */
-import { benchKey, freePort, median, printTable } from "./_util.ts";
+import { benchKey, freePort, median, printTable, serviceEnv } from "./_util.ts";
 import { startS3rver } from "../tests/_s3rver.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
@@ -64,7 +64,7 @@ export async function serve(
   apiKey: string,
 ): Promise<Service & { startupMs: number }> {
   const port = String(freePort());
-  const full = { ...env, ABN_PORT: port };
+  const full = { ...env, ...serviceEnv(), ABN_PORT: port };
   const started = performance.now();
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", MAIN, "serve"],

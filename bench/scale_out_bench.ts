@@ -9,7 +9,7 @@
  *
  *   deno run -A bench/scale_out_bench.ts [SECONDS] [ROUNDS]
  */
-import { benchKey, freePort, median, printTable, startChild } from "./_util.ts";
+import { benchKey, freePort, median, printTable, serviceEnv, startChild } from "./_util.ts";
 import type { Child } from "./_util.ts";
 import { combine, wrk } from "./initiate_bench.ts";
 import type { WrkResult } from "./initiate_bench.ts";
@@ -28,7 +28,7 @@ async function serve(env: Record<string, string>): Promise<Child> {
   const port = freePort();
   return await startChild(
     ["run", "-A", MAIN, "serve"],
-    { ...env, ABN_PORT: String(port) },
+    { ...env, ...serviceEnv(), ABN_PORT: String(port) },
     "/healthz",
     port,
   );

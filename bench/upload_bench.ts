@@ -6,7 +6,7 @@
  *   deno run -A bench/upload_bench.ts [FILE]
  */
 import { writeCsv } from "./generate_csv.ts";
-import { curl, freePort, median, printTable, startChild } from "./_util.ts";
+import { curl, freePort, median, printTable, serviceEnv, startChild } from "./_util.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
 
@@ -28,7 +28,7 @@ async function startService(dataDir: string, onLine?: (line: string) => void) {
   const port = freePort();
   const child = await startChild(
     ["run", "-A", MAIN, "serve"],
-    { ...env, ABN_PORT: String(port) },
+    { ...env, ...serviceEnv(), ABN_PORT: String(port) },
     '"msg":"listening"',
     port,
     onLine,

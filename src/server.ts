@@ -29,6 +29,21 @@ export async function bootstrapDev(db: ControlPlane, dataDir: string): Promise<v
   );
 }
 
+/** What the deployment files set (docs/operations.md, "The system allocator's threshold"). */
+export const MMAP_THRESHOLD_TUNABLE = "glibc.malloc.mmap_threshold=131072";
+
+/**
+ * Whether `env` fixes glibc's threshold for the blocks it maps on their own: through
+ * `GLIBC_TUNABLES` (`glibc.malloc.mmap_threshold=…` among its `:`-joined settings) or the older
+ * `MALLOC_MMAP_THRESHOLD_`. Unless fixed, glibc raises it each time it frees such a block, and
+ * memory freed after a large upload stays with the process.
+ */
+export function mmapThresholdFixed(env: Record<string, string | undefined>): boolean {
+  const tunables = (env.GLIBC_TUNABLES ?? "").split(":");
+  if (tunables.some((t) => /^glibc\.malloc\.mmap_threshold=\d+$/.test(t))) return true;
+  return /^\d+$/.test(env.MALLOC_MMAP_THRESHOLD_ ?? "");
+}
+
 export async function serve(config: Readonly<Config>, options: ServeOptions = {}): Promise<number> {
   let service;
   try {
@@ -82,6 +97,12 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         storage: config.storage,
         database: service.db.driver,
       });
+      if (Deno.build.os === "linux" && !mmapThresholdFixed(Deno.env.toObject())) {
+        log.warn("the system allocator keeps memory freed after large uploads", {
+          hint: `start the service with GLIBC_TUNABLES=${MMAP_THRESHOLD_TUNABLE} ` +
+            `(docs/operations.md, "The system allocator's threshold")`,
+        });
+      }
     },
   }, handler);
 

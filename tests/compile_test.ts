@@ -6,6 +6,7 @@
 import { assert, assertEquals } from "./_assert.ts";
 import { freePort, startTestServer } from "./_server.ts";
 import { localHealthUrl, runHealthcheck } from "../src/cli/healthcheck.ts";
+import { MMAP_THRESHOLD_TUNABLE } from "../src/server.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const denoJson = JSON.parse(await Deno.readTextFile(new URL("deno.json", ROOT)));
@@ -218,6 +219,21 @@ Deno.test("the systemd unit waits out the shutdown grace and names only known va
   for (const [name] of example.matchAll(/\bABN_[A-Z0-9_]+/g)) {
     assert(config.includes(`"${name}"`), `abn.env.example names ${name}, unknown to src/config.ts`);
   }
+});
+
+Deno.test("the start and dev tasks, the image and the unit fix glibc's mmap threshold", async () => {
+  const wanted = `GLIBC_TUNABLES=${MMAP_THRESHOLD_TUNABLE}`;
+  for (const task of ["start", "dev"]) {
+    const args = words(denoJson.tasks[task]);
+    assertEquals(args[0], wanted, `deno task ${task}`);
+    assertEquals(args.slice(1, 3), ["deno", "run"], `deno task ${task}`);
+  }
+  const docker = (await Deno.readTextFile(new URL("Dockerfile", ROOT))).replace(/\\\n\s*/g, " ");
+  const runtime = docker.slice(docker.lastIndexOf("\nFROM "));
+  const env = runtime.split("\n").filter((l) => l.startsWith("ENV ")).join(" ");
+  assert(env.split(/\s+/).includes(wanted), env);
+  const unit = await Deno.readTextFile(new URL("deploy/abn.service", ROOT));
+  assert(unit.split("\n").includes(`Environment=${wanted}`), "deploy/abn.service");
 });
 
 Deno.test("the image's health check command answers 0 for a healthy service and 1 otherwise", async () => {
