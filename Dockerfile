@@ -43,7 +43,7 @@ COPY --from=build --chown=65532:65532 /out/data /data
 ENV ABN_DATA_DIR=/data \
     ABN_HOST=0.0.0.0 \
     ABN_PORT=8080 \
-    GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072
+    GLIBC_TUNABLES=glibc.malloc.mmap_threshold=8388608
 
 VOLUME ["/data"]
 EXPOSE 8080

@@ -30,7 +30,7 @@ export async function bootstrapDev(db: ControlPlane, dataDir: string): Promise<v
 }
 
 /** What the deployment files set (docs/operations.md, "The system allocator's threshold"). */
-export const MMAP_THRESHOLD_TUNABLE = "glibc.malloc.mmap_threshold=131072";
+export const MMAP_THRESHOLD_TUNABLE = "glibc.malloc.mmap_threshold=8388608";
 
 /**
  * Whether `env` fixes glibc's threshold for the blocks it maps on their own: through
