@@ -18,22 +18,36 @@ export async function peakRssMB(pid: number): Promise<number | null> {
 }
 
 /**
- * The variables `deno task start` sets before it runs the service (its leading `NAME=value`
- * words: glibc's fixed mmap threshold, docs/operations.md), so that the benchmarks measure the
- * service as it is run. `ABN_BENCH_SERVICE_ENV=none` leaves them out, to measure without them.
+ * How `deno task start` runs the service, for the benchmarks to run it the same way: the variables
+ * it sets first (its leading `NAME=value` words: glibc's fixed mmap threshold, docs/operations.md)
+ * and its runtime flags other than permissions (`--v8-flags=…`). `ABN_BENCH_SERVICE_ENV=none`
+ * leaves both out, to measure without them.
  */
-export function serviceEnv(): Record<string, string> {
-  if (Deno.env.get("ABN_BENCH_SERVICE_ENV") === "none") return {};
+export function serviceStart(): { env: Record<string, string>; flags: string[] } {
+  if (Deno.env.get("ABN_BENCH_SERVICE_ENV") === "none") return { env: {}, flags: [] };
   const denoJson = JSON.parse(
     Deno.readTextFileSync(new URL("../deno.json", import.meta.url)),
   );
+  const words: string[] = String(denoJson.tasks.start).trim().split(/\s+/);
   const env: Record<string, string> = {};
-  for (const word of String(denoJson.tasks.start).trim().split(/\s+/)) {
-    const m = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(word);
+  let at = 0;
+  for (; at < words.length; at++) {
+    const m = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(words[at]);
     if (!m) break;
     env[m[1]] = m[2];
   }
-  return env;
+  const flags = words.slice(at + 2).filter((w) => w.startsWith("--") && !w.startsWith("--allow-"));
+  return { env, flags };
+}
+
+/** The variables of `serviceStart()`. */
+export function serviceEnv(): Record<string, string> {
+  return serviceStart().env;
+}
+
+/** `deno run` arguments that start the service as `deno task start` does, with all permissions. */
+export function serveArgs(main: string): string[] {
+  return ["run", "-A", ...serviceStart().flags, main, "serve"];
 }
 
 export function freePort(): number {

@@ -11,7 +11,7 @@
  *
  *   deno run -A bench/initiate_bench.ts [SECONDS]
  */
-import { freePort, printTable, serviceEnv, startChild } from "./_util.ts";
+import { freePort, printTable, serveArgs, serviceEnv, startChild } from "./_util.ts";
 import { startS3rver } from "../tests/_s3rver.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
@@ -85,7 +85,7 @@ async function service(env: Record<string, string>) {
   const { api_key } = await run(["admin", "key", "create", org_id, "--json"]);
   const port = freePort();
   const child = await startChild(
-    ["run", "-A", MAIN, "serve"],
+    serveArgs(MAIN),
     { ...full, ...serviceEnv(), ABN_PORT: String(port) },
     "/healthz",
     port,

@@ -34,7 +34,7 @@
 import { ensureCsv } from "./generate_csv.ts";
 import { LocalStore } from "../src/storage/local_store.ts";
 import { UrlSigner } from "../src/crypto/url_signer.ts";
-import { benchKey, freePort, median, serviceEnv } from "./_util.ts";
+import { benchKey, freePort, median, serveArgs, serviceEnv } from "./_util.ts";
 import { checkAgreement, duckdbRunner, queryDuckdb, type Totals } from "./_duckdb.ts";
 import { pacedUpload } from "../tests/_paced_upload.ts";
 
@@ -180,7 +180,7 @@ async function startService(dataDir: string) {
   const { orgId: org_id, apiKey: api_key } = await benchKey(env);
   const port = freePort();
   const process = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN, "serve"],
+    args: serveArgs(MAIN),
     env: { ...env, ...serviceEnv(), ABN_PORT: String(port) },
     stdout: "piped",
     stderr: "inherit",

@@ -19,7 +19,7 @@
  *
  *   deno run -A bench/scale_bench.ts [local|s3|disk ...]
  */
-import { benchKey, freePort, median, printTable, serviceEnv } from "./_util.ts";
+import { benchKey, freePort, median, printTable, serveArgs, serviceEnv } from "./_util.ts";
 import { startS3rver } from "../tests/_s3rver.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
@@ -67,7 +67,7 @@ export async function serve(
   const full = { ...env, ...serviceEnv(), ABN_PORT: port };
   const started = performance.now();
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN, "serve"],
+    args: serveArgs(MAIN),
     env: full,
     stdout: "null",
     stderr: "inherit",

@@ -9,7 +9,15 @@
  *
  *   deno run -A bench/scale_out_bench.ts [SECONDS] [ROUNDS]
  */
-import { benchKey, freePort, median, printTable, serviceEnv, startChild } from "./_util.ts";
+import {
+  benchKey,
+  freePort,
+  median,
+  printTable,
+  serveArgs,
+  serviceEnv,
+  startChild,
+} from "./_util.ts";
 import type { Child } from "./_util.ts";
 import { combine, wrk } from "./initiate_bench.ts";
 import type { WrkResult } from "./initiate_bench.ts";
@@ -27,7 +35,7 @@ async function orgKey(env: Record<string, string>): Promise<string> {
 async function serve(env: Record<string, string>): Promise<Child> {
   const port = freePort();
   return await startChild(
-    ["run", "-A", MAIN, "serve"],
+    serveArgs(MAIN),
     { ...env, ...serviceEnv(), ABN_PORT: String(port) },
     "/healthz",
     port,

@@ -6,7 +6,7 @@
  *   deno run -A bench/upload_bench.ts [FILE]
  */
 import { writeCsv } from "./generate_csv.ts";
-import { curl, freePort, median, printTable, serviceEnv, startChild } from "./_util.ts";
+import { curl, freePort, median, printTable, serveArgs, serviceEnv, startChild } from "./_util.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
 
@@ -27,7 +27,7 @@ async function startService(dataDir: string, onLine?: (line: string) => void) {
   const { api_key } = await run(["admin", "key", "create", org_id, "--json"]);
   const port = freePort();
   const child = await startChild(
-    ["run", "-A", MAIN, "serve"],
+    serveArgs(MAIN),
     { ...env, ...serviceEnv(), ABN_PORT: String(port) },
     '"msg":"listening"',
     port,
