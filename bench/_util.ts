@@ -24,6 +24,12 @@ export async function peakRssMB(pid: number): Promise<number | null> {
  * leaves both out, to measure without them.
  */
 export function serviceStart(): { env: Record<string, string>; flags: string[] } {
+  return startTask ??= readStartTask();
+}
+
+let startTask: { env: Record<string, string>; flags: string[] } | undefined;
+
+function readStartTask(): { env: Record<string, string>; flags: string[] } {
   if (Deno.env.get("ABN_BENCH_SERVICE_ENV") === "none") return { env: {}, flags: [] };
   const denoJson = JSON.parse(
     Deno.readTextFileSync(new URL("../deno.json", import.meta.url)),
