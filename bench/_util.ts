@@ -56,6 +56,22 @@ export function serveArgs(main: string): string[] {
   return ["run", "-A", ...serviceStart().flags, main, "serve"];
 }
 
+/**
+ * The service (`main.ts serve`) as a child process on a free port, started as `deno task start`
+ * starts it (`serveArgs`, `serviceEnv`) with `env` besides; ready as `startChild` waits for
+ * `readyText`.
+ */
+export async function spawnService(
+  env: Record<string, string>,
+  readyText = "/healthz",
+  onLine?: (line: string) => void,
+): Promise<Child> {
+  const port = freePort();
+  const main = new URL("../main.ts", import.meta.url).pathname;
+  const childEnv = { ...env, ...serviceEnv(), ABN_PORT: String(port) };
+  return await startChild(serveArgs(main), childEnv, readyText, port, onLine);
+}
+
 export function freePort(): number {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (l.addr as Deno.NetAddr).port;

@@ -11,7 +11,7 @@
  *
  *   deno run -A bench/initiate_bench.ts [SECONDS]
  */
-import { freePort, printTable, serveArgs, serviceEnv, startChild } from "./_util.ts";
+import { freePort, printTable, spawnService, startChild } from "./_util.ts";
 import { startS3rver } from "../tests/_s3rver.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
@@ -83,13 +83,7 @@ async function service(env: Record<string, string>) {
     );
   const { org_id } = await run(["admin", "org", "create", "bench", "--json"]);
   const { api_key } = await run(["admin", "key", "create", org_id, "--json"]);
-  const port = freePort();
-  const child = await startChild(
-    serveArgs(MAIN),
-    { ...full, ...serviceEnv(), ABN_PORT: String(port) },
-    "/healthz",
-    port,
-  );
+  const child = await spawnService(full);
   const script = `${dataDir}/initiate.lua`;
   await Deno.writeTextFile(
     script,

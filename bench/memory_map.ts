@@ -18,9 +18,8 @@
  * which it maps on its own, and the runtime's buffers); `small` the rest of the anonymous ones.
  */
 import { ensureCsv } from "./generate_csv.ts";
-import { benchKey, freePort, printTable, serveArgs, serviceEnv } from "./_util.ts";
+import { benchKey, printTable, spawnService } from "./_util.ts";
 
-const MAIN = new URL("../main.ts", import.meta.url).pathname;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Mapping {
@@ -80,26 +79,11 @@ export async function benchMemoryMap(path: string, deliveries = 4) {
   const dataDir = await Deno.makeTempDir({ prefix: "abn-bench-memory-", dir: shm });
   const env = { ABN_DATA_DIR: dataDir };
   const { apiKey } = await benchKey(env);
-  const port = freePort();
-  const service = new Deno.Command(Deno.execPath(), {
-    args: serveArgs(MAIN),
-    env: { ...env, ...serviceEnv(), ABN_PORT: String(port) },
-    stdout: "null",
-    stderr: "inherit",
-  }).spawn();
-  const url = `http://127.0.0.1:${port}`;
+  const service = await spawnService(env);
+  const url = service.url;
   const auth = { authorization: `Bearer ${apiKey}` };
   const rows: Record<string, string | number>[] = [];
   try {
-    for (let i = 0;; i++) {
-      try {
-        const res = await fetch(`${url}/healthz`);
-        await res.body?.cancel();
-        if (res.ok) break;
-      } catch { /* not listening yet */ }
-      if (i > 300) throw new Error("the service did not start");
-      await sleep(100);
-    }
     const executable = await Deno.realPath(`/proc/${service.pid}/exe`);
     const file = await Deno.readFile(path);
     const text = new TextDecoder().decode(file.subarray(0, 4096)).split("\n");
@@ -155,10 +139,7 @@ export async function benchMemoryMap(path: string, deliveries = 4) {
       });
     }
   } finally {
-    try {
-      service.kill("SIGKILL");
-    } catch { /* gone */ }
-    await service.status;
+    await service.stop();
     await Deno.remove(dataDir, { recursive: true });
   }
   for (const row of rows) for (const key of Object.keys(rows[1] ?? {})) row[key] ??= "";

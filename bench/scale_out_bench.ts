@@ -9,15 +9,7 @@
  *
  *   deno run -A bench/scale_out_bench.ts [SECONDS] [ROUNDS]
  */
-import {
-  benchKey,
-  freePort,
-  median,
-  printTable,
-  serveArgs,
-  serviceEnv,
-  startChild,
-} from "./_util.ts";
+import { benchKey, freePort, median, printTable, spawnService, startChild } from "./_util.ts";
 import type { Child } from "./_util.ts";
 import { combine, wrk } from "./initiate_bench.ts";
 import type { WrkResult } from "./initiate_bench.ts";
@@ -25,21 +17,13 @@ import { writeCsv } from "./generate_csv.ts";
 import { s3Env, startS3rver } from "../tests/_s3rver.ts";
 import { startCluster } from "../tests/_postgres.ts";
 
-const MAIN = new URL("../main.ts", import.meta.url).pathname;
-
 /** An organization and its key in the database `env` names. */
 async function orgKey(env: Record<string, string>): Promise<string> {
   return (await benchKey(env)).apiKey;
 }
 
-async function serve(env: Record<string, string>): Promise<Child> {
-  const port = freePort();
-  return await startChild(
-    serveArgs(MAIN),
-    { ...env, ...serviceEnv(), ABN_PORT: String(port) },
-    "/healthz",
-    port,
-  );
+function serve(env: Record<string, string>): Promise<Child> {
+  return spawnService(env);
 }
 
 const TINY_CSV = "user_id,variant,date,converted\nu1,A,2026-01-01,1\nu2,B,2026-01-01,0\n";

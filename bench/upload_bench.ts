@@ -6,7 +6,7 @@
  *   deno run -A bench/upload_bench.ts [FILE]
  */
 import { writeCsv } from "./generate_csv.ts";
-import { curl, freePort, median, printTable, serveArgs, serviceEnv, startChild } from "./_util.ts";
+import { curl, freePort, median, printTable, spawnService, startChild } from "./_util.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
 
@@ -25,14 +25,7 @@ async function startService(dataDir: string, onLine?: (line: string) => void) {
   };
   const { org_id } = await run(["admin", "org", "create", "bench", "--json"]);
   const { api_key } = await run(["admin", "key", "create", org_id, "--json"]);
-  const port = freePort();
-  const child = await startChild(
-    serveArgs(MAIN),
-    { ...env, ...serviceEnv(), ABN_PORT: String(port) },
-    '"msg":"listening"',
-    port,
-    onLine,
-  );
+  const child = await spawnService(env, '"msg":"listening"', onLine);
   return { child, apiKey: api_key as string };
 }
 
