@@ -193,6 +193,10 @@ class ThreadedRun {
       }
       states.push(this.#workerState);
     }
+    // Every batch is back (the worker answers its state after the last one): they go before the
+    // summary, which is where a large run's memory peaks.
+    this.#reader.release();
+    for (const batch of this.#spare.splice(0)) releaseBuffers(...batchBuffers(batch));
     const aggregate = summarize(
       this.#reader,
       this.#tallies[0].layout,
@@ -215,8 +219,6 @@ class ThreadedRun {
       this.#workers!.keep(this.#worker!);
       this.#worker = null;
     }
-    this.#reader.release();
-    for (const batch of this.#spare.splice(0)) releaseBuffers(...batchBuffers(batch));
     return aggregate;
   }
 

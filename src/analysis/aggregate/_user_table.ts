@@ -14,6 +14,13 @@
  * caller expects (`reserveBytes`, from the input's size), so that it seldom has to be copied into
  * a larger one (only the pages written cost memory), and the slots fill to 70 % before doubling.
  * Replaced arenas and slots are freed at once, and `release` frees the rest (see `buffers.ts`).
+ *
+ * A slot is one 32-bit word while the records fit in 128 MiB (`NARROW_RECORDS`): the record + 1 in
+ * its low 24 bits, the top 8 bits of the user's hash above them, so that a probe reads a record
+ * only once in 256 times for another user. The slots of a million users then take 8 MB instead of
+ * 16. A larger table turns its slots into pairs (the whole hash, the record + 1) once, when its
+ * records outgrow that; a narrow table recomputes its users' hashes from the ids in their records
+ * when it doubles (`hashWords`), walking the records in order.
  */
 
 import { LARGE_BYTES, largeBuffer, largeInt32Array, releaseBuffers } from "../../buffers.ts";
@@ -31,6 +38,12 @@ function isPowerOfTwo(n: number): boolean {
 /** Small to start with: a table per analysis, and most deliveries are small files. */
 const INITIAL_SLOTS = 1 << 8;
 const INITIAL_ARENA_BYTES = 1 << 12;
+
+/** A narrow slot: the record + 1 in the bits of `RECORD_MASK`, the hash's top bits from `TAG_SHIFT`. */
+const TAG_SHIFT = 24;
+const RECORD_MASK = (1 << TAG_SHIFT) - 1;
+/** The most records (in 8-byte units, `top`) narrow slots can name: 128 MiB of them. */
+export const NARROW_RECORDS = RECORD_MASK - 1;
 
 /**
  * Reads the id `buf[start..end)` into `words` from `words[at]` as little-endian 32-bit words, the
@@ -67,6 +80,24 @@ export function copyId(
   return h ^ (h >>> 16);
 }
 
+/**
+ * The hash `copyId` answers for an id of `length` bytes held as zero-padded words from
+ * `words[at]` (as in a record).
+ */
+export function hashWords(words: Int32Array, at: number, length: number): number {
+  let h = length;
+  const end = at + ((length + 3) >> 2);
+  for (let i = at; i < end; i++) {
+    h = Math.imul(h ^ words[i], 0x9e3779b1);
+    h ^= h >>> 15;
+  }
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
 /** The record after `record` in an arena viewed as `i32`, with `words` words before each id. */
 export function nextRecord(i32: Int32Array, words: number, record: number): number {
   return record + ((4 * words + i32[2 * record] + 7) >> 3);
@@ -87,8 +118,14 @@ export class UserTable {
   readonly words: number;
   /** The arena's expected size (see the constructor). */
   readonly #reserveBytes: number;
-  /** Pairs (hash, record + 1); 0 marks a free slot. */
-  #slots = new Int32Array(2 * INITIAL_SLOTS);
+  /**
+   * Narrow: one word a slot, `(tag << TAG_SHIFT) | (record + 1)`; wide: pairs (hash, record + 1).
+   * 0 marks a free slot either way.
+   */
+  #slots = new Int32Array(INITIAL_SLOTS);
+  #wide = false;
+  /** The most records (`top`) narrow slots may name; past it the slots turn wide. */
+  readonly #narrowRecords: number;
   #mask = INITIAL_SLOTS - 1;
   #limit = Math.floor(INITIAL_SLOTS * 0.7);
 
@@ -103,18 +140,26 @@ export class UserTable {
    * `spare` hands over memory an earlier table used (see `TableSpare`), zeroed: an arena to
    * start with, and slots (taken when at least as many as the expected users need). Pages
    * already touched cost nothing to write again, where fresh ones cost a page fault each.
+   * `narrowRecords` is `NARROW_RECORDS` but in tests of the turn to wide slots.
    */
-  constructor(words: number, reserveBytes = 0, expectedUsers = 0, spare: TableSpare = {}) {
+  constructor(
+    words: number,
+    reserveBytes = 0,
+    expectedUsers = 0,
+    spare: TableSpare = {},
+    narrowRecords = NARROW_RECORDS,
+  ) {
     this.words = Math.max(2, words);
+    this.#narrowRecords = Math.min(narrowRecords, NARROW_RECORDS);
     let slots = INITIAL_SLOTS;
     while (Math.floor(slots * 0.7) < expectedUsers) slots *= 2;
     const given = spare.slots;
-    if (given !== undefined && given.length >= 2 * slots && isPowerOfTwo(given.length)) {
-      slots = given.length / 2;
+    if (given !== undefined && given.length >= slots && isPowerOfTwo(given.length)) {
+      slots = given.length; // narrow, whatever the earlier table's were
       this.#slots = given;
     } else {
       releaseBuffers(given);
-      if (slots > INITIAL_SLOTS) this.#slots = largeInt32Array(2 * slots);
+      if (slots > INITIAL_SLOTS) this.#slots = largeInt32Array(slots);
     }
     this.#mask = slots - 1;
     this.#limit = Math.floor(slots * 0.7);
@@ -130,6 +175,11 @@ export class UserTable {
     this.f64 = new Float64Array(this.#arena);
   }
 
+  /** Whether the slots are pairs (see the class). */
+  get wide(): boolean {
+    return this.#wide;
+  }
+
   /**
    * Loads, for the hashes `hashes[from..to)`, the slot and the record it points to, so that the
    * `lookup`s that follow find them in the cache. The loads do not depend on each other, so the
@@ -139,12 +189,16 @@ export class UserTable {
   warm(hashes: Int32Array, lengths: Int32Array, from: number, to: number): number {
     const slots = this.#slots;
     const mask = this.#mask;
+    // Narrow: a slot's word is its entry; wide: the second of its pair.
+    const step = this.#wide ? 2 : 1;
+    const offset = step - 1;
+    const entryMask = this.#wide ? -1 : RECORD_MASK;
     let sum = 0;
-    for (let r = from; r < to; r++) sum += slots[2 * (hashes[r] & mask) + 1];
+    for (let r = from; r < to; r++) sum += slots[step * (hashes[r] & mask) + offset];
     const i32 = this.i32;
     const words = this.words;
     for (let r = from; r < to; r++) {
-      const entry = slots[2 * (hashes[r] & mask) + 1];
+      const entry = slots[step * (hashes[r] & mask) + offset] & entryMask;
       if (entry === 0) continue;
       const at = 2 * (entry - 1);
       sum += i32[at] + i32[at + words + ((lengths[r] + 3) >> 2) - 1];
@@ -158,6 +212,49 @@ export class UserTable {
    * `isNew` tells which.
    */
   lookup(ids: Int32Array, at: number, length: number, hash: number): number {
+    if (this.#wide) return this.#lookupWide(ids, at, length, hash);
+    const slots = this.#slots;
+    const mask = this.#mask;
+    const tag = hash >>> TAG_SHIFT;
+    let slot = hash & mask;
+    for (;;) {
+      const entry = slots[slot];
+      if (entry === 0) break;
+      if (entry >>> TAG_SHIFT === tag) {
+        const record = (entry & RECORD_MASK) - 1;
+        if (this.i32[2 * record] === length && this.#sameId(record, ids, at, length)) {
+          this.isNew = false;
+          return record;
+        }
+      }
+      slot = (slot + 1) & mask;
+    }
+    const record = this.#add(ids, at, length);
+    if (this.#wide) this.#place(hash, record); // the records just outgrew narrow slots
+    else this.#slots[slot] = (tag << TAG_SHIFT) | (record + 1);
+    if (++this.size > this.#limit) this.#rehash();
+    this.isNew = true;
+    return record;
+  }
+
+  /** Frees the arena and the slots now (see `releaseBuffers`); the table is done with. */
+  release(): void {
+    releaseBuffers(this.#arena, this.#slots);
+  }
+
+  /** Hands over the slots (for a later table, see `TableSpare`); the table is done with. */
+  takeSlots(): Int32Array<ArrayBuffer> {
+    const slots = this.#slots as Int32Array<ArrayBuffer>;
+    this.#slots = new Int32Array(0);
+    return slots;
+  }
+
+  /** The arena (its first `8 * top` bytes hold the records). */
+  get arena(): ArrayBuffer {
+    return this.#arena;
+  }
+
+  #lookupWide(ids: Int32Array, at: number, length: number, hash: number): number {
     const slots = this.#slots;
     const mask = this.#mask;
     let slot = hash & mask;
@@ -181,23 +278,6 @@ export class UserTable {
     return record;
   }
 
-  /** Frees the arena and the slots now (see `releaseBuffers`); the table is done with. */
-  release(): void {
-    releaseBuffers(this.#arena, this.#slots);
-  }
-
-  /** Hands over the slots (for a later table, see `TableSpare`); the table is done with. */
-  takeSlots(): Int32Array<ArrayBuffer> {
-    const slots = this.#slots;
-    this.#slots = new Int32Array(0);
-    return slots;
-  }
-
-  /** The arena (its first `8 * top` bytes hold the records). */
-  get arena(): ArrayBuffer {
-    return this.#arena;
-  }
-
   #sameId(record: number, ids: Int32Array, at: number, length: number): boolean {
     const i32 = this.i32;
     const id = 2 * record + this.words;
@@ -209,6 +289,7 @@ export class UserTable {
     const record = this.top;
     const top = record + ((4 * this.words + length + 7) >> 3);
     if (8 * top > this.#arena.byteLength) this.#grow(8 * top);
+    if (!this.#wide && top > this.#narrowRecords) this.#widen();
     this.top = top;
     const i32 = this.i32;
     i32[2 * record] = length;
@@ -233,22 +314,56 @@ export class UserTable {
     this.f64 = new Float64Array(arena);
   }
 
+  /** Puts `record`, whose user's hash is `hash`, in a free slot (wide slots). */
+  #place(hash: number, record: number): void {
+    const slots = this.#slots;
+    const mask = this.#mask;
+    let slot = hash & mask;
+    while (slots[2 * slot + 1] !== 0) slot = (slot + 1) & mask;
+    slots[2 * slot] = hash;
+    slots[2 * slot + 1] = record + 1;
+  }
+
+  /** Turns the slots into pairs, as many as before (the records below `top`). */
+  #widen(): void {
+    this.#wide = true;
+    this.#refill(this.#mask + 1, false);
+  }
+
   #rehash(): void {
+    this.#refill(2 * (this.#mask + 1), this.#wide);
+  }
+
+  /**
+   * New slots, `count` of them, for the records below `top`: from the old pairs when `fromPairs`,
+   * else from the records themselves, walked in order, each id hashed again.
+   */
+  #refill(count: number, fromPairs: boolean): void {
     const old = this.#slots;
-    const capacity = old.length; // twice the old slot count
-    const slots = largeInt32Array(2 * capacity);
-    const mask = capacity - 1;
-    for (let i = 0; i < old.length; i += 2) {
-      const entry = old[i + 1];
-      if (entry === 0) continue;
-      let slot = old[i] & mask;
-      while (slots[2 * slot + 1] !== 0) slot = (slot + 1) & mask;
-      slots[2 * slot] = old[i];
-      slots[2 * slot + 1] = entry;
-    }
-    releaseBuffers(old);
+    const slots = largeInt32Array(this.#wide ? 2 * count : count);
+    const mask = count - 1;
     this.#slots = slots;
     this.#mask = mask;
-    this.#limit = Math.floor(capacity * 0.7);
+    this.#limit = Math.floor(count * 0.7);
+    if (fromPairs) {
+      for (let i = 0; i < old.length; i += 2) {
+        const entry = old[i + 1];
+        if (entry !== 0) this.#place(old[i], entry - 1);
+      }
+    } else {
+      const i32 = this.i32;
+      const words = this.words;
+      for (let record = 0; record < this.top; record = nextRecord(i32, words, record)) {
+        const hash = hashWords(i32, 2 * record + words, i32[2 * record]);
+        if (this.#wide) {
+          this.#place(hash, record);
+          continue;
+        }
+        let slot = hash & mask;
+        while (slots[slot] !== 0) slot = (slot + 1) & mask;
+        slots[slot] = ((hash >>> TAG_SHIFT) << TAG_SHIFT) | (record + 1);
+      }
+    }
+    releaseBuffers(old);
   }
 }
