@@ -219,7 +219,7 @@ export class UserTable {
     let slot = hash & mask;
     for (;;) {
       const entry = slots[slot];
-      if (entry === 0) break;
+      if (entry === 0) return this.#addNarrow(ids, at, length, hash, slot);
       if (entry >>> TAG_SHIFT === tag) {
         const record = (entry & RECORD_MASK) - 1;
         if (this.i32[2 * record] === length && this.#sameId(record, ids, at, length)) {
@@ -229,9 +229,13 @@ export class UserTable {
       }
       slot = (slot + 1) & mask;
     }
+  }
+
+  /** Adds the user whose free slot (narrow) is `slot`; see `lookup`. */
+  #addNarrow(ids: Int32Array, at: number, length: number, hash: number, slot: number): number {
     const record = this.#add(ids, at, length);
     if (this.#wide) this.#place(hash, record); // the records just outgrew narrow slots
-    else this.#slots[slot] = (tag << TAG_SHIFT) | (record + 1);
+    else this.#slots[slot] = ((hash >>> TAG_SHIFT) << TAG_SHIFT) | (record + 1);
     if (++this.size > this.#limit) this.#rehash();
     this.isNew = true;
     return record;
