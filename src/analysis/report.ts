@@ -111,10 +111,6 @@ export interface AnalysisReport {
 
 /** Options of {@linkcode buildReport}. */
 export interface BuildReportOptions {
-  /** Monte Carlo draws for the chance to be best (three or more variants). Default 250 000. */
-  draws?: number;
-  /** Seed of those draws; the default keeps the answer the same for the same data. */
-  seed?: number;
   /**
    * What changed since the previous delivery (its `provisional_date` is set here); default null
    * (a first delivery).
@@ -344,8 +340,6 @@ export function buildReport(
     {
       kind: keyMetric.kind,
       control,
-      draws: options.draws,
-      seed: options.seed,
       lowerIsBetter: lowerIsBetter.has(keyMetric.name),
       adjusted,
     },

@@ -3,7 +3,7 @@
  * gamma function (chi-square tail), the standard normal CDF and quantile, the regularized incomplete
  * beta function and Student's t CDF and quantile (any real degrees of freedom, as Welch's test
  * needs), the sample variance from aggregated sums, and a seeded random source with normal, gamma
- * and beta samplers.
+ * and beta samplers (for simulations in the tests).
  *
  * Accuracy targets: relative error of a few units in 1e-15 for the distribution tails that the
  * analysis reports (p-values down to the smallest double, normal tails down to about -37.5).

@@ -6,7 +6,8 @@
  *   P(B > A) exactly by Evan Miller's closed-form sum.
  * - numeric: each mean approximately Normal(mean, variance / users), variance the sample variance.
  * - CUPED-adjusted (either kind): the adjusted means and variances, as normals (`adjusted`).
- * - chance to be best: exact for two variants, seeded Monte Carlo for three or more.
+ * - chance to be best: exact for two variants, by numerical integration for three or more
+ *   (`integratedBest`, accurate to about 1e-12).
  * - lower is better: "beat" and "best" mean lower.
  *
  * A variant without enough data (conversion: no users; numeric: fewer than two users, so no
@@ -14,7 +15,7 @@
  * output is NaN or infinite.
  */
 
-import { logBeta, normalCdf, sampleVariance, SeededRandom } from "./_math.ts";
+import { logBeta, normalCdf, normalPdf, regularizedBeta, sampleVariance } from "./_math.ts";
 
 /** Per-variant totals of one metric, over the users with a value. */
 export interface VariantTotals {
@@ -31,10 +32,6 @@ export interface WinProbabilityOptions {
   kind: "conversion" | "numeric";
   /** Name of the control variant; must be one of the variants. */
   control: string;
-  /** Monte Carlo draws for the chance to be best with three or more variants. Default 250 000. */
-  draws?: number;
-  /** Seed of the Monte Carlo draws. Default 20240521. */
-  seed?: number;
   /** A lower value is the better one: the chances are of being lower. Default false. */
   lowerIsBetter?: boolean;
   /** CUPED-adjusted normals that replace the posteriors above (see {@linkcode AdjustedNormals}). */
@@ -73,9 +70,6 @@ export interface BetaParameters {
   alpha: number;
   beta: number;
 }
-
-export const DEFAULT_DRAWS = 250_000;
-export const DEFAULT_SEED = 20240521;
 
 /** S = Σ_{i=0}^{αB−1} B(αA+i, βA+βB) / ((βB+i) B(1+i, βB) B(αA, βA)). */
 function millerSum(a: BetaParameters, b: BetaParameters): number {
@@ -179,54 +173,152 @@ function chanceToBeat(a: Evaluated, b: Evaluated, lower: boolean): number {
   return normalChanceToBeat({ mean: a.mean, se: a.se! }, { mean: b.mean, se: b.se! });
 }
 
+/** 8-point Gauss–Legendre nodes on [−1, 1] (the positive half) and their weights. */
+const GAUSS_NODES = [
+  0.18343464249564978,
+  0.525532409916329,
+  0.7966664774136267,
+  0.9602898564975362,
+];
+const GAUSS_WEIGHTS = [
+  0.36268378337836166,
+  0.3137066458778869,
+  0.22238103445337443,
+  0.10122853629037706,
+];
+
 /**
- * Chance to be best (highest, or with `lower` lowest) by Monte Carlo; ties (possible only for
- * normals without spread) are shared.
+ * Where the panels of the integration end, in standard deviations from a distribution's mean:
+ * a quarter apart within 8, wider out to 40 (a Beta with a mean near 0 or 1 has a tail of about
+ * e^(−t) at t standard deviations; a normal's is gone by 12).
  */
-function monteCarloBest(
-  variants: Evaluated[],
-  lower: boolean,
-  draws: number,
-  seed: number,
-): number[] {
-  const random = new SeededRandom(seed);
+const PANEL_EDGES = (() => {
+  const edges = [10, 12, 16, 20, 24, 32, 40];
+  for (let t = 0; t <= 8; t += 0.25) edges.push(t);
+  return [...new Set([...edges, ...edges.map((t) => -t)])].sort((a, b) => a - b);
+})();
+
+/** A variant's posterior as the integration sees it: "higher is better" (mirrored if need be). */
+interface Posterior {
+  pdf(x: number): number;
+  cdf(x: number): number;
+  mean: number;
+  sd: number;
+  /** The support's ends. */
+  low: number;
+  high: number;
+}
+
+function betaPosterior({ alpha, beta }: BetaParameters): Posterior {
+  const logNorm = logBeta(alpha, beta);
+  const total = alpha + beta;
+  return {
+    pdf: (x) => {
+      if (x <= 0 || x >= 1) return 0;
+      const a = alpha === 1 ? 0 : (alpha - 1) * Math.log(x);
+      const b = beta === 1 ? 0 : (beta - 1) * Math.log1p(-x);
+      return Math.exp(a + b - logNorm);
+    },
+    cdf: (x) => x <= 0 ? 0 : x >= 1 ? 1 : regularizedBeta(x, alpha, beta),
+    mean: alpha / total,
+    sd: Math.sqrt(alpha * beta / (total * total * (total + 1))),
+    low: 0,
+    high: 1,
+  };
+}
+
+function normalPosterior(mean: number, se: number): Posterior {
+  return {
+    pdf: (x) => normalPdf((x - mean) / se) / se,
+    cdf: (x) => normalCdf((x - mean) / se),
+    mean,
+    sd: se,
+    low: -Infinity,
+    high: Infinity,
+  };
+}
+
+/**
+ * Chance to be best (highest, or with `lower` lowest) of each variant, by integration:
+ * P(i best) = ∫ f_i(x) Π_{j≠i} F_j(x) dx, with 8-point Gauss–Legendre panels laid out around
+ * every variant's mean in steps of its standard deviation (so that each factor is smooth within
+ * a panel, whatever the variants' spreads), all chances from the same nodes. "Lower" mirrors the
+ * posteriors (a Beta's α and β swapped, a normal's mean negated). Normals without spread (all
+ * users with one value) are point masses: such a variant is best when every other variant falls
+ * below its mean, ties between point masses shared; the others then must exceed the highest
+ * point mass, which becomes a panel's end.
+ */
+function integratedBest(variants: Evaluated[], lower: boolean): number[] {
   const k = variants.length;
   const sign = lower ? -1 : 1;
-  const samplers = variants.map((v): () => number => {
+  const points: { index: number; at: number }[] = [];
+  const posteriors: { index: number; posterior: Posterior }[] = [];
+  variants.forEach((v, index) => {
     if (v.beta !== null) {
-      const draw = random.betaSampler(v.beta.alpha, v.beta.beta);
-      return lower ? () => -draw() : draw;
-    }
-    const { mean, se } = v as { mean: number; se: number };
-    return () => sign * (mean + se * random.normal());
-  });
-  const wins = new Float64Array(k);
-  const values = new Float64Array(k);
-  for (let draw = 0; draw < draws; draw++) {
-    let best = -Infinity;
-    let ties = 0;
-    for (let j = 0; j < k; j++) {
-      const x = samplers[j]();
-      values[j] = x;
-      if (x > best) {
-        best = x;
-        ties = 1;
-      } else if (x === best) {
-        ties++;
-      }
-    }
-    if (ties === 1) {
-      for (let j = 0; j < k; j++) {
-        if (values[j] === best) {
-          wins[j]++;
-          break;
-        }
-      }
+      posteriors.push({
+        index,
+        posterior: betaPosterior(lower ? { alpha: v.beta.beta, beta: v.beta.alpha } : v.beta),
+      });
+    } else if (v.se! > 0) {
+      posteriors.push({ index, posterior: normalPosterior(sign * v.mean, v.se!) });
     } else {
-      for (let j = 0; j < k; j++) if (values[j] === best) wins[j] += 1 / ties;
+      points.push({ index, at: sign * v.mean });
+    }
+  });
+  const chances = new Array<number>(k).fill(0);
+  const floor = points.reduce((top, p) => Math.max(top, p.at), -Infinity);
+
+  // Point masses: the highest ones share, when every spread posterior falls below them.
+  const top = points.filter((p) => p.at === floor);
+  for (const p of top) {
+    let below = 1;
+    for (const { posterior } of posteriors) below *= posterior.cdf(p.at);
+    chances[p.index] = below / top.length;
+  }
+  if (posteriors.length === 0) return chances;
+
+  // The spread posteriors: integrated over their supports above the highest point mass.
+  const low = Math.max(
+    floor,
+    Math.min(...posteriors.map(({ posterior: d }) => Math.max(d.low, d.mean - 40 * d.sd))),
+  );
+  const high = Math.max(
+    ...posteriors.map(({ posterior: d }) => Math.min(d.high, d.mean + 40 * d.sd)),
+  );
+  const edges = [low, high];
+  for (const { posterior: d } of posteriors) {
+    for (const t of PANEL_EDGES) {
+      const x = d.mean + t * d.sd;
+      if (x > low && x < high) edges.push(x);
     }
   }
-  return Array.from(wins, (w) => w / draws);
+  edges.sort((a, b) => a - b);
+  const m = posteriors.length;
+  const pdf = new Float64Array(m);
+  const cdf = new Float64Array(m);
+  const sums = new Float64Array(m);
+  for (let e = 1; e < edges.length; e++) {
+    const half = (edges[e] - edges[e - 1]) / 2;
+    if (!(half > 0)) continue;
+    const mid = (edges[e] + edges[e - 1]) / 2;
+    for (let n = 0; n < 2 * GAUSS_NODES.length; n++) {
+      const node = n < GAUSS_NODES.length ? -GAUSS_NODES[n] : GAUSS_NODES[n - GAUSS_NODES.length];
+      const x = mid + half * node;
+      const weight = half * GAUSS_WEIGHTS[n % GAUSS_NODES.length];
+      for (let j = 0; j < m; j++) {
+        pdf[j] = posteriors[j].posterior.pdf(x);
+        cdf[j] = posteriors[j].posterior.cdf(x);
+      }
+      for (let i = 0; i < m; i++) {
+        if (pdf[i] === 0) continue;
+        let product = weight * pdf[i];
+        for (let j = 0; j < m && product !== 0; j++) if (j !== i) product *= cdf[j];
+        sums[i] += product;
+      }
+    }
+  }
+  posteriors.forEach(({ index }, i) => chances[index] = clampProbability(sums[i]));
+  return chances;
 }
 
 /**
@@ -237,11 +329,8 @@ export function winProbability(
   variants: VariantTotals[],
   options: WinProbabilityOptions,
 ): VariantWinProbability[] {
-  const { kind, control, draws = DEFAULT_DRAWS, seed = DEFAULT_SEED, adjusted } = options;
+  const { kind, control, adjusted } = options;
   const lower = options.lowerIsBetter ?? false;
-  if (!Number.isInteger(draws) || draws < 1) {
-    throw new RangeError(`Cannot estimate the chance to be best: draws=${draws}`);
-  }
   const controlIndex = variants.findIndex((v) => v.name === control);
   if (controlIndex < 0) {
     throw new RangeError(`Cannot compare variants: the control "${control}" is not among them`);
@@ -260,7 +349,7 @@ export function winProbability(
     best[first.index] = 1 - p;
     best[second.index] = p;
   } else if (comparable.length > 2) {
-    const chances = monteCarloBest(comparable, lower, draws, seed);
+    const chances = integratedBest(comparable, lower);
     comparable.forEach((v, j) => best[v.index] = chances[j]);
   }
 
@@ -296,11 +385,11 @@ function beatControl(
 
 /**
  * Only the chances to beat the control of {@linkcode winProbability} (no chance to be best, so
- * no draws), in the order given: for the metrics besides the key metric.
+ * integration), in the order given: for the metrics besides the key metric.
  */
 export function chancesToBeatControl(
   variants: VariantTotals[],
-  options: Omit<WinProbabilityOptions, "draws" | "seed">,
+  options: WinProbabilityOptions,
 ): (number | null)[] {
   const controlIndex = variants.findIndex((v) => v.name === options.control);
   if (controlIndex < 0) {

@@ -9,6 +9,10 @@
  *   (∫ xᵖ(1 − x)^q dx = p! q! / (p + q + 1)!);
  * - the chance to be best of normals by Simpson's rule, 24 000 intervals on z ∈ [−12, 12], of
  *   ∫ φ(z) Π_{j≠i} Φ((m_i + s_i z − m_j) / s_j) dz with `math.erfc`;
+ * - the chance to be best of beta posteriors of a million users, where the exact expansion is out
+ *   of reach: SciPy 1.x `integrate.quad` of `stats.beta` pdf × cdfs over the mean ± 45 standard
+ *   deviations, breakpoints every quarter standard deviation of each posterior, epsabs 1e-15 and
+ *   epsrel 1e-13 (its error estimates were below 1e-12);
  * - normal tails with the 420-digit `decimal` Φ described in _math_test.ts; lifts and their delta
  *   method intervals with `fractions` and 60-digit `decimal` square roots.
  */
@@ -101,15 +105,15 @@ Deno.test("winProbability for two conversion variants is exact", () => {
   assert.deepEqual(Object.keys(result[1]), ["name", "chance_to_beat_control", "chance_to_be_best"]);
 });
 
-Deno.test("winProbability for three conversion variants: chance to be best by Monte Carlo", () => {
+Deno.test("winProbability for three conversion variants: chance to be best by integration", () => {
   // A 10/50, B 15/50, C 12/50: exact chances 0.08454201941564361, 0.6900215577843387,
-  // 0.22543642280001772. 250 000 draws: standard error ≤ 0.001.
+  // 0.22543642280001772.
   const variants = [conversion("A", 50, 10), conversion("B", 50, 15), conversion("C", 50, 12)];
   const result = winProbability(variants, { kind: "conversion", control: "A" });
   const expected = [0.08454201941564361, 0.6900215577843387, 0.22543642280001772];
-  result.forEach((v, i) => assertClose(v.chance_to_be_best, expected[i], 0.005));
+  result.forEach((v, i) => assertClose(v.chance_to_be_best, expected[i], 1e-12));
   const total = result.reduce((sum, v) => sum + (v.chance_to_be_best ?? 0), 0);
-  assertClose(total, 1, 0.005);
+  assertClose(total, 1, 1e-12);
   // Chance to beat control stays exact: Beta(11, 41) against Beta(16, 36) and Beta(13, 39).
   assert.equal(result[0].chance_to_beat_control, null);
   assertClose(result[1].chance_to_beat_control, 0.87211420072834808085, 1e-13);
@@ -127,8 +131,8 @@ Deno.test("winProbability for four conversion variants matches exact chances to 
   ];
   const result = winProbability(variants, { kind: "conversion", control: "A" });
   const expected = [0.12821997834258467, 0.5722457356422708, 0.138307252863061, 0.1612270331520836];
-  result.forEach((v, i) => assertClose(v.chance_to_be_best, expected[i], 0.005));
-  assertClose(result.reduce((sum, v) => sum + v.chance_to_be_best!, 0), 1, 0.005);
+  result.forEach((v, i) => assertClose(v.chance_to_be_best, expected[i], 1e-12));
+  assertClose(result.reduce((sum, v) => sum + v.chance_to_be_best!, 0), 1, 1e-12);
 });
 
 Deno.test("winProbability for three numeric variants matches numerical integration", () => {
@@ -141,27 +145,62 @@ Deno.test("winProbability for three numeric variants matches numerical integrati
   ];
   const result = winProbability(variants, { kind: "numeric", control: "A" });
   const expected = [0.14163852936408708, 0.8118523627369889, 0.04650910789891415];
-  result.forEach((v, i) => assertClose(v.chance_to_be_best, expected[i], 0.005));
-  assertClose(result.reduce((sum, v) => sum + v.chance_to_be_best!, 0), 1, 0.005);
+  result.forEach((v, i) => assertClose(v.chance_to_be_best, expected[i], 1e-12));
+  assertClose(result.reduce((sum, v) => sum + v.chance_to_be_best!, 0), 1, 1e-12);
   // B against A: Φ(0.4 / √(25/400 + 36/380)).
   assertClose(result[1].chance_to_beat_control, 0.84345232991438213, 1e-13);
 });
 
-Deno.test("winProbability Monte Carlo is deterministic for a seed", () => {
-  const variants = [conversion("A", 50, 10), conversion("B", 50, 15), conversion("C", 50, 12)];
-  const options = { kind: "conversion" as const, control: "A", draws: 20_000 };
-  const first = winProbability(variants, { ...options, seed: 1 });
-  assert.deepEqual(winProbability(variants, { ...options, seed: 1 }), first);
-  const other = winProbability(variants, { ...options, seed: 2 });
-  assert.notDeepEqual(
-    other.map((v) => v.chance_to_be_best),
-    first.map((v) => v.chance_to_be_best),
+Deno.test("winProbability of three variants with a million users each, and of rare conversions", () => {
+  // The reference is SciPy's quad (see the top of the file): 0.012356418956889723,
+  // 0.17711527536238986, 0.8105283056807213; and 0.07870357638893004, 0.28472208564819784,
+  // 0.6365743379629487.
+  const large = winProbability([
+    conversion("A", 576_643, 57_000),
+    conversion("B", 576_792, 57_500),
+    conversion("C", 1, 0),
+  ], { kind: "conversion", control: "A" });
+  const expected = [0.012356418956889723, 0.17711527536238986, 0.8105283056807213];
+  large.forEach((v, i) => assertClose(v.chance_to_be_best, expected[i], 1e-9));
+  const rare = winProbability([
+    conversion("A", 1_000_000, 0),
+    conversion("B", 1_000_000, 1),
+    conversion("C", 1_000_000, 2),
+  ], { kind: "conversion", control: "A" });
+  const rareExpected = [0.07870357638893004, 0.28472208564819784, 0.6365743379629487];
+  rare.forEach((v, i) => assertClose(v.chance_to_be_best, rareExpected[i], 1e-9));
+  // Lower is better mirrors the posteriors: the rarest converter is the likeliest lowest.
+  const lowest = winProbability([
+    conversion("A", 1_000_000, 0),
+    conversion("B", 1_000_000, 1),
+    conversion("C", 1_000_000, 2),
+  ], { kind: "conversion", control: "A", lowerIsBetter: true });
+  assert.ok(lowest[0].chance_to_be_best! > lowest[1].chance_to_be_best!);
+  assertClose(lowest.reduce((sum, v) => sum + v.chance_to_be_best!, 0), 1, 1e-9);
+});
+
+Deno.test("winProbability of identical posteriors shares the chance to be best evenly", () => {
+  // By symmetry, exactly 1/k each.
+  for (const k of [3, 4, 7]) {
+    const variants = Array.from({ length: k }, (_, i) => conversion(`V${i}`, 50, 10));
+    const result = winProbability(variants, { kind: "conversion", control: "V0" });
+    result.forEach((v) => assertClose(v.chance_to_be_best, 1 / k, 1e-12));
+    const normals = Array.from({ length: k }, (_, i) => numeric(`V${i}`, 400, 10, 25));
+    const spread = winProbability(normals, { kind: "numeric", control: "V0" });
+    spread.forEach((v) => assertClose(v.chance_to_be_best, 1 / k, 1e-12));
+  }
+});
+
+Deno.test("winProbability with variants without spread: best when the others fall below", () => {
+  // A and C hold one value each (0 and 0.5); B is Normal(1, 4/30): B is best when above 0.5,
+  // C when B falls below it: Φ((0.5 − 1) / √(4/30)) = 0.08545176011539873 (mpmath `ncdf`, 50 digits).
+  const result = winProbability(
+    [numeric("A", 3, 0, 0), numeric("B", 30, 1, 4), numeric("C", 3, 0.5, 0)],
+    { kind: "numeric", control: "A" },
   );
-  // Default options use a fixed seed too.
-  assert.deepEqual(
-    winProbability(variants, { kind: "conversion", control: "A" }),
-    winProbability(variants, { kind: "conversion", control: "A" }),
-  );
+  assert.equal(result[0].chance_to_be_best, 0);
+  assertClose(result[2].chance_to_be_best, 0.08545176011539873, 1e-12);
+  assertClose(result[1].chance_to_be_best, 1 - 0.08545176011539873, 1e-12);
 });
 
 Deno.test("winProbability with zero conversions everywhere splits evenly", () => {
@@ -220,17 +259,13 @@ Deno.test("winProbability output survives JSON unchanged (no NaN or Infinity)", 
     [[{ name: "A", users: 0, sum: 0, sumSquares: 0 }, numeric("B", 4, 2, 1)], "numeric"],
   ];
   for (const [variants, kind] of cases) {
-    const result = winProbability(variants, { kind, control: "A", draws: 1000 });
+    const result = winProbability(variants, { kind, control: "A" });
     assert.deepEqual(JSON.parse(JSON.stringify(result)), result);
   }
   // Zero-variance normals: C and B tie for best, A never wins.
   const ties = winProbability(
     [numeric("A", 3, 0, 0), numeric("B", 3, 1, 0), numeric("C", 3, 1, 0)],
-    {
-      kind: "numeric",
-      control: "A",
-      draws: 1000,
-    },
+    { kind: "numeric", control: "A" },
   );
   assert.deepEqual(ties.map((v) => v.chance_to_be_best), [0, 0.5, 0.5]);
   assert.deepEqual(ties.map((v) => v.chance_to_beat_control), [null, 1, 1]);
@@ -254,7 +289,7 @@ Deno.test("winProbability with lower is better gives the chances of being lower"
     numeric("C", 420, 9.8, 30),
   ], { kind: "numeric", control: "A", lowerIsBetter: true });
   const expected = [0.2774506146937597, 0.038922771531861196, 0.6836266137743676];
-  three.forEach((v, i) => assertClose(v.chance_to_be_best, expected[i], 0.005));
+  three.forEach((v, i) => assertClose(v.chance_to_be_best, expected[i], 1e-12));
   assertClose(three[1].chance_to_beat_control, 1 - 0.84345232991438213, 1e-13);
 });
 
