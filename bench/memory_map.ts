@@ -8,8 +8,12 @@
  * 2 s after. Each delivery appends one row of the file's first user (a 0 with i decimals), so
  * that each is new content and the figures stay those of the file. Linux only.
  *
- *   deno run -A bench/memory_map.ts [FILE] [DELIVERIES]   (default /tmp/bench.csv, generated when
- *                                                         missing; 4 deliveries)
+ *   deno run -A bench/memory_map.ts [FILE] [DELIVERIES] [two-step]
+ *     (default /tmp/bench.csv, generated when missing; 4 deliveries)
+ *
+ * With `two-step`, each delivery is written straight into the service's storage (as a PUT to the
+ * bucket would) and announced by `POST /api/v1/storage-events/`; its cycle is sampled from the
+ * event until `ready` (the service then checks and hashes the bytes beside the reading).
  *
  * What the kinds are: `program` is the pages of the executable (its code, read from the file);
  * `V8 pages` the anonymous mappings of 256 KiB that JavaScript heaps are made of; `glibc heap` the
@@ -19,6 +23,8 @@
  */
 import { ensureCsv } from "./generate_csv.ts";
 import { benchKey, printTable, spawnService } from "./_util.ts";
+import { LocalStore } from "../src/storage/local_store.ts";
+import { UrlSigner } from "../src/crypto/url_signer.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -72,15 +78,39 @@ function composition(maps: Mapping[], executable: string): Record<string, number
 
 const total = (maps: Mapping[]) => maps.reduce((sum, m) => sum + m.rssKB, 0) / 1024;
 
-export async function benchMemoryMap(path: string, deliveries = 4) {
+export async function benchMemoryMap(path: string, deliveries = 4, twoStep = false) {
   const shm = (await Deno.stat("/dev/shm").then((s) => s.isDirectory, () => false))
     ? "/dev/shm"
     : undefined;
   const dataDir = await Deno.makeTempDir({ prefix: "abn-bench-memory-", dir: shm });
-  const env = { ABN_DATA_DIR: dataDir };
-  const { apiKey } = await benchKey(env);
+  const eventsToken = crypto.randomUUID();
+  const env = { ABN_DATA_DIR: dataDir, ABN_STORAGE_EVENTS_TOKEN: eventsToken };
+  const { apiKey, orgId } = await benchKey(env);
   const service = await spawnService(env);
   const url = service.url;
+  const store = new LocalStore({
+    dataDir,
+    signer: new UrlSigner(new Uint8Array(32)),
+    publicUrl: url,
+  });
+  await store.open();
+  /** Delivers `body` in two steps (see the top of the file); answers its ETag. */
+  const deliverTwoStep = async (body: Uint8Array[]): Promise<string> => {
+    const key = `org/${orgId}/experiments/memory/latest.csv`;
+    const writer = await store.createWriter(key);
+    for (const part of body) await writer.write(part);
+    const info = await writer.commit();
+    const event = await fetch(`${url}/api/v1/storage-events/`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${eventsToken}` },
+      body: JSON.stringify({ Records: [{ s3: { object: { key } } }] }),
+    });
+    const answer = await event.json();
+    if (answer.accepted !== 1) {
+      throw new Error(`the event was not accepted: ${JSON.stringify(answer)}`);
+    }
+    return info.etag;
+  };
   const auth = { authorization: `Bearer ${apiKey}` };
   const rows: Record<string, string | number>[] = [];
   try {
@@ -99,7 +129,8 @@ export async function benchMemoryMap(path: string, deliveries = 4) {
       const started = performance.now();
       const sampler = (async () => {
         while (sampling) {
-          const maps = await readMap(service.pid);
+          const maps = await readMap(service.pid).catch(() => null);
+          if (maps === null) return; // the service is gone: the delivery's own error tells why
           if (total(maps) > total(peak)) {
             peak = maps;
             peakAt = performance.now();
@@ -107,14 +138,19 @@ export async function benchMemoryMap(path: string, deliveries = 4) {
           await sleep(5);
         }
       })();
-      const res = await fetch(`${url}/api/v1/datasets/upload/?experiment_id=memory`, {
-        method: "POST",
-        headers: { ...auth, "content-type": "text/csv", connection: "close" },
-        body: new Blob([file, row(i)]),
-      });
+      let etag: string;
+      if (twoStep) {
+        etag = await deliverTwoStep([file, row(i)]);
+      } else {
+        const res = await fetch(`${url}/api/v1/datasets/upload/?experiment_id=memory`, {
+          method: "POST",
+          headers: { ...auth, "content-type": "text/csv", connection: "close" },
+          body: new Blob([file, row(i)]),
+        });
+        ({ etag } = await res.json());
+        if (res.status !== 201) throw new Error(`upload answered ${res.status}`);
+      }
       const created = performance.now();
-      const { etag } = await res.json();
-      if (res.status !== 201) throw new Error(`upload answered ${res.status}`);
       for (;;) {
         const poll = await fetch(`${url}/api/v1/datasets/memory/analysis/`, { headers: auth });
         const analysis = await poll.json();
@@ -133,8 +169,10 @@ export async function benchMemoryMap(path: string, deliveries = 4) {
         "": `delivery ${i + 1}`,
         "RSS MB": total(await readMap(service.pid)).toFixed(0),
         "peak MB": total(peak).toFixed(0),
-        "peak after the 201, s": ((peakAt - created) / 1000).toFixed(2),
-        "201 after the start, s": ((created - started) / 1000).toFixed(2),
+        [`peak after the ${twoStep ? "event" : "201"}, s`]: ((peakAt - created) / 1000).toFixed(2),
+        [`${twoStep ? "event" : "201"} after the start, s`]: ((created - started) / 1000).toFixed(
+          2,
+        ),
         ...Object.fromEntries(KINDS.map((k) => [k, parts[k].toFixed(1)])),
       });
     }
@@ -149,7 +187,7 @@ export async function benchMemoryMap(path: string, deliveries = 4) {
 if (import.meta.main) {
   const path = Deno.args[0] ?? "/tmp/bench.csv";
   await ensureCsv(path);
-  const rows = await benchMemoryMap(path, Number(Deno.args[1] ?? 4));
+  const rows = await benchMemoryMap(path, Number(Deno.args[1] ?? 4), Deno.args[2] === "two-step");
   printTable(
     "memory over a delivery's cycle: the peak of each, what it was made of (MB), RSS 2 s after",
     rows,

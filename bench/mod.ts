@@ -10,7 +10,8 @@
  *   ABN_BENCH_ONLY=insight deno task bench           (201 → analysis ready, and a two-step
  *                                                     delivery's event → ready, against DuckDB;
  *                                                     ABN_BENCH_RUNS=N turns, default 5)
- *   deno run -A bench/memory_map.ts [FILE] [N]       (standalone: what each delivery's cycle
+ *   deno run -A bench/memory_map.ts [FILE] [N] [two-step]
+ *                                                    (standalone: what each delivery's cycle
  *                                                     holds at its peak, by kind of mapping)
  */
 import { writeCsv } from "./generate_csv.ts";
