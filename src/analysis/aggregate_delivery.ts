@@ -37,6 +37,7 @@ export interface AggregateDeliveryOptions extends
     | "expectedUsers"
     | "tallyWorkers"
     | "dimensions"
+    | "wideDays"
   > {
   /** The bytes passed the upload checks as they arrived (a direct upload); default false. */
   validated?: boolean;

@@ -23,6 +23,7 @@ import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 import { ApiError } from "../http/errors.ts";
 import { aggregateDelivery } from "./aggregate_delivery.ts";
+import { DaysOutOfRange } from "./aggregate/aggregate.ts";
 import { ANALYSIS_VERSION, buildReport } from "./report.ts";
 import { validateSettings } from "./settings.ts";
 import {
@@ -172,16 +173,11 @@ export async function analyseDelivery(
       ? await deps.followers.take(orgId, experimentId, etag, options)
       : null;
     followed = followedAggregate !== null;
-    const hash = known === undefined && offThread === undefined && !followed
-      ? createHash("sha256")
-      : null;
-    let aggregate: Aggregate;
-    if (followedAggregate !== null) {
-      aggregate = followedAggregate;
-      await object.body.cancel();
-    } else {
+    const hashed = known === undefined && offThread === undefined && !followed;
+    let hash = hashed ? createHash("sha256") : null;
+    const aggregateBody = (body: ReadableStream<Uint8Array>, wideDays: boolean) =>
       // A two-step delivery is validated beside the reading: a refusal is the upload check's.
-      aggregate = await aggregateDelivery(object.body, {
+      aggregateDelivery(body, {
         ...options,
         validated: delivery.validated,
         // A file the upload found without dimension columns: records without their values.
@@ -189,12 +185,32 @@ export async function analyseDelivery(
         sizeBytes: object.info.size,
         tallyWorkers: deps.tallyWorkers,
         userSummary: true,
-        onChunk: hash === null ? undefined : (chunk) => hash.update(chunk),
+        wideDays,
+        onChunk: hash === null ? undefined : (chunk) => hash!.update(chunk),
         validatorThread: offThread,
         sha256: checkedHash,
         waited: phases.waited,
         checked: phases.checked,
       });
+    let aggregate: Aggregate;
+    if (followedAggregate !== null) {
+      aggregate = followedAggregate;
+      await object.body.cancel();
+    } else {
+      try {
+        aggregate = await aggregateBody(object.body, false);
+      } catch (error) {
+        if (!(error instanceof DaysOutOfRange)) throw error;
+        // A date before 1950 or after 2126: read again, with 32-bit days.
+        const again = await store.get(key);
+        if (!again) return { kind: "gone" };
+        if (again.info.etag !== etag) {
+          await again.body.cancel();
+          return { kind: "replaced", info: again.info };
+        }
+        hash = hashed ? createHash("sha256") : null;
+        aggregate = await aggregateBody(again.body, true);
+      }
     }
     const sha256 = known ?? hash?.digest("hex") ?? checkedHash.hex!;
     phases.enter("report");

@@ -25,7 +25,7 @@ import type { ControlPlane } from "../db/control_plane.ts";
 import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 import type { DatasetTarget, UploadFollower, UploadFollowers } from "../ingest/ingest.ts";
-import { aggregateCsv } from "./aggregate/aggregate.ts";
+import { aggregateCsv, DaysOutOfRange } from "./aggregate/aggregate.ts";
 import type { Aggregate, AggregateOptions } from "./aggregate/aggregate_types.ts";
 import type { TallyWorkers } from "./aggregate/tally_workers.ts";
 import { READ_BYTES } from "./body_chunks.ts";
@@ -203,7 +203,9 @@ export class AnalysisFollowers implements UploadFollowers {
       return { aggregate, key: figuresKey(options) };
     } catch (error) {
       if (!progress.aborted) {
-        this.#o.log.warn("the aggregation beside an upload stopped; its run reads the file", {
+        // A date outside 16-bit days is the data's, not a fault: the run reads it with 32 bits.
+        const level = error instanceof DaysOutOfRange ? "info" : "warn";
+        this.#o.log[level]("the aggregation beside an upload stopped; its run reads the file", {
           org_id: target.orgId,
           experiment_id: target.experimentId,
           error: describeError(error),

@@ -93,3 +93,50 @@ Deno.test("a settings change while the analysis runs re-runs it once, afterwards
     await server.close();
   }
 });
+
+Deno.test("a large delivery with a date before 1950 is analysed in one run, its days read in 32 bits", async () => {
+  const lines: string[] = [];
+  const server = await startDriverServer("local", {}, { log: (line) => lines.push(line) });
+  try {
+    const auth = { authorization: `Bearer ${server.apiKey}` };
+    const recent = await bytesOf(60_000, 11); // over 1 MiB: aggregated on two threads
+    assert(recent.length > 1024 * 1024);
+    const analyse = async (experimentId: string, body: Uint8Array<ArrayBuffer>) => {
+      const res = await fetch(`${server.api}/datasets/upload/?experiment_id=${experimentId}`, {
+        method: "POST",
+        headers: auth,
+        body,
+      });
+      assertEquals(res.status, 201);
+      await res.body?.cancel();
+      for (;;) {
+        const a = await fetch(`${server.api}/datasets/${experimentId}/analysis/`, {
+          headers: auth,
+        });
+        const analysis = await a.json();
+        if (analysis.status !== "pending") return analysis;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    const old = new TextEncoder().encode("user-of-1900,A,1900-01-01,1,5.00\n");
+    const both = new Uint8Array(recent.length + old.length);
+    both.set(recent);
+    both.set(old, recent.length);
+    const [before, after] = [await analyse("recent", recent), await analyse("old", both)];
+    assertEquals(after.status, "ready");
+    assertEquals(after.daily[0].date, "1900-01-01");
+    assertEquals(after.daily.length, before.daily.length + 1);
+    assertEquals(after.sample.total_users, before.sample.total_users + 1);
+    const a = (analysis: { variants: { name: string; users: number }[] }) =>
+      analysis.variants.find((v) => v.name === "A")!.users;
+    assertEquals(a(after), a(before) + 1);
+    // The last day's cumulative users are everyone's, the old user included.
+    const last = (analysis: { daily: { variants: { cumulative_users: number }[] }[] }) =>
+      analysis.daily.at(-1)!.variants.reduce((sum, v) => sum + v.cumulative_users, 0);
+    assertEquals(last(after), last(before) + 1);
+    await server.service.analysis.whenIdle();
+    assertEquals(finishedRuns(lines, "old").length, 1);
+  } finally {
+    await server.close();
+  }
+});

@@ -14,17 +14,23 @@
  */
 import { largeFloat64Array, largeInt32Array, releaseBuffers } from "../../buffers.ts";
 import type { DayCells } from "./_day_cells.ts";
-import { EXCLUDED, type RecordLayout, type TallyState, VARIANT_WORD } from "./_user_tally.ts";
+import {
+  dayView,
+  EXCLUDED,
+  type RecordLayout,
+  type TallyState,
+  VARIANT_WORD,
+} from "./_user_tally.ts";
 import { nextRecord } from "./_user_table.ts";
 import { blockSize, type LogEntries, logValue } from "./_value_log.ts";
 
 /** Where a metric's per-user value is in a user record, and how it is read. */
 export interface ValueSource {
-  /** Word whose non-zero marks a user with a value. */
-  firstValueWord: number;
-  /** 1: a 0/1 conversion, read as "has a first day with a 1" from `firstOneWord`. */
+  /** Day field (see `RecordLayout`) whose non-zero marks a user with a value. */
+  firstValueAt: number;
+  /** 1: a 0/1 conversion, read as "has a first day with a 1" from `firstOneAt`. */
   ones: number;
-  firstOneWord: number;
+  firstOneAt: number;
   /** Otherwise the double at this (even) word: the sum, or the maximum. */
   valueWord: number;
 }
@@ -37,9 +43,9 @@ export function valueSource(
   binary: boolean,
 ): ValueSource {
   return {
-    firstValueWord: layout.firstValueWord[k],
+    firstValueAt: layout.firstValueAt[k],
     ones: kind === "conversion" && binary ? 1 : 0,
-    firstOneWord: layout.firstOneWord[k],
+    firstOneAt: layout.firstOneAt[k],
     valueWord: kind === "numeric" ? layout.sumWord[k] : layout.maxWord[k],
   };
 }
@@ -78,12 +84,14 @@ export function collectUserValues(
 ): number {
   const i32 = new Int32Array(tally.arena);
   const f64 = new Float64Array(tally.arena);
-  const words = layout.words;
+  const days = dayView(layout, tally.arena);
+  const { words, dayScale } = layout;
   for (let record = 0; record < tally.top; record = nextRecord(i32, words, record)) {
     const w = 2 * record;
-    if (i32[w + VARIANT_WORD] === EXCLUDED || i32[w + source.firstValueWord] === 0) continue;
+    const d = dayScale * record;
+    if (i32[w + VARIANT_WORD] === EXCLUDED || days[d + source.firstValueAt] === 0) continue;
     out[at++] = source.ones === 1
-      ? (i32[w + source.firstOneWord] === 0 ? 0 : 1)
+      ? (days[d + source.firstOneAt] === 0 ? 0 : 1)
       : f64[(w + source.valueWord) >> 1];
   }
   return at;
@@ -107,13 +115,15 @@ export function addAdjustedMoments(
 ): void {
   const i32 = new Int32Array(tally.arena);
   const f64 = new Float64Array(tally.arena);
-  const words = layout.words;
+  const days = dayView(layout, tally.arena);
+  const { words, dayScale } = layout;
   for (let record = 0; record < tally.top; record = nextRecord(i32, words, record)) {
     const w = 2 * record;
+    const d = dayScale * record;
     const variant = i32[w + VARIANT_WORD];
-    if (variant === EXCLUDED || i32[w + source.firstValueWord] === 0) continue;
+    if (variant === EXCLUDED || days[d + source.firstValueAt] === 0) continue;
     let y = source.ones === 1
-      ? (i32[w + source.firstOneWord] === 0 ? 0 : 1)
+      ? (days[d + source.firstOneAt] === 0 ? 0 : 1)
       : f64[(w + source.valueWord) >> 1];
     if (release) f64[(w + source.valueWord) >> 1] = 0;
     if (y > cap) y = cap;

@@ -20,7 +20,7 @@ import { CsvRowSplitter } from "./_csv_rows.ts";
 import { batchBuffers, newBatch, type RowBatch } from "./_row_batch.ts";
 import { type BatchSink, LANE_0_SHARE, type MetricKind, RowReader } from "./_row_reader.ts";
 import { summarize, type SummaryOptions, summaryOptions } from "./_summary.ts";
-import { releaseState, type TallyState, UserTally } from "./_user_tally.ts";
+import { DaysOutOfRange, releaseState, type TallyState, UserTally } from "./_user_tally.ts";
 import { releaseBuffers } from "../../buffers.ts";
 import type { WorkerReply, WorkerRequest } from "./_user_worker.ts";
 import type { TallyWorkers } from "./tally_workers.ts";
@@ -87,6 +87,8 @@ class ThreadedRun {
   readonly #splitter: CsvRowSplitter;
   readonly #onMode: (mode: "threaded" | "local") => void;
   readonly #dimensions: boolean;
+  /** 16-bit day fields (see `RecordLayout`): unless `options.wideDays`. */
+  readonly #narrowDays: boolean;
   /** Per lane: the expected size of its user records (see `UserTable`), 0 when unknown. */
   readonly #reserve: readonly [number, number];
   /** Per lane: the expected number of its users (see `UserTable`), 0 when unknown. */
@@ -119,6 +121,7 @@ class ThreadedRun {
     this.#onHeader = options.onHeader;
     this.#onMode = onMode;
     this.#dimensions = options.dimensions ?? true;
+    this.#narrowDays = !(options.wideDays ?? false);
     // Each lane's user records take at most about its share of the input (ids and a few numbers
     // per user, against rows of them): reserved at once, written only as needed.
     const size = options.sizeBytes ?? 0;
@@ -256,7 +259,14 @@ class ThreadedRun {
   /** A tally for `lane`, sized as expected. */
   #tally(forcedConversion: Uint8Array, lane: 0 | 1): UserTally {
     const [reserve, expected] = [this.#reserve[lane], this.#expected[lane]];
-    return new UserTally(forcedConversion, this.#dimensions, reserve, expected);
+    return new UserTally(
+      forcedConversion,
+      this.#dimensions,
+      reserve,
+      expected,
+      {},
+      this.#narrowDays,
+    );
   }
 
   #start(forcedConversion: Uint8Array): void {
@@ -267,6 +277,7 @@ class ThreadedRun {
         dimensions: this.#dimensions,
         reserveBytes: this.#reserve[1],
         expectedUsers: this.#expected[1],
+        narrowDays: this.#narrowDays,
       } satisfies WorkerRequest,
     );
   }
@@ -292,7 +303,9 @@ class ThreadedRun {
     } else if (reply.type === "state") {
       this.#workerState = reply.state;
     } else if (reply.type === "failed") {
-      this.#fail(new Error(reply.message));
+      // The worker's `DaysOutOfRange` is the run's, to be aggregated again with wide days.
+      const days = reply.message === DaysOutOfRange.MESSAGE;
+      this.#fail(days ? new DaysOutOfRange() : new Error(reply.message));
     }
     this.#wakeUp();
   }

@@ -1,5 +1,3 @@
-import { DAY_LIMIT } from "../../csv/calendar_date.ts";
-
 /** Indexes the per-(day, variant) tables: rows are days in order, columns variants in order. */
 export class DayCells {
   readonly days: number[];
@@ -33,9 +31,12 @@ export class DayCells {
     return this.#rank[day - this.#firstDay] * this.variantCount + this.position[variant];
   }
 
-  /** Day ranks by stored first day (`DAY_LIMIT - day`): the rank of `stored` is `rank[base - stored]`. */
-  storedRanks(): { rank: Int32Array; base: number } {
-    return { rank: this.#rank, base: DAY_LIMIT - this.#firstDay };
+  /**
+   * Day ranks by stored first day (`dayLimit - day`, see `RecordLayout`): the rank of `stored` is
+   * `rank[base - stored]`.
+   */
+  storedRanks(dayLimit: number): { rank: Int32Array; base: number } {
+    return { rank: this.#rank, base: dayLimit - this.#firstDay };
   }
 
   /** Turns per-cell counts into running totals over days. */

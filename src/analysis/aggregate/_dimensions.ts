@@ -10,6 +10,7 @@ import type { DimensionAggregate, MetricVariantStats } from "./aggregate_types.t
 import type { ValueSource } from "./_adjustments.ts";
 import type { ReaderFindings } from "./_row_reader.ts";
 import {
+  dayView,
   DIM_INCONSISTENT,
   DIM_VALUE_MASK,
   EXCLUDED,
@@ -81,16 +82,18 @@ export function addDimensionUsers(
   const variants = position.length;
   const i32 = new Int32Array(tally.arena);
   const f64 = new Float64Array(tally.arena);
-  const words = layout.words;
+  const days = dayView(layout, tally.arena);
+  const { words, dayScale } = layout;
   for (let record = 0; record < tally.top; record = nextRecord(i32, words, record)) {
     const w = 2 * record;
+    const d = dayScale * record;
     const v = i32[w + VARIANT_WORD];
     if (v === EXCLUDED) continue;
     const p = position[v];
     let y = NaN;
-    if (source !== null && i32[w + source.firstValueWord] !== 0) {
+    if (source !== null && days[d + source.firstValueAt] !== 0) {
       y = source.ones === 1
-        ? (i32[w + source.firstOneWord] === 0 ? 0 : 1)
+        ? (days[d + source.firstOneAt] === 0 ? 0 : 1)
         : f64[(w + source.valueWord) >> 1];
       if (y > cap) y = cap;
     }

@@ -24,12 +24,13 @@ import {
   newMomentTotals,
   valueSource,
 } from "./_adjustments.ts";
-import { DAY_LIMIT, formatDay } from "../../csv/calendar_date.ts";
+import { formatDay } from "../../csv/calendar_date.ts";
 import { addDimensionUsers, dimensionAggregates, dimensionTotals } from "./_dimensions.ts";
 import { userHashes } from "./_user_hashes.ts";
 import { largeFloat64Array, releaseBuffers } from "../../buffers.ts";
 import type { MetricKind, ReaderFindings } from "./_row_reader.ts";
 import {
+  dayView,
   EXCLUDED,
   type RecordLayout,
   releaseState,
@@ -179,7 +180,7 @@ export function summarize(
       } else if (metric.kind === "numeric") {
         addLoggedValues(log, i32, cells, metric.dailySum);
       } else if (reader.binary[metric.k] === 0) {
-        addRunningMaxima(log, i32, layout.firstZeroWord[metric.k], cells, metric.dailySum);
+        addRunningMaxima(log, i32, layout, tally.arena, metric.k, cells, metric.dailySum);
       }
     }
     // Walked: the logs go before the user hashes take their memory (the peak of a run).
@@ -293,8 +294,8 @@ function walkRecords(
   const variants = cells.variantCount;
   const size = cells.size;
   // Per metric: where its first days and value are, and how the value is read.
-  const firstValueWord = Int32Array.from(metrics, (m) => layout.firstValueWord[m.k]);
-  const firstOneWord = Int32Array.from(metrics, (m) => layout.firstOneWord[m.k]);
+  const firstValueAt = Int32Array.from(metrics, (m) => layout.firstValueAt[m.k]);
+  const firstOneAt = Int32Array.from(metrics, (m) => layout.firstOneAt[m.k]);
   const ones = Uint8Array.from(
     metrics,
     (m) => m.kind === "conversion" && binary[m.k] === 1 ? 1 : 0,
@@ -309,24 +310,25 @@ function walkRecords(
   const dailyUsers = new Float64Array(count * size);
   const dailySum = new Float64Array(count * size);
   const position = cells.position;
-  const { rank, base } = cells.storedRanks();
-  const words = layout.words;
-  const firstDayWord = layout.firstDayWord;
+  const { rank, base } = cells.storedRanks(layout.dayLimit);
+  const { words, dayScale, firstDayAt } = layout;
   const i32 = new Int32Array(tally.arena);
   const f64 = new Float64Array(tally.arena);
+  const days = dayView(layout, tally.arena);
   for (let record = 0; record < tally.top; record = nextRecord(i32, words, record)) {
     const w = 2 * record;
+    const d = dayScale * record;
     const variant = i32[w + VARIANT_WORD];
     if (variant === EXCLUDED) continue;
     const p = position[variant];
     userCounts[p]++;
-    cumulative[rank[base - i32[w + firstDayWord]] * variants + p]++;
+    cumulative[rank[base - days[d + firstDayAt]] * variants + p]++;
     for (let j = 0; j < count; j++) {
-      const firstValue = i32[w + firstValueWord[j]];
+      const firstValue = days[d + firstValueAt[j]];
       if (firstValue === 0) continue;
       let value: number;
       if (ones[j] === 1) {
-        const firstOne = i32[w + firstOneWord[j]];
+        const firstOne = days[d + firstOneAt[j]];
         value = firstOne === 0 ? 0 : 1;
         if (firstOne !== 0) dailySum[j * size + rank[base - firstOne] * variants + p]++;
       } else {
@@ -375,15 +377,19 @@ function addLoggedValues(
  * For a column read as conversion whose values are not all 0/1: a user's value up to a day is the
  * maximum of their values up to it, so each rise of the running maximum is added on its day. The
  * rises come from the logged non-zero values, sorted by user and day, and the user's first 0
- * (record word `zeroWord`).
+ * (column `k`'s first-zero day field).
  */
 function addRunningMaxima(
   log: LogEntries,
   i32: Int32Array,
-  zeroWord: number,
+  layout: RecordLayout,
+  arena: ArrayBuffer,
+  k: number,
   cells: DayCells,
   table: Float64Array,
 ): void {
+  const dayFields = dayView(layout, arena);
+  const zeroAt = layout.firstZeroAt[k];
   const records: number[] = [];
   const days: number[] = [];
   const values: number[] = [];
@@ -403,8 +409,8 @@ function addRunningMaxima(
   while (i < order.length) {
     const record = records[order[i]];
     const variant = i32[2 * record + VARIANT_WORD];
-    const zero = i32[2 * record + zeroWord];
-    let zeroDay = zero === 0 ? Infinity : DAY_LIMIT - zero;
+    const zero = dayFields[layout.dayScale * record + zeroAt];
+    let zeroDay = zero === 0 ? Infinity : layout.dayLimit - zero;
     let max = -Infinity;
     const rise = (day: number, value: number) => {
       if (value <= max) return;

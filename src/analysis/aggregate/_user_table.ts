@@ -113,6 +113,7 @@ export class UserTable {
   /** Views of the arena; replaced when it grows, so read them after each `lookup`. */
   i32: Int32Array;
   f64: Float64Array;
+  u16: Uint16Array;
   #arena: ArrayBuffer;
   /** Words per record before the id bytes. */
   readonly words: number;
@@ -173,6 +174,7 @@ export class UserTable {
     }
     this.i32 = new Int32Array(this.#arena);
     this.f64 = new Float64Array(this.#arena);
+    this.u16 = new Uint16Array(this.#arena);
   }
 
   /** Whether the slots are pairs (see the class). */
@@ -316,6 +318,7 @@ export class UserTable {
     this.#arena = arena;
     this.i32 = new Int32Array(arena);
     this.f64 = new Float64Array(arena);
+    this.u16 = new Uint16Array(arena);
   }
 
   /** Puts `record`, whose user's hash is `hash`, in a free slot (wide slots). */

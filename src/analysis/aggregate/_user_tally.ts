@@ -37,51 +37,94 @@ const WARM_ROWS = 256;
  * `DIM_INCONSISTENT`), four to a word; then the id. For two metric columns and a 20-byte id that
  * makes 64 bytes (68 with dimensions).
  *
- * Days are stored as `DAY_LIMIT - day`, so that 0 (a fresh record) means "none" and a later
+ * Days are stored as `dayLimit - day`, so that 0 (a fresh record) means "none" and a later
  * day is a smaller number: "first day" is a plain maximum. A word of -1 means "not kept".
+ *
+ * The day fields are 16 bits each (`narrowDays`) for days from 1950 to 2126 (`NARROW_DAYS`),
+ * read through the arena's `Uint16Array` view, else 32 bits through its `Int32Array` view: field
+ * `at` of record `record` is `days[dayScale * record + at]`. Narrow, the benchmark's records take
+ * 56 bytes instead of 64. A narrow tally refuses a day outside its span (`DaysOutOfRange`); the
+ * caller then aggregates again with wide days.
  */
 export interface RecordLayout {
   /** Per metric column: 1 when read as conversion by the caller (maximum and first 0 kept). */
   forcedConversion: Uint8Array;
   /** Words before the id. */
   words: number;
-  firstDayWord: number;
   sumWord: Int32Array;
   maxWord: Int32Array;
-  firstValueWord: Int32Array;
-  firstOneWord: Int32Array;
-  firstZeroWord: Int32Array;
+  /** Whether day fields are 16 bits (see above). */
+  narrowDays: boolean;
+  /** What a day is stored against: `dayLimit - day`. */
+  dayLimit: number;
+  /** Day fields per record in the day view: 4 (16-bit) or 2 (32-bit). */
+  dayScale: number;
+  /** The day fields' places in the day view, from `dayScale * record`. */
+  firstDayAt: number;
+  firstValueAt: Int32Array;
+  firstOneAt: Int32Array;
+  /** -1 where not kept. */
+  firstZeroAt: Int32Array;
   /** Per metric column: the word of its dimension byte, or -1 when dimensions are not tracked. */
   dimWord: Int32Array;
   /** Per metric column: the bit shift of its dimension byte in that word. */
   dimShift: Int32Array;
 }
 
-export function recordLayout(forcedConversion: Uint8Array, dimensions = false): RecordLayout {
+/** The days narrow day fields hold: 1950-01-01 on (`year * 372 + …`, see `readDay`), 65,535. */
+export const NARROW_DAYS = { first: 1950 * 372, count: 65_535 } as const;
+
+/** A day outside a narrow tally's span: the caller aggregates again with wide days. */
+export class DaysOutOfRange extends Error {
+  static readonly MESSAGE = "A date lies outside the span of 16-bit days";
+  constructor() {
+    super(DaysOutOfRange.MESSAGE);
+    this.name = "DaysOutOfRange";
+  }
+}
+
+export function recordLayout(
+  forcedConversion: Uint8Array,
+  dimensions = false,
+  narrowDays = false,
+): RecordLayout {
   const forced = Array.from(forcedConversion);
   let words = 2;
   const next = (size: number) => (words += size) - size;
   const sumWord = Int32Array.from(forced, () => next(2));
   const maxWord = Int32Array.from(forced, (flag) => flag ? next(2) : -1);
-  const firstDayWord = next(1);
-  const firstValueWord = Int32Array.from(forced, () => next(1));
-  const firstOneWord = Int32Array.from(forced, () => next(1));
-  const firstZeroWord = Int32Array.from(forced, (flag) => flag ? next(1) : -1);
+  // The day fields, in the units of the day view.
+  const fieldCount = 1 + 2 * forced.length + forced.filter((flag) => flag).length;
+  const dayScale = narrowDays ? 4 : 2;
+  let at = (dayScale / 2) * next(narrowDays ? (fieldCount + 1) >> 1 : fieldCount);
+  const field = () => at++;
+  const firstDayAt = field();
+  const firstValueAt = Int32Array.from(forced, field);
+  const firstOneAt = Int32Array.from(forced, field);
+  const firstZeroAt = Int32Array.from(forced, (flag) => flag ? field() : -1);
   const dimWords = dimensions ? next((forced.length + 3) >> 2) : -1;
   const dimWord = Int32Array.from(forced, (_, k) => dimensions ? dimWords + (k >> 2) : -1);
   const dimShift = Int32Array.from(forced, (_, k) => 8 * (k & 3));
   return {
     forcedConversion,
     words,
-    firstDayWord,
     sumWord,
     maxWord,
-    firstValueWord,
-    firstOneWord,
-    firstZeroWord,
+    narrowDays,
+    dayLimit: narrowDays ? NARROW_DAYS.first + NARROW_DAYS.count : DAY_LIMIT,
+    dayScale,
+    firstDayAt,
+    firstValueAt,
+    firstOneAt,
+    firstZeroAt,
     dimWord,
     dimShift,
   };
+}
+
+/** The arena as `layout`'s day fields are read: 16-bit or 32-bit (see `RecordLayout`). */
+export function dayView(layout: RecordLayout, arena: ArrayBuffer): Uint16Array | Int32Array {
+  return layout.narrowDays ? new Uint16Array(arena) : new Int32Array(arena);
 }
 
 /** A tally as plain data for the summary: records `arena[0..8 * top)`, logs per metric column. */
@@ -124,7 +167,8 @@ export class UserTally {
   /**
    * With `dimensions`, records keep each column's value id (batches must carry `dims`).
    * `reserveBytes`: the user records' expected size, `expectedUsers` their expected number (see
-   * `UserTable`; 0 when unknown); `spare`: an earlier table's memory, zeroed.
+   * `UserTable`; 0 when unknown); `spare`: an earlier table's memory, zeroed. With `narrowDays`,
+   * day fields take 16 bits and `add` throws `DaysOutOfRange` for a day outside their span.
    */
   constructor(
     forcedConversion: Uint8Array,
@@ -132,8 +176,9 @@ export class UserTally {
     reserveBytes = 0,
     expectedUsers = 0,
     spare: TableSpare = {},
+    narrowDays = false,
   ) {
-    this.layout = recordLayout(forcedConversion, dimensions);
+    this.layout = recordLayout(forcedConversion, dimensions, narrowDays);
     this.#users = new UserTable(this.layout.words, reserveBytes, expectedUsers, spare);
     this.#logs = Array.from(forcedConversion, () => new ValueLog());
   }
@@ -148,18 +193,24 @@ export class UserTally {
     const dims = layout.dimWord[0] >= 0 ? batch.dims : null;
     const dimWord = layout.dimWord;
     const dimShift = layout.dimShift;
+    const { dayLimit, dayScale } = layout;
+    const narrow = layout.narrowDays;
+    const dayMax = narrow ? NARROW_DAYS.count : DAY_LIMIT;
     for (let from = 0; from < batch.size; from += WARM_ROWS) {
       const to = Math.min(from + WARM_ROWS, batch.size);
       users.warm(hash, idLength, from, to);
       for (let r = from; r < to; r++) {
         const record = users.lookup(ids, idStart[r], idLength[r], hash[r]);
-        const first = DAY_LIMIT - day[r];
+        const first = dayLimit - day[r];
+        if (first < 1 || first > dayMax) throw new DaysOutOfRange();
         const i32 = users.i32;
+        const days = narrow ? users.u16 : i32;
         const w = 2 * record;
-        const firstDay = w + layout.firstDayWord;
+        const d = dayScale * record;
+        const firstDay = d + layout.firstDayAt;
         if (users.isNew) {
           i32[w + VARIANT_WORD] = variant[r];
-          i32[firstDay] = first;
+          days[firstDay] = first;
           if (dims !== null) {
             // A fresh record's words are 0; ids past the kept ones (-1) stay 0.
             for (let k = 0; k < count; k++) {
@@ -175,7 +226,7 @@ export class UserTally {
             }
             continue;
           }
-          if (first > i32[firstDay]) i32[firstDay] = first;
+          if (first > days[firstDay]) days[firstDay] = first;
           if (dims !== null) {
             for (let k = 0; k < count; k++) {
               const id = dims[r * count + k];
@@ -191,19 +242,19 @@ export class UserTally {
         for (let k = 0; k < count; k++) {
           const x = values[r * count + k];
           if (x !== x) continue;
-          const firstValue = w + layout.firstValueWord[k];
-          const fresh = i32[firstValue] === 0;
+          const firstValue = d + layout.firstValueAt[k];
+          const fresh = days[firstValue] === 0;
           f64[(w + layout.sumWord[k]) >> 1] += x;
-          if (first > i32[firstValue]) i32[firstValue] = first;
+          if (first > days[firstValue]) days[firstValue] = first;
           if (x === 1) {
-            const firstOne = w + layout.firstOneWord[k];
-            if (first > i32[firstOne]) i32[firstOne] = first;
+            const firstOne = d + layout.firstOneAt[k];
+            if (first > days[firstOne]) days[firstOne] = first;
           }
           if (layout.forcedConversion[k] === 1) {
             const max = (w + layout.maxWord[k]) >> 1;
             if (fresh || x > f64[max]) f64[max] = x;
-            const firstZero = w + layout.firstZeroWord[k];
-            if (x === 0 && first > i32[firstZero]) i32[firstZero] = first;
+            const firstZero = d + layout.firstZeroAt[k];
+            if (x === 0 && first > days[firstZero]) days[firstZero] = first;
           }
           if (x !== 0) this.#logs[k]?.append(record, day[r], x);
         }

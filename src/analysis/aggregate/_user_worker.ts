@@ -21,6 +21,8 @@ export type WorkerRequest =
     dimensions: boolean;
     reserveBytes: number;
     expectedUsers: number;
+    /** 16-bit day fields (see `RecordLayout`). */
+    narrowDays: boolean;
   }
   | { type: "batch"; batch: RowBatch }
   | {
@@ -70,9 +72,16 @@ function takeSpare(): TableSpare {
 scope.onmessage = ({ data: request }) => {
   try {
     if (request.type === "start") {
-      const { forcedConversion, dimensions, reserveBytes, expectedUsers } = request;
+      const { forcedConversion, dimensions, reserveBytes, expectedUsers, narrowDays } = request;
       const spare = takeSpare();
-      tally = new UserTally(forcedConversion, dimensions, reserveBytes, expectedUsers, spare);
+      tally = new UserTally(
+        forcedConversion,
+        dimensions,
+        reserveBytes,
+        expectedUsers,
+        spare,
+        narrowDays,
+      );
     } else if (request.type === "batch") {
       tally!.add(request.batch);
       scope.postMessage({ type: "batch", batch: request.batch }, batchBuffers(request.batch));

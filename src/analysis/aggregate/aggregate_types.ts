@@ -50,6 +50,13 @@ export interface AggregateOptions {
    */
   expectedUsers?: number;
   /**
+   * A large input's user records keep their days in 16 bits (1950 to 2126), unless this is true;
+   * a date outside that span then fails the run with `DaysOutOfRange`, and the caller aggregates
+   * the input again with `wideDays` (see `analyseDelivery`). Default false. An input read on
+   * the calling thread (`sizeBytes` up to `SMALL_INPUT_BYTES`) always has 32-bit days.
+   */
+  wideDays?: boolean;
+  /**
    * Whether the columns that are not metrics are read as dimensions (`Aggregate.dimensions`);
    * default true. Without, they are dropped as soon as they show text.
    */

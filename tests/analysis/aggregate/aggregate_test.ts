@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { aggregateCsv, CsvAggregator } from "../../../src/analysis/aggregate/aggregate.ts";
+import {
+  aggregateCsv,
+  CsvAggregator,
+  DaysOutOfRange,
+} from "../../../src/analysis/aggregate/aggregate.ts";
 import type {
   Aggregate,
   AggregateOptions,
@@ -14,13 +18,18 @@ const encoder = new TextEncoder();
 
 function aggregateText(
   text: string,
-  options: { metricKinds?: Record<string, "conversion" | "numeric">; chunkSize?: number } = {},
+  options: {
+    metricKinds?: Record<string, "conversion" | "numeric">;
+    chunkSize?: number;
+    wideDays?: boolean;
+  } = {},
 ): Promise<Aggregate> {
   const bytes = encoder.encode(text);
   const size = options.chunkSize ?? 7;
   const chunks: Uint8Array[] = [];
   for (let i = 0; i < bytes.length; i += size) chunks.push(bytes.slice(i, i + size));
-  return aggregateCsv(ReadableStream.from(chunks), { metricKinds: options.metricKinds });
+  const { metricKinds, wideDays } = options;
+  return aggregateCsv(ReadableStream.from(chunks), { metricKinds, wideDays });
 }
 
 /** The daily series as `date → variant → [cumulativeUsers, metricUsers, metricSum]` for one metric. */
@@ -901,7 +910,34 @@ Deno.test("aggregateCsv counts days centuries apart and out of order, as the ref
     ],
   );
   for (const chunkSize of [3, 1 << 16]) {
+    // 16-bit days hold 1950 to 2126: the run stops, for the caller to read again with 32-bit days.
+    await assert.rejects(aggregateText(text, { chunkSize }), DaysOutOfRange);
+    const wide = await aggregateText(text, { chunkSize, wideDays: true });
+    assert.deepEqual(closeTo(wide, expected), expected);
+  }
+  // On the calling thread (a small input), days are 32-bit.
+  const small = new CsvAggregator({});
+  small.push(encoder.encode(text));
+  assert.deepEqual(closeTo(small.finish(), expected), expected);
+});
+
+Deno.test("aggregateCsv with 16-bit days answers as with 32-bit ones, at both ends of their span", async () => {
+  // 1950-01-01 and 2126-03-01 are the first and last days 16-bit fields hold (year * 372 + …).
+  const text = "user_id,variant,date,converted,revenue\n" +
+    "u1,A,2026-01-05,1,4\n" +
+    "u2,B,1950-01-01,0,1\n" +
+    "u3,A,2126-03-01,1,2\n" +
+    "u2,B,2126-03-01,1,3\n" +
+    "u4,B,1950-01-01,1,5\n" +
+    "u1,A,1950-01-02,0,1\n" +
+    "u3,A,2026-01-01,0,0\n";
+  const expected = referenceAggregate(text);
+  for (const chunkSize of [3, 1 << 16]) {
     assert.deepEqual(closeTo(await aggregateText(text, { chunkSize }), expected), expected);
+  }
+  // A day past either end is refused.
+  for (const date of ["1949-12-31", "2126-03-02"]) {
+    await assert.rejects(aggregateText(`${text}u9,A,${date},1,1\n`), DaysOutOfRange);
   }
 });
 
