@@ -45,6 +45,15 @@ const RECORD_MASK = (1 << TAG_SHIFT) - 1;
 /** The most records (in 8-byte units, `top`) narrow slots can name: 128 MiB of them. */
 export const NARROW_RECORDS = RECORD_MASK - 1;
 
+/** MurmurHash3's final mix of a 32-bit hash. */
+function finalMix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
 /**
  * Reads the id `buf[start..end)` into `words` from `words[at]` as little-endian 32-bit words, the
  * last one zero-padded (as `lookup` expects ids), and answers its 32-bit hash: a multiply-xorshift
@@ -73,11 +82,7 @@ export function copyId(
     h = Math.imul(h ^ word, 0x9e3779b1);
     h ^= h >>> 15;
   }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return h ^ (h >>> 16);
+  return finalMix(h);
 }
 
 /**
@@ -91,11 +96,7 @@ export function hashWords(words: Int32Array, at: number, length: number): number
     h = Math.imul(h ^ words[i], 0x9e3779b1);
     h ^= h >>> 15;
   }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return h ^ (h >>> 16);
+  return finalMix(h);
 }
 
 /** The record after `record` in an arena viewed as `i32`, with `words` words before each id. */

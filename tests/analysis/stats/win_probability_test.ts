@@ -162,19 +162,20 @@ Deno.test("winProbability of three variants with a million users each, and of ra
   ], { kind: "conversion", control: "A" });
   const expected = [0.012356418956889723, 0.17711527536238986, 0.8105283056807213];
   large.forEach((v, i) => assertClose(v.chance_to_be_best, expected[i], 1e-9));
-  const rare = winProbability([
+  const rareVariants = [
     conversion("A", 1_000_000, 0),
     conversion("B", 1_000_000, 1),
     conversion("C", 1_000_000, 2),
-  ], { kind: "conversion", control: "A" });
+  ];
+  const rare = winProbability(rareVariants, { kind: "conversion", control: "A" });
   const rareExpected = [0.07870357638893004, 0.28472208564819784, 0.6365743379629487];
   rare.forEach((v, i) => assertClose(v.chance_to_be_best, rareExpected[i], 1e-9));
   // Lower is better mirrors the posteriors: the rarest converter is the likeliest lowest.
-  const lowest = winProbability([
-    conversion("A", 1_000_000, 0),
-    conversion("B", 1_000_000, 1),
-    conversion("C", 1_000_000, 2),
-  ], { kind: "conversion", control: "A", lowerIsBetter: true });
+  const lowest = winProbability(rareVariants, {
+    kind: "conversion",
+    control: "A",
+    lowerIsBetter: true,
+  });
   assert.ok(lowest[0].chance_to_be_best! > lowest[1].chance_to_be_best!);
   assertClose(lowest.reduce((sum, v) => sum + v.chance_to_be_best!, 0), 1, 1e-9);
 });
