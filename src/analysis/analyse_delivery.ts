@@ -198,7 +198,7 @@ export async function analyseDelivery(
       await object.body.cancel();
     } else {
       try {
-        aggregate = await aggregateBody(object.body, false);
+        aggregate = await aggregateBody(object.body, options.wideDays ?? false);
       } catch (error) {
         if (!(error instanceof DaysOutOfRange)) throw error;
         // A date before 1950 or after 2126: read again, with 32-bit days.

@@ -25,18 +25,18 @@ import type { ControlPlane } from "../db/control_plane.ts";
 import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 import type { DatasetTarget, UploadFollower, UploadFollowers } from "../ingest/ingest.ts";
-import { aggregateCsv, DaysOutOfRange } from "./aggregate/aggregate.ts";
+import { aggregateCsv, datesFitNarrowDays, DaysOutOfRange } from "./aggregate/aggregate.ts";
 import type { Aggregate, AggregateOptions } from "./aggregate/aggregate_types.ts";
 import type { TallyWorkers } from "./aggregate/tally_workers.ts";
 import { READ_BYTES } from "./body_chunks.ts";
 import { type Settings, validateSettings } from "./settings.ts";
-import { summaryUserCount } from "./history/delivery_summary.ts";
+import { summaryDates, summaryUserCount } from "./history/delivery_summary.ts";
 import { largeBuffer, releaseBuffers } from "../buffers.ts";
 
 /** The aggregation options a run takes from the experiment's settings and last delivery. */
 export type RunAggregation = Pick<
   AggregateOptions,
-  "metricKinds" | "covariates" | "winsorize" | "keyMetric" | "expectedUsers"
+  "metricKinds" | "covariates" | "winsorize" | "keyMetric" | "expectedUsers" | "wideDays"
 >;
 
 /** What `analyseDelivery` and a follower both aggregate with: the same settings, the same sums. */
@@ -48,10 +48,16 @@ export function runAggregation(settings: Settings, previousSummary?: Uint8Array)
     keyMetric: settings.key_metric,
     // Deliveries of an experiment grow night by night: the last one's users size the tables.
     expectedUsers: previousSummary ? summaryUserCount(previousSummary) : undefined,
+    // A date the last delivery held outside 16-bit days is likely there again: read with 32 bits
+    // at once, rather than twice.
+    wideDays: previousSummary ? !datesFitNarrowDays(summaryDates(previousSummary)) : undefined,
   };
 }
 
-/** The part of `RunAggregation` the figures depend on (the expected users only size tables). */
+/**
+ * The part of `RunAggregation` the figures depend on (the expected users only size tables, and
+ * the days' width only stores them).
+ */
 function figuresKey(options: RunAggregation): string {
   const { metricKinds, covariates, winsorize, keyMetric } = options;
   return JSON.stringify([metricKinds, covariates, winsorize, keyMetric ?? null]);

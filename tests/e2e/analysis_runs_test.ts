@@ -158,6 +158,20 @@ Deno.test("a large delivery with a date before 1950 is analysed in one run, its 
     assertEquals(last(after), last(before) + 1);
     await server.service.analysis.whenIdle();
     assertEquals(finishedRuns(lines, "old").length, 1);
+    // The next delivery is read with 32-bit days at once (its previous one held such a date).
+    const more = new TextEncoder().encode("user-of-1900,A,1900-01-02,0,1.00\n");
+    const next = new Uint8Array(both.length + more.length);
+    next.set(both);
+    next.set(more, both.length);
+    const again = await analyse("old", next);
+    assertEquals(again.status, "ready");
+    assertEquals(again.daily.slice(0, 2).map((d: { date: string }) => d.date), [
+      "1900-01-01",
+      "1900-01-02",
+    ]);
+    assertEquals(again.sample.total_users, after.sample.total_users);
+    await server.service.analysis.whenIdle();
+    assertEquals(finishedRuns(lines, "old").length, 2);
   } finally {
     await server.close();
   }

@@ -5,7 +5,7 @@
  * row and whether a later row held another); non-zero values are also logged with their day (a `ValueLog`),
  * because the daily sums can only leave out a user seen in two variants at the end.
  */
-import { DAY_LIMIT } from "../../csv/calendar_date.ts";
+import { DAY_LIMIT, formatDay } from "../../csv/calendar_date.ts";
 import type { RowBatch } from "./_row_batch.ts";
 import { type TableSpare, UserTable } from "./_user_table.ts";
 import { type LogEntries, ValueLog } from "./_value_log.ts";
@@ -73,6 +73,14 @@ export interface RecordLayout {
 
 /** The days narrow day fields hold: 1950-01-01 on (`year * 372 + …`, see `readDay`), 65,535. */
 export const NARROW_DAYS = { first: 1950 * 372, count: 65_535 } as const;
+
+/** Whether every one of `dates` (`YYYY-MM-DD`) fits in 16-bit day fields. */
+export function datesFitNarrowDays(dates: Iterable<string>): boolean {
+  const first = formatDay(NARROW_DAYS.first);
+  const last = formatDay(NARROW_DAYS.first + NARROW_DAYS.count - 1);
+  for (const date of dates) if (date < first || date > last) return false;
+  return true;
+}
 
 /** A day outside a narrow tally's span: the caller aggregates again with wide days. */
 export class DaysOutOfRange extends Error {

@@ -19,7 +19,7 @@ import { summarize, type SummaryOptions, summaryOptions } from "./_summary.ts";
 import { UserTally } from "./_user_tally.ts";
 
 export type { AggregateOptions };
-export { DaysOutOfRange } from "./_user_tally.ts";
+export { datesFitNarrowDays, DaysOutOfRange } from "./_user_tally.ts";
 
 /** Inputs up to this length are aggregated on the calling thread (see `sizeBytes`). */
 export const SMALL_INPUT_BYTES = 1024 * 1024;

@@ -87,6 +87,17 @@ export function encodeDeliverySummary(summary: DeliverySummary): Uint8Array {
   return blob;
 }
 
+/** The dates of the summary in `blob`, from its header alone (none when it is not one). */
+export function summaryDates(blob: Uint8Array): string[] {
+  if (blob.length < 16) return [];
+  const head = new DataView(blob.buffer, blob.byteOffset, 16);
+  const [magic, format] = [head.getUint32(0, true), head.getUint32(4, true)];
+  const length = head.getUint32(12, true);
+  if (magic !== MAGIC || format !== FORMAT || 16 + length > blob.length) return [];
+  const header = JSON.parse(new TextDecoder().decode(blob.subarray(16, 16 + length)));
+  return Object.keys(header.dates ?? {});
+}
+
 /** How many users the summary in `blob` holds (0 when it is not one of this format), unread. */
 export function summaryUserCount(blob: Uint8Array): number {
   if (blob.length < 16) return 0;

@@ -6,12 +6,17 @@ import {
   type DeliverySummary,
   deliverySummaryOf,
   encodeDeliverySummary,
+  summaryDates,
   summaryUserCount,
 } from "../../../src/analysis/history/delivery_summary.ts";
+import { runAggregation } from "../../../src/analysis/upload_followers.ts";
+import { validateSettings } from "../../../src/analysis/settings.ts";
+import { datesFitNarrowDays } from "../../../src/analysis/aggregate/aggregate.ts";
 
 async function summaryOf(text: string): Promise<DeliverySummary> {
   const bytes = new TextEncoder().encode(text);
-  return deliverySummaryOf(await aggregateCsv(ReadableStream.from([bytes]), { userSummary: true }));
+  const options = { userSummary: true, sizeBytes: bytes.length }; // on this thread, 32-bit days
+  return deliverySummaryOf(await aggregateCsv(ReadableStream.from([bytes]), options));
 }
 
 const HEADER = "user_id,variant,date,converted\n";
@@ -108,4 +113,25 @@ Deno.test("compareDeliveries reads variants by name, whatever their positions", 
   const changes = compareDeliveries(previous, current, "e", "t");
   assert.equal(changes.users_switched_variant, 0);
   assert.equal(changes.users_added, 1);
+});
+
+Deno.test("a summary's dates, read from its header alone, choose the next run's days", async () => {
+  const recent = encodeDeliverySummary(
+    await summaryOf(HEADER + "u1,A,2026-01-02,1\nu2,B,2026-01-01,0\n"),
+  );
+  assert.deepEqual(summaryDates(recent).sort(), ["2026-01-01", "2026-01-02"]);
+  assert.deepEqual(summaryDates(recent.subarray(0, 15)), []);
+  assert.deepEqual(summaryDates(new Uint8Array(64)), []);
+  // 16-bit days hold 1950-01-01 to 2126-03-01.
+  assert.equal(datesFitNarrowDays(["1950-01-01", "2026-05-05", "2126-03-01"]), true);
+  assert.equal(datesFitNarrowDays(["2026-05-05", "1949-12-31"]), false);
+  assert.equal(datesFitNarrowDays(["2126-03-02"]), false);
+  // A delivery that held a date outside them is read with 32-bit days at once the next time.
+  const old = encodeDeliverySummary(
+    await summaryOf(HEADER + "u1,A,2026-01-02,1\nu2,B,1900-01-01,0\n"),
+  );
+  const settings = validateSettings({});
+  assert.equal(runAggregation(settings, old).wideDays, true);
+  assert.equal(runAggregation(settings, recent).wideDays, false);
+  assert.equal(runAggregation(settings).wideDays, undefined);
 });
