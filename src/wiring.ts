@@ -24,7 +24,6 @@ import { RateLimiter } from "./http/rate_limiter.ts";
 import { Ingest } from "./ingest/ingest.ts";
 import { AnalysisFollowers } from "./analysis/upload_followers.ts";
 import { TALLY_WORKER_LINGER_MS, TallyWorkers } from "./analysis/aggregate/tally_workers.ts";
-import { ValidatorThread } from "./ingest/off_thread_validator.ts";
 import { apiRoutes } from "./routes/mod.ts";
 import type { AppDeps, AppRoutes } from "./routes/deps.ts";
 import { createLogger } from "./log.ts";
@@ -165,8 +164,6 @@ export async function createService(
   );
 
   await startupSweep(store, log);
-  // Two-step deliveries are checked on a thread of their own, beside the reading.
-  const validatorThread = new ValidatorThread();
   const queueOptions = {
     db,
     store,
@@ -177,7 +174,6 @@ export async function createService(
     historyMaxSnapshots: config.historyMaxSnapshots,
     // Large analyses in a row reuse the aggregation's worker and its memory.
     tallyWorkers,
-    validatorThread,
     followers,
     log,
   };
@@ -271,7 +267,6 @@ export async function createService(
       await clean.stop();
       await analysis.stop();
       tallyWorkers.stop();
-      validatorThread.stop();
       await grants?.flush();
       ingest.close();
       await recorder.flush();

@@ -36,7 +36,6 @@ import {
 import { snapshotFigures } from "./history/snapshot.ts";
 import { releaseBuffers } from "../buffers.ts";
 import type { TallyWorkers } from "./aggregate/tally_workers.ts";
-import type { ValidatorThread } from "../ingest/off_thread_validator.ts";
 import { type AnalysisFollowers, runAggregation } from "./upload_followers.ts";
 import type { Aggregate } from "./aggregate/aggregate_types.ts";
 
@@ -113,8 +112,6 @@ export interface AnalyseDeps {
   historyMaxSnapshots?: number;
   /** Where the aggregation's worker waits between runs (see `TallyWorkers`); default nowhere. */
   tallyWorkers?: TallyWorkers;
-  /** Where two-step deliveries are checked and hashed (see `aggregateDelivery`); default here. */
-  validatorThread?: ValidatorThread;
   /** Aggregates made while large uploads streamed, taken by their runs (`upload_followers.ts`). */
   followers?: AnalysisFollowers;
 }
@@ -160,9 +157,6 @@ export async function analyseDelivery(
     const previous = await db.deliverySummaries.get(orgId, experimentId);
     // The content's SHA-256: from the upload, from the last run of this object, or read here.
     const known = delivery.sha256 ?? (previous?.etag === etag ? previous.sha256 : undefined);
-    // An unvalidated delivery is checked and hashed on the validator thread, when there is one.
-    const offThread = !delivery.validated ? deps.validatorThread : undefined;
-    const checkedHash = { hex: null as string | null };
     const options = runAggregation(settings, previous?.summary);
     // Only its header was needed so far: freed rather than held while the aggregation takes its
     // memory (the report reads the summary again, see below).
@@ -173,7 +167,7 @@ export async function analyseDelivery(
       ? await deps.followers.take(orgId, experimentId, etag, options)
       : null;
     followed = followedAggregate !== null;
-    const hashed = known === undefined && offThread === undefined && !followed;
+    const hashed = known === undefined && !followed;
     let hash = hashed ? createHash("sha256") : null;
     const aggregateBody = (body: ReadableStream<Uint8Array>, wideDays: boolean) =>
       // A two-step delivery is validated beside the reading: a refusal is the upload check's.
@@ -187,8 +181,6 @@ export async function analyseDelivery(
         userSummary: true,
         wideDays,
         onChunk: hash === null ? undefined : (chunk) => hash!.update(chunk),
-        validatorThread: offThread,
-        sha256: checkedHash,
         waited: phases.waited,
         checked: phases.checked,
       });
@@ -212,7 +204,7 @@ export async function analyseDelivery(
         aggregate = await aggregateBody(again.body, true);
       }
     }
-    const sha256 = known ?? hash?.digest("hex") ?? checkedHash.hex!;
+    const sha256 = known ?? hash!.digest("hex");
     phases.enter("report");
     const rows = aggregate.rows;
     const summary = deliverySummaryOf(aggregate);

@@ -26,7 +26,6 @@ import { SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
 import { analyseDelivery, outdatedDeliveries } from "./analyse_delivery.ts";
 import type { AnalysisFollowers } from "./upload_followers.ts";
 import type { TallyWorkers } from "./aggregate/tally_workers.ts";
-import type { ValidatorThread } from "../ingest/off_thread_validator.ts";
 
 /** Small datasets analysed at the same time (beside the larger ones). */
 export const SMALL_AT_ONCE = 8;
@@ -86,8 +85,6 @@ export interface AnalysisQueueOptions {
   historyMaxSnapshots?: number;
   /** Where the aggregation's worker waits between runs (see `TallyWorkers`); default nowhere. */
   tallyWorkers?: TallyWorkers;
-  /** Where two-step deliveries are checked and hashed (see `aggregateDelivery`); default here. */
-  validatorThread?: ValidatorThread;
   /** Aggregates made while large uploads streamed (see `upload_followers.ts`); default none. */
   followers?: AnalysisFollowers;
   log: Logger;

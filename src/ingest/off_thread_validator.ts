@@ -1,9 +1,8 @@
 /**
- * Validates and hashes an upload (or, for its analysis, a two-step delivery's stored bytes, see
- * `aggregateDelivery`) on a worker thread while the request's own thread reads and writes: each
- * batch goes to the worker (transferred, not copied) after it was written, and its buffer comes
- * back for reuse. Or, with `follow`, the worker reads the bytes itself from the file they are
- * being written to. The first error surfaces on the next `check()` (and at once through
+ * Validates and hashes an upload on a worker thread while the request's own thread reads and
+ * writes: each batch goes to the worker (transferred, not copied) after it was written, and its
+ * buffer comes back for reuse. Or, with `follow`, the worker reads the bytes itself from the file
+ * they are being written to. The first error surfaces on the next `check()` (and at once through
  * `onError`); nothing commits before `finish()` resolved.
  */
 import type { ValidationSummary } from "../pipeline/mod.ts";

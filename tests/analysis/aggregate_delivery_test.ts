@@ -3,7 +3,6 @@ import { CsvAggregator } from "../../src/analysis/aggregate/aggregate.ts";
 import { aggregateDelivery } from "../../src/analysis/aggregate_delivery.ts";
 import { CsvError } from "../../src/csv/csv_error.ts";
 import { DatasetValidator, ValidationError } from "../../src/pipeline/mod.ts";
-import { ValidatorThread } from "../../src/ingest/off_thread_validator.ts";
 
 const encoder = new TextEncoder();
 
@@ -49,33 +48,17 @@ const REFUSED = [
   "user_id;variant;date;m\nu1;A;2026-01-01;1\nu2;B;2026-01-01;1;9\n",
 ];
 
-/** Runs `test` with the checks on this thread, then on a validator thread (stopped after). */
-async function onBothThreads(test: (thread: ValidatorThread | undefined) => Promise<void>) {
-  await test(undefined);
-  const thread = new ValidatorThread();
-  try {
-    await test(thread);
-  } finally {
-    thread.stop();
-  }
-}
-
 Deno.test("aggregateDelivery refuses an unvalidated delivery with the upload check's error", async () => {
-  await onBothThreads(async (validatorThread) => {
-    for (const text of REFUSED) {
-      const expected = directError(text);
-      await assert.rejects(
-        aggregateDelivery(body(text), { validatorThread }),
-        (error: ValidationError) => {
-          assert.ok(error instanceof ValidationError, String(error));
-          assert.equal(error.code, expected.code, text);
-          assert.equal(error.message, expected.message);
-          assert.equal(error.line, expected.line);
-          return true;
-        },
-      );
-    }
-  });
+  for (const text of REFUSED) {
+    const expected = directError(text);
+    await assert.rejects(aggregateDelivery(body(text)), (error: ValidationError) => {
+      assert.ok(error instanceof ValidationError, String(error));
+      assert.equal(error.code, expected.code, text);
+      assert.equal(error.message, expected.message);
+      assert.equal(error.line, expected.line);
+      return true;
+    });
+  }
 });
 
 Deno.test("aggregateDelivery leaves a validated delivery to the reader and its CsvError", async () => {
@@ -90,51 +73,27 @@ Deno.test("aggregateDelivery leaves a validated delivery to the reader and its C
 });
 
 Deno.test("aggregateDelivery passes on an error of the body itself", async () => {
-  await onBothThreads(async (validatorThread) => {
-    const failing = new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(encoder.encode("user_id,variant,date,m\nu1,A,2026-01-01,1\n"));
-        controller.error(new RangeError("storage went away"));
-      },
-    });
-    await assert.rejects(aggregateDelivery(failing, { validatorThread }), { name: "RangeError" });
+  const failing = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(encoder.encode("user_id,variant,date,m\nu1,A,2026-01-01,1\n"));
+      controller.error(new RangeError("storage went away"));
+    },
   });
+  await assert.rejects(aggregateDelivery(failing), { name: "RangeError" });
 });
 
 Deno.test("aggregateDelivery cancels the body once the validator refuses it", async () => {
-  await onBothThreads(async (validatorThread) => {
-    let cancelled = false;
-    let pulls = 0;
-    const endless = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        pulls++;
-        controller.enqueue(encoder.encode(pulls === 1 ? "user_id\tvariant\tdate\n" : "x\n"));
-      },
-      cancel() {
-        cancelled = true;
-      },
-    });
-    await assert.rejects(aggregateDelivery(endless, { validatorThread }), {
-      name: "ValidationError",
-    });
-    assert.ok(cancelled);
+  let cancelled = false;
+  let pulls = 0;
+  const endless = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      pulls++;
+      controller.enqueue(encoder.encode(pulls === 1 ? "user_id\tvariant\tdate\n" : "x\n"));
+    },
+    cancel() {
+      cancelled = true;
+    },
   });
-});
-
-Deno.test("aggregateDelivery on the validator thread reads a good file alike and answers its hash", async () => {
-  const thread = new ValidatorThread();
-  try {
-    const alone = new CsvAggregator();
-    alone.push(encoder.encode(GOOD));
-    const sha256 = { hex: null as string | null };
-    assert.deepEqual(
-      await aggregateDelivery(body(GOOD), { validatorThread: thread, sha256 }),
-      alone.finish(),
-    );
-    const digest = await crypto.subtle.digest("SHA-256", encoder.encode(GOOD));
-    const hex = Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
-    assert.equal(sha256.hex, hex);
-  } finally {
-    thread.stop();
-  }
+  await assert.rejects(aggregateDelivery(endless), { name: "ValidationError" });
+  assert.ok(cancelled);
 });

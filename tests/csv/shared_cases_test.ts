@@ -15,7 +15,6 @@ import assert from "node:assert/strict";
 import { CsvAggregator, DaysOutOfRange } from "../../src/analysis/aggregate/aggregate.ts";
 import type { Aggregate } from "../../src/analysis/aggregate/aggregate_types.ts";
 import { aggregateDelivery } from "../../src/analysis/aggregate_delivery.ts";
-import { ValidatorThread } from "../../src/ingest/off_thread_validator.ts";
 import type { Header } from "../../src/csv/header.ts";
 import { REQUIRED_COLUMNS } from "../../src/csv/header.ts";
 import { DatasetValidator, type ValidationSummary } from "../../src/pipeline/mod.ts";
@@ -94,10 +93,9 @@ function stream(chunks: Uint8Array[]): ReadableStream<Uint8Array> {
 
 /**
  * Runs one case through both readers; answers what disagreed. `worker`: whether the analysis may
- * start its worker thread (the same answer; each start costs tens of milliseconds). A two-step
- * delivery is also checked on `thread`, as the service checks it.
+ * start its worker thread (the same answer; each start costs tens of milliseconds).
  */
-async function compare(c: Case, worker: boolean, thread: ValidatorThread): Promise<string[]> {
+async function compare(c: Case, worker: boolean): Promise<string[]> {
   const failures: string[] = [];
   const fail = (what: string) => failures.push(`${c.name}: ${what}`);
   const cuts = chunkings(c);
@@ -130,16 +128,14 @@ async function compare(c: Case, worker: boolean, thread: ValidatorThread): Promi
         fail(`accepted, but the analysis reader refused it: ${error}`);
       }
     }
-    // As the analysis runs: after a direct upload (validated) and after a two-step delivery,
-    // checked on this thread or on the validator thread.
-    for (const [validated, validatorThread] of [[true], [false], [false, thread]] as const) {
-      const how = `validated: ${validated}${validatorThread ? ", on the validator thread" : ""}`;
+    // As the analysis runs: after a direct upload (validated) and after a two-step delivery.
+    for (const validated of [true, false]) {
+      const how = `validated: ${validated}`;
       try {
         const analyse = (wideDays: boolean) =>
           aggregateDelivery(stream(cuts[cuts.length - 1]), {
             validated,
             worker,
-            validatorThread,
             wideDays,
           });
         // A date outside 16-bit days is read again with 32-bit ones, as `analyseDelivery` does.
@@ -155,10 +151,9 @@ async function compare(c: Case, worker: boolean, thread: ValidatorThread): Promi
       }
     }
   } else {
-    const runs = [[cuts[0]], [cuts[cuts.length - 1]], [cuts[cuts.length - 1], thread]] as const;
-    for (const [chunks, validatorThread] of runs) {
+    for (const chunks of [cuts[0], cuts[cuts.length - 1]]) {
       try {
-        await aggregateDelivery(stream(chunks), { worker, validatorThread });
+        await aggregateDelivery(stream(chunks), { worker });
         fail(`refused (${verdict.code}), but a two-step delivery was analysed`);
       } catch (error) {
         const { code, message, line } = error as { code?: string; message: string; line?: number };
@@ -175,13 +170,8 @@ async function compare(c: Case, worker: boolean, thread: ValidatorThread): Promi
 /** Compares every case; one in `WORKER_EVERY` runs the analysis with its worker thread. */
 async function assertAgree(cases: Case[]): Promise<void> {
   const failures: string[] = [];
-  const thread = new ValidatorThread();
-  try {
-    for (const [i, c] of cases.entries()) {
-      failures.push(...await compare(c, i % WORKER_EVERY === 0, thread));
-    }
-  } finally {
-    thread.stop();
+  for (const [i, c] of cases.entries()) {
+    failures.push(...await compare(c, i % WORKER_EVERY === 0));
   }
   assert.deepEqual(failures.slice(0, 20), [], failures.slice(0, 20).join("\n"));
 }

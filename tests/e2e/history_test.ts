@@ -176,9 +176,12 @@ driverTest(
     assertEquals(third.sample.users_per_day, 60);
 
     // The same bytes again: a new delivery (a new ETag on local storage), no new snapshot.
-    const again = await upload(server, id, texts[2]);
+    let again = await upload(server, id, texts[2]);
     const rerun = await ready(server, id, again);
     assertEquals(rerun.changes, third.changes);
+    // And by the two-step route, hashed while analysed: the same content, no new snapshot.
+    again = await twoStep(server, id, texts[2]);
+    assertEquals((await ready(server, id, again)).changes, third.changes);
     let history = await historyOf(server, id);
     assertEquals(history.snapshots.length, 3);
     assertEquals(history.next_cursor, null);
