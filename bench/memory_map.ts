@@ -8,12 +8,14 @@
  * 2 s after. Each delivery appends one row of the file's first user (a 0 with i decimals), so
  * that each is new content and the figures stay those of the file. Linux only.
  *
- *   deno run -A bench/memory_map.ts [FILE] [DELIVERIES] [two-step]
+ *   deno run -A bench/memory_map.ts [FILE] [DELIVERIES] [two-step | paced]
  *     (default /tmp/bench.csv, generated when missing; 4 deliveries)
  *
  * With `two-step`, each delivery is written straight into the service's storage (as a PUT to the
  * bucket would) and announced by `POST /api/v1/storage-events/`; its cycle is sampled from the
- * event until `ready` (the service then checks and hashes the bytes beside the reading).
+ * event until `ready` (the service then checks and hashes the bytes beside the reading). With
+ * `paced`, each upload is sent at 100 MB/s (`ABN_BENCH_PACED_MBPS`), as the insight benchmark's
+ * paced turn: slower than the aggregation, so that it is aggregated while it streams.
  *
  * What the kinds are: `program` is the pages of the executable (its code, read from the file);
  * `V8 pages` the anonymous mappings of 256 KiB that JavaScript heaps are made of; `glibc heap` the
@@ -24,6 +26,7 @@
 import { ensureCsv } from "./generate_csv.ts";
 import { benchKey, printTable, spawnService } from "./_util.ts";
 import { LocalStore } from "../src/storage/local_store.ts";
+import { pacedUpload } from "../tests/_paced_upload.ts";
 import { UrlSigner } from "../src/crypto/url_signer.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -78,7 +81,13 @@ function composition(maps: Mapping[], executable: string): Record<string, number
 
 const total = (maps: Mapping[]) => maps.reduce((sum, m) => sum + m.rssKB, 0) / 1024;
 
-export async function benchMemoryMap(path: string, deliveries = 4, twoStep = false) {
+/** How the benchmark delivers the file (see the top of the file). */
+export type DeliveryMode = "direct" | "two-step" | "paced";
+
+const PACED_BYTES_PER_SECOND = Number(Deno.env.get("ABN_BENCH_PACED_MBPS") ?? 100) * 1e6;
+
+export async function benchMemoryMap(path: string, deliveries = 4, mode: DeliveryMode = "direct") {
+  const twoStep = mode === "two-step";
   const shm = (await Deno.stat("/dev/shm").then((s) => s.isDirectory, () => false))
     ? "/dev/shm"
     : undefined;
@@ -141,6 +150,13 @@ export async function benchMemoryMap(path: string, deliveries = 4, twoStep = fal
       let etag: string;
       if (twoStep) {
         etag = await deliverTwoStep([file, row(i)]);
+      } else if (mode === "paced") {
+        const body = new Uint8Array(file.length + row(i).length);
+        body.set(file);
+        body.set(row(i), file.length);
+        const answer = await pacedUpload(url, apiKey, "memory", body, PACED_BYTES_PER_SECOND);
+        if (answer.status !== 201) throw new Error(`upload answered ${answer.status}`);
+        etag = String(answer.json.etag);
       } else {
         const res = await fetch(`${url}/api/v1/datasets/upload/?experiment_id=memory`, {
           method: "POST",
@@ -187,7 +203,11 @@ export async function benchMemoryMap(path: string, deliveries = 4, twoStep = fal
 if (import.meta.main) {
   const path = Deno.args[0] ?? "/tmp/bench.csv";
   await ensureCsv(path);
-  const rows = await benchMemoryMap(path, Number(Deno.args[1] ?? 4), Deno.args[2] === "two-step");
+  const mode = Deno.args[2] ?? "direct";
+  if (mode !== "direct" && mode !== "two-step" && mode !== "paced") {
+    throw new Error(`unknown mode ${mode}: direct, two-step or paced`);
+  }
+  const rows = await benchMemoryMap(path, Number(Deno.args[1] ?? 4), mode);
   printTable(
     "memory over a delivery's cycle: the peak of each, what it was made of (MB), RSS 2 s after",
     rows,
