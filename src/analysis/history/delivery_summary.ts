@@ -89,21 +89,25 @@ export function encodeDeliverySummary(summary: DeliverySummary): Uint8Array {
 
 /** The dates of the summary in `blob`, from its header alone (none when it is not one). */
 export function summaryDates(blob: Uint8Array): string[] {
-  if (blob.length < 16) return [];
-  const head = new DataView(blob.buffer, blob.byteOffset, 16);
-  const [magic, format] = [head.getUint32(0, true), head.getUint32(4, true)];
+  const head = summaryHead(blob);
+  if (head === null) return [];
   const length = head.getUint32(12, true);
-  if (magic !== MAGIC || format !== FORMAT || 16 + length > blob.length) return [];
+  if (16 + length > blob.length) return [];
   const header = JSON.parse(new TextDecoder().decode(blob.subarray(16, 16 + length)));
   return Object.keys(header.dates ?? {});
 }
 
 /** How many users the summary in `blob` holds (0 when it is not one of this format), unread. */
 export function summaryUserCount(blob: Uint8Array): number {
-  if (blob.length < 16) return 0;
+  return summaryHead(blob)?.getUint32(8, true) ?? 0;
+}
+
+/** The 16-byte head of the summary in `blob`, or null when it is not one of this format. */
+function summaryHead(blob: Uint8Array): DataView | null {
+  if (blob.length < 16) return null;
   const head = new DataView(blob.buffer, blob.byteOffset, 16);
   const [magic, format] = [head.getUint32(0, true), head.getUint32(4, true)];
-  return magic === MAGIC && format === FORMAT ? head.getUint32(8, true) : 0;
+  return magic === MAGIC && format === FORMAT ? head : null;
 }
 
 /**
