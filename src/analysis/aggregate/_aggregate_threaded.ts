@@ -1,15 +1,18 @@
 /**
  * `aggregateCsv` on two threads. This one reads the chunks, splits rows and reads their cells into
- * batches (`RowReader`), and adds the rows of lane 0 (an eighth of the users) to its own
- * `UserTally`; a worker adds lane 1's batches (the rest) to its tally, the part that waits on
+ * batches (`RowReader`); a worker adds the batches to its `UserTally`, the part that waits on
  * memory. Batches travel as transferred buffers and come back for reuse; at most `MAX_IN_FLIGHT`
  * are at the worker, which holds back reading when it lags. At the end the worker sends its
- * tally's state and this thread summarizes both.
+ * tally's state and this thread summarizes it.
  *
- * Until the worker reports that it is up, lane 1's batches wait here; if it cannot start (e.g. a
+ * The worker keeps every user: the reading, with a two-step delivery's checks and hash beside it,
+ * is the longer half of the work on two processors, and an eighth of the users kept on this thread
+ * (as until session P) made a run some 10 % slower (README, session P).
+ *
+ * Until the worker reports that it is up, the batches wait here; if it cannot start (e.g. a
  * compiled binary built without the worker module), is not up within `START_TIMEOUT_MS`, or the
- * input ends first, lane 1 is added here too. The answer is the same either way, and the same as
- * `CsvAggregator`'s (which keeps the two lanes in two tallies on one thread).
+ * input ends first, they are added here. The answer is the same either way, and the same as
+ * `CsvAggregator`'s.
  *
  * With `options.tallyWorkers`, a worker kept from the run before is taken (up already), and at a
  * clean end it is kept for the next run, its records given back to it after the summary when it
@@ -18,16 +21,22 @@
 import type { Aggregate, AggregateOptions } from "./aggregate_types.ts";
 import { CsvRowSplitter } from "./_csv_rows.ts";
 import { batchBuffers, newBatch, type RowBatch } from "./_row_batch.ts";
-import { type BatchSink, LANE_0_SHARE, type MetricKind, RowReader } from "./_row_reader.ts";
+import { type BatchSink, type MetricKind, RowReader } from "./_row_reader.ts";
 import { summarize, type SummaryOptions, summaryOptions } from "./_summary.ts";
-import { DaysOutOfRange, releaseState, type TallyState, UserTally } from "./_user_tally.ts";
+import {
+  DaysOutOfRange,
+  type RecordLayout,
+  recordLayout,
+  releaseState,
+  type TallyState,
+  UserTally,
+} from "./_user_tally.ts";
 import { releaseBuffers } from "../../buffers.ts";
 import type { WorkerReply, WorkerRequest } from "./_user_worker.ts";
 import type { TallyWorkers } from "./tally_workers.ts";
 
-/** Rows per batch of lane 0 (added here at once) and of lane 1 (sent to the worker). */
-const LOCAL_BATCH_ROWS = 256;
-const WORKER_BATCH_ROWS = 16384;
+/** Rows per batch (sent to the worker at once). */
+const BATCH_ROWS = 16384;
 /** Batches at the worker before reading waits for one to come back. */
 const MAX_IN_FLIGHT = 4;
 /** Batches kept while the worker starts before reading waits for it. */
@@ -89,19 +98,21 @@ class ThreadedRun {
   readonly #dimensions: boolean;
   /** 16-bit day fields (see `RecordLayout`): unless `options.wideDays`. */
   readonly #narrowDays: boolean;
-  /** Per lane: the expected size of its user records (see `UserTable`), 0 when unknown. */
-  readonly #reserve: readonly [number, number];
-  /** Per lane: the expected number of its users (see `UserTable`), 0 when unknown. */
-  readonly #expected: readonly [number, number];
+  /** The expected size of the user records (see `UserTable`), 0 when unknown. */
+  readonly #reserve: number;
+  /** The expected number of users (see `UserTable`), 0 when unknown. */
+  readonly #expected: number;
   #worker: Worker | null = null;
   /** Where a worker is kept between runs (and taken from), if anywhere. */
   #workers: TallyWorkers | null = null;
   #mode: "starting" | "threaded" | "local" = "starting";
   #startTimer: ReturnType<typeof setTimeout> | undefined;
   #forcedConversion: Uint8Array | null = null;
-  /** Lane 0's tally, and lane 1's when it is not the worker's. */
-  #tallies: UserTally[] = [];
-  /** Lane 1's batches read while the worker starts. */
+  /** The records' layout, once the header is read (the worker's tally has the same). */
+  #layout: RecordLayout | null = null;
+  /** The tally on this thread, when there is no worker. */
+  #tally: UserTally | null = null;
+  /** The batches read while the worker starts. */
   readonly #waiting: RowBatch[] = [];
   /** Batches back from the worker, to fill again. */
   readonly #spare: RowBatch[] = [];
@@ -122,14 +133,11 @@ class ThreadedRun {
     this.#onMode = onMode;
     this.#dimensions = options.dimensions ?? true;
     this.#narrowDays = !(options.wideDays ?? false);
-    // Each lane's user records take at most about its share of the input (ids and a few numbers
-    // per user, against rows of them): reserved at once, written only as needed.
-    const size = options.sizeBytes ?? 0;
-    this.#reserve = [Math.ceil(size * LANE_0_SHARE), Math.ceil(size * (1 - LANE_0_SHARE))];
-    const users = expectedUsers(options);
-    this.#expected = [Math.ceil(users * LANE_0_SHARE), Math.ceil(users * (1 - LANE_0_SHARE))];
-    const rows = [LOCAL_BATCH_ROWS, WORKER_BATCH_ROWS] as const;
-    this.#reader = new RowReader(this.#kinds, rows, (forced, header) => {
+    // The user records take at most about the input's size (ids and a few numbers per user,
+    // against rows of them): reserved at once, written only as needed.
+    this.#reserve = options.sizeBytes ?? 0;
+    this.#expected = expectedUsers(options);
+    this.#reader = new RowReader(this.#kinds, BATCH_ROWS, (forced, header) => {
       this.#onHeader?.(header);
       return this.#open(forced);
     }, this.#dimensions);
@@ -185,7 +193,6 @@ class ThreadedRun {
     this.#splitter.finish();
     this.#reader.end();
     if (this.#mode === "starting") this.#goLocal();
-    const states = this.#tallies.map((tally) => tally.state());
     // Whether the worker keeps its table's memory for the next run (see `TallyWorkers`).
     const keep = this.#workers?.keepsMemory ?? false;
     if (this.#mode === "threaded") {
@@ -194,30 +201,29 @@ class ThreadedRun {
         if (this.#failure) throw this.#failure;
         await this.#nextEvent();
       }
-      states.push(this.#workerState);
     }
+    const state = this.#workerState ?? this.#tally!.state();
     // Every batch is back (the worker answers its state after the last one): they go before the
     // summary, which is where a large run's memory peaks.
     this.#reader.release();
     for (const batch of this.#spare.splice(0)) releaseBuffers(...batchBuffers(batch));
     const aggregate = summarize(
       this.#reader,
-      this.#tallies[0].layout,
-      states,
+      this.#layout!,
+      [state],
       this.#kinds,
       this.#options,
     );
     // Done with (the summary freed the logs): the user records and batches go now, not at some
     // later collection; or the worker's records go back to it, kept for the next run with it.
-    for (const tally of this.#tallies) tally.release();
-    const state = this.#workerState;
+    this.#tally?.release();
     this.#workerState = null;
-    const kept = state !== null && this.#workers !== null && this.#failure === null;
+    const kept = this.#tally === null && this.#workers !== null && this.#failure === null;
     if (kept && keep) {
       const arena = state.arena;
       const used = 8 * state.top;
       this.#worker!.postMessage({ type: "recycle", arena, used } satisfies WorkerRequest, [arena]);
-    } else if (state !== null) releaseState(state);
+    } else if (this.#tally === null) releaseState(state);
     if (kept) {
       this.#workers!.keep(this.#worker!);
       this.#worker = null;
@@ -231,39 +237,30 @@ class ThreadedRun {
     this.#worker = null;
   }
 
-  /** The header is read: where the batches of each lane go from now on. */
-  #open(forcedConversion: Uint8Array): [BatchSink, BatchSink] {
+  /** The header is read: where the batches go from now on. */
+  #open(forcedConversion: Uint8Array): BatchSink {
     this.#forcedConversion = forcedConversion;
-    this.#tallies.push(this.#tally(forcedConversion, 0));
-    if (this.#mode === "local") {
-      this.#tallies.push(this.#tally(forcedConversion, 1));
-    }
+    this.#layout = recordLayout(forcedConversion, this.#dimensions, this.#narrowDays);
+    if (this.#mode === "local") this.#tally = this.#newTally(forcedConversion);
     if (this.#mode === "threaded") this.#start(forcedConversion);
-    const local = (batch: RowBatch) => {
-      this.#tallies[0].add(batch);
-      return batch;
-    };
-    const remote = (batch: RowBatch) => {
+    return (batch: RowBatch) => {
       if (this.#mode === "local") {
-        this.#tallies[1].add(batch);
+        this.#tally!.add(batch);
         return batch;
       }
       if (this.#mode === "starting") this.#waiting.push(batch);
       else this.#send(batch);
-      return this.#spare.pop() ??
-        newBatch(WORKER_BATCH_ROWS, forcedConversion.length, this.#dimensions);
+      return this.#spare.pop() ?? newBatch(BATCH_ROWS, forcedConversion.length, this.#dimensions);
     };
-    return [local, remote];
   }
 
-  /** A tally for `lane`, sized as expected. */
-  #tally(forcedConversion: Uint8Array, lane: 0 | 1): UserTally {
-    const [reserve, expected] = [this.#reserve[lane], this.#expected[lane]];
+  /** A tally on this thread, sized as expected. */
+  #newTally(forcedConversion: Uint8Array): UserTally {
     return new UserTally(
       forcedConversion,
       this.#dimensions,
-      reserve,
-      expected,
+      this.#reserve,
+      this.#expected,
       {},
       this.#narrowDays,
     );
@@ -275,8 +272,8 @@ class ThreadedRun {
         type: "start",
         forcedConversion,
         dimensions: this.#dimensions,
-        reserveBytes: this.#reserve[1],
-        expectedUsers: this.#expected[1],
+        reserveBytes: this.#reserve,
+        expectedUsers: this.#expected,
         narrowDays: this.#narrowDays,
       } satisfies WorkerRequest,
     );
@@ -317,14 +314,13 @@ class ThreadedRun {
     this.#wakeUp();
   }
 
-  /** Gives up the worker: lane 1 is added on this thread from now on. */
+  /** Gives up the worker: the rows are added on this thread from now on. */
   #goLocal(): void {
     this.close();
     this.#mode = "local";
     this.#onMode("local");
     if (this.#forcedConversion) {
-      const tally = this.#tally(this.#forcedConversion, 1);
-      this.#tallies.push(tally);
+      const tally = this.#tally = this.#newTally(this.#forcedConversion);
       for (const batch of this.#waiting.splice(0)) tally.add(batch);
     }
   }

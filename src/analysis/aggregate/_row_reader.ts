@@ -9,10 +9,9 @@
  * metric of a kind exactly when the upload checks say so; a cell that breaks a rule throws its
  * `CsvError`, naming the row's first line.
  *
- * Rows go to one of two lanes by the hash of their user id, so each user's rows stay in one lane,
- * in order: lane 0 takes `LANE_0_SHARE` of the users, lane 1 the rest. Full batches of a lane go
- * to its `BatchSink` (a `UserTally`; with a worker, lane 1's is in the worker, and lane 0's share
- * balances the two threads).
+ * Full batches go to a `BatchSink`, in the order of the rows: a `UserTally` on this thread, or the
+ * aggregation's worker, which keeps every user (on two processors the reading is the longer half
+ * of the work, so the worker takes all of the table's, see `_aggregate_threaded.ts`).
  */
 import { DAY_LIMIT, invalidDateError, readDay } from "../../csv/calendar_date.ts";
 import { decimalComma, type Delimiter } from "../../csv/delimiter.ts";
@@ -29,10 +28,6 @@ import {
   DISTINCT_COUNT_LIMIT,
   ValueDictionary,
 } from "./_value_dictionary.ts";
-
-/** Share of the users (by id hash) in lane 0. */
-export const LANE_0_SHARE = 1 / 8;
-const LANE_0_LIMIT = LANE_0_SHARE * 2 ** 32;
 
 export type MetricKind = "conversion" | "numeric";
 
@@ -85,12 +80,12 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   dictionaries: ValueDictionary[] = [];
 
   readonly #kinds: Readonly<Record<string, MetricKind>>;
-  readonly #batchRows: readonly number[];
-  readonly #open: (forcedConversion: Uint8Array, header: Header) => BatchSink[];
-  /** Per lane: where full batches go, the batch being filled, and where its next id goes. */
-  #sinks: BatchSink[] = [];
-  readonly #batches: RowBatch[] = [];
-  readonly #idFill = new Int32Array(2);
+  readonly #batchRows: number;
+  readonly #open: (forcedConversion: Uint8Array, header: Header) => BatchSink;
+  /** Where full batches go, the batch being filled (none before the header), its next id's word. */
+  #sink: BatchSink | null = null;
+  #batch: RowBatch | null = null;
+  #idFill = 0;
   #userField = 0;
   #variantField = 0;
   #dayField = 0;
@@ -109,15 +104,15 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   #bitIds = new Int32Array(0);
 
   /**
-   * `kinds` are the caller's metric kinds by column name; batches of lane i hold `batchRows[i]`
-   * rows; `open` is called once the header is read, with 1 per metric column read as conversion
-   * by `kinds` and the header, and answers where full batches of each lane go. With
-   * `dimensions`, every metric column's values are looked up in its dictionary as well.
+   * `kinds` are the caller's metric kinds by column name; batches hold `batchRows` rows; `open`
+   * is called once the header is read, with 1 per metric column read as conversion by `kinds`
+   * and the header, and answers where full batches go. With `dimensions`, every metric column's
+   * values are looked up in its dictionary as well.
    */
   constructor(
     kinds: Readonly<Record<string, MetricKind>>,
-    batchRows: readonly [number, number],
-    open: (forcedConversion: Uint8Array, header: Header) => [BatchSink, BatchSink],
+    batchRows: number,
+    open: (forcedConversion: Uint8Array, header: Header) => BatchSink,
     dimensions = false,
   ) {
     this.#kinds = kinds;
@@ -147,10 +142,8 @@ export class RowReader implements CsvRowSink, ReaderFindings {
       this.metricNames,
       (name) => Object.hasOwn(this.#kinds, name) && this.#kinds[name] === "conversion" ? 1 : 0,
     );
-    this.#sinks = this.#open(forced, { delimiter, names });
-    for (let lane = 0; lane < 2; lane++) {
-      this.#take(lane, newBatch(this.#batchRows[lane], count, this.#dimensions));
-    }
+    this.#sink = this.#open(forced, { delimiter, names });
+    this.#take(newBatch(this.#batchRows, count, this.#dimensions));
   }
 
   /**
@@ -166,24 +159,14 @@ export class RowReader implements CsvRowSink, ReaderFindings {
       while (e > s && isBlank(buf[e - 1])) e--;
       if (s === e) throw emptyCellError("user_id", line);
     }
-    // The id is read into lane 1's batch (most rows go there), then moved if the hash says lane 0.
     const length = e - s;
     const words = (length + 3) >> 2;
-    if (this.#idFill[1] + words > this.#batches[1].ids.length) this.#growIds(1, words);
-    const at1 = this.#idFill[1];
-    const hash = copyId(buf, s, e, this.#batches[1].ids, at1);
-    const lane = hash >>> 0 < LANE_0_LIMIT ? 0 : 1;
-    const batch = this.#batches[lane];
+    const batch = this.#batch!;
+    if (this.#idFill + words > batch.ids.length) this.#growIds(words);
+    const at = this.#idFill;
+    const hash = copyId(buf, s, e, batch.ids, at);
     const r = batch.size;
-    let at = at1;
-    if (lane === 0) {
-      if (this.#idFill[0] + words > batch.ids.length) this.#growIds(0, words);
-      at = this.#idFill[0];
-      const from = this.#batches[1].ids;
-      const ids = batch.ids;
-      for (let i = 0; i < words; i++) ids[at + i] = from[at1 + i];
-    }
-    this.#idFill[lane] = at + words;
+    this.#idFill = at + words;
     batch.hash[r] = hash;
     batch.idStart[r] = at;
     batch.idLength[r] = length;
@@ -248,31 +231,30 @@ export class RowReader implements CsvRowSink, ReaderFindings {
         dims[r * count + k] = id;
       }
     }
-    if (++batch.size === this.#batchRows[lane]) this.#handOver(lane);
+    if (++batch.size === this.#batchRows) this.#handOver();
   }
 
-  /** Hands over the rows of partly filled batches (at the end of the input). */
+  /** Hands over the rows of a partly filled batch (at the end of the input). */
   end(): void {
-    for (let lane = 0; lane < this.#batches.length; lane++) {
-      if (this.#batches[lane].size > 0) this.#handOver(lane);
-    }
+    if (this.#batch !== null && this.#batch.size > 0) this.#handOver();
   }
 
-  /** Frees the batches being filled now (see `releaseBuffers`); the reading is done. */
+  /** Frees the batch being filled now (see `releaseBuffers`); the reading is done. */
   release(): void {
-    for (const batch of this.#batches) releaseBuffers(...batchBuffers(batch));
+    if (this.#batch !== null) releaseBuffers(...batchBuffers(this.#batch));
+    this.#batch = null;
   }
 
-  #handOver(lane: number): void {
-    const batch = this.#batches[lane];
+  #handOver(): void {
+    const batch = this.#batch!;
     batch.candidate.set(this.candidate);
-    this.#take(lane, this.#sinks[lane](batch));
+    this.#take(this.#sink!(batch));
   }
 
-  #take(lane: number, batch: RowBatch): void {
+  #take(batch: RowBatch): void {
     batch.size = 0;
-    this.#batches[lane] = batch;
-    this.#idFill[lane] = 0;
+    this.#batch = batch;
+    this.#idFill = 0;
   }
 
   /**
@@ -295,11 +277,11 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     this.days.push(day);
   }
 
-  /** Makes room for `words` more words of ids in lane `lane`'s batch. */
-  #growIds(lane: number, words: number): void {
-    const batch = this.#batches[lane];
-    const ids = new Int32Array(Math.max(this.#idFill[lane] + words, 2 * batch.ids.length));
-    ids.set(batch.ids.subarray(0, this.#idFill[lane]));
+  /** Makes room for `words` more words of ids in the batch. */
+  #growIds(words: number): void {
+    const batch = this.#batch!;
+    const ids = new Int32Array(Math.max(this.#idFill + words, 2 * batch.ids.length));
+    ids.set(batch.ids.subarray(0, this.#idFill));
     batch.ids = ids;
   }
 

@@ -1,5 +1,5 @@
 /**
- * The worker side of `aggregateThreaded`: keeps a `UserTally` for lane 1, adds each batch it is
+ * The worker side of `aggregateThreaded`: keeps a `UserTally` of every user, adds each batch it is
  * sent to it and sends the batch back for reuse, and at the end sends the tally's state.
  *
  * A worker kept for the next run (see `TallyWorkers`) may also keep its table's memory (`finish`

@@ -36,8 +36,8 @@ export class CsvAggregator {
   readonly #options: SummaryOptions;
   readonly #reader: RowReader;
   readonly #splitter: CsvRowSplitter;
-  /** One per lane of the reader (the same split as on two threads, so the same sums). */
-  #tallies: UserTally[] = [];
+  /** Every user, once the header is read (as the worker keeps them on two threads). */
+  #tally: UserTally | null = null;
 
   constructor(options: Omit<AggregateOptions, "onChunk" | "worker"> = {}) {
     this.#kinds = options.metricKinds ?? {};
@@ -46,17 +46,14 @@ export class CsvAggregator {
     const dimensions = options.dimensions ?? true;
     this.#reader = new RowReader(
       this.#kinds,
-      [BATCH_ROWS, BATCH_ROWS],
+      BATCH_ROWS,
       (forcedConversion, header) => {
         onHeader?.(header);
-        const tallies = this.#tallies = [0, 1].map(() =>
-          new UserTally(forcedConversion, dimensions)
-        );
-        const sink = (tally: UserTally) => (batch: RowBatch) => {
+        const tally = this.#tally = new UserTally(forcedConversion, dimensions);
+        return (batch: RowBatch) => {
           tally.add(batch);
           return batch;
         };
-        return [sink(tallies[0]), sink(tallies[1])];
       },
       dimensions,
     );
@@ -72,15 +69,15 @@ export class CsvAggregator {
   finish(): Aggregate {
     this.#splitter.finish();
     this.#reader.end();
-    const tallies = this.#tallies;
+    const tally = this.#tally!;
     const aggregate = summarize(
       this.#reader,
-      tallies[0].layout,
-      tallies.map((t) => t.state()),
+      tally.layout,
+      [tally.state()],
       this.#kinds,
       this.#options,
     );
-    for (const tally of tallies) tally.release();
+    tally.release();
     this.#reader.release();
     return aggregate;
   }
@@ -88,7 +85,7 @@ export class CsvAggregator {
 
 /**
  * Aggregates a whole CSV stream, on two threads when a worker can start (and `worker` is not
- * false): this one reads the cells and keeps an eighth of the users, the worker the rest.
+ * false): this one reads the cells, the worker keeps the users.
  * Otherwise (a small input, a worker that cannot start, an input that ends before the worker is
  * up) all on the calling thread; the answer is the same either way.
  */

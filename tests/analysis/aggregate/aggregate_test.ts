@@ -952,9 +952,9 @@ Deno.test("aggregateCsv answers the same whatever size and number of users it is
   const alone = new CsvAggregator({ userSummary: true });
   alone.push(bytes);
   const expected = alone.finish();
-  // Above the small-input limit: a reservation for each lane, odd, too small or much too large;
-  // tables sized for none, all, far fewer or far more users than there are (the last bounded by
-  // the size).
+  // Above the small-input limit: a reservation of the input's size, odd, too small or much too
+  // large; tables sized for none, all, far fewer or far more users than there are (the last
+  // bounded by the size).
   for (const sizeBytes of [bytes.length, 1_048_583, 40_000_001]) {
     for (const expectedUsers of [undefined, 60_000, 1_000, 5_000_000]) {
       for (const worker of [true, false]) {
