@@ -8,11 +8,12 @@
  * - `inline`: under 8 MiB, validated and hashed on the request's thread, chunk by chunk;
  * - `batched`: larger (or chunked), read into 1 MiB batches whose writes overlap reading, each
  *   written batch handed (transferred) to the validator thread;
- * - `spool`: 32 MiB or more, declared, bound for a local file: piped into the file by the runtime
- *   (no JavaScript per chunk) while the validator thread reads the file back as it grows. At most
- *   `MAX_SPOOLING` at a time: the runtime's pipe holds about 20–25 MB of chunks per body whatever
- *   its size, so further large uploads take the batched path. The analysis may read that file
- *   as it grows too (an `UploadFollower`), and is told whether the upload was stored.
+ * - `spool`: 32 MiB or more, declared, bound for a local file: copied into the file by the local
+ *   store (read in place, 1 MiB at a time, no copy of its own) while the validator thread reads
+ *   the file back as it grows. At most `MAX_SPOOLING` at a time, further large uploads taking the
+ *   batched path (set when the runtime's own pipe did the copy and held 20–25 MB per body; the
+ *   copy holds about 1 MiB since session P). The analysis may read that file as it grows too (an
+ *   `UploadFollower`), and is told whether the upload was stored.
  */
 import { createHash } from "node:crypto";
 import { sha256Hex } from "../crypto/sha256.ts";

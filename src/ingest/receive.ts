@@ -300,8 +300,8 @@ function pipeFailure(error: unknown): Error {
 }
 
 /**
- * Streams a body into a local temporary file with the runtime's own copy, no JavaScript per
- * chunk, while a checker reads the file back (`OffThreadValidator.follow`). The file's growth,
+ * Streams a body into a local temporary file (the spool's own copy, `FileSpool.pipeFrom`), while
+ * a checker reads the file back (`OffThreadValidator.follow`). The file's growth,
  * looked at every `tickMs`, stands for the body's progress: the idle timeout, the minimum rate
  * and the size limit apply to it. Answers the file's final size; throws the abort reason, a
  * `StorageError` when the file failed, or `request_aborted` when the client went away.
