@@ -191,16 +191,22 @@ Deno.test("receiveIntoFile refuses a body past the limit with 413", async () => 
   });
 });
 
+/** Receives `body` with a signal that a refusal aborts 100 ms in; answers the error and it. */
+async function refusedMidway(body: ReadableStream<Uint8Array>, spool: FileSpool) {
+  const stop = new AbortController();
+  const refused = new ApiError("invalid_date", "line 2: not a date");
+  setTimeout(() => stop.abort(refused), 100);
+  const error = await assertRejects(
+    () => receiveIntoFile(body, spool, { ...options, signal: stop.signal }),
+    ApiError,
+  );
+  return { error, refused };
+}
+
 Deno.test("receiveIntoFile throws the reason of an aborted signal and stops the body", async () => {
   await withSpool(async (_writer, spool) => {
     const { body, release } = stalling(bytes(100, 4));
-    const stop = new AbortController();
-    const refused = new ApiError("invalid_date", "line 2: not a date");
-    setTimeout(() => stop.abort(refused), 100);
-    const error = await assertRejects(
-      () => receiveIntoFile(body, spool, { ...options, signal: stop.signal }),
-      ApiError,
-    );
+    const { error, refused } = await refusedMidway(body, spool);
     release();
     assertEquals(error, refused);
   });
@@ -221,13 +227,7 @@ Deno.test("receiveIntoFile stops a byte stream at an aborted signal and cancels 
         cancelled = reason;
       },
     });
-    const stop = new AbortController();
-    const refused = new ApiError("invalid_date", "line 2: not a date");
-    setTimeout(() => stop.abort(refused), 100);
-    const error = await assertRejects(
-      () => receiveIntoFile(body, spool, { ...options, signal: stop.signal }),
-      ApiError,
-    );
+    const { error, refused } = await refusedMidway(body, spool);
     assertEquals(error, refused);
     assertEquals(cancelled, refused, "the body was cancelled with the reason");
     assertEquals((await Deno.stat(spool.path)).size, 1000);
