@@ -85,6 +85,16 @@ class EarlyWriteback {
   }
 }
 
+/** Writes all of `chunk`: a small one synchronously (to the page cache, see above), a large not. */
+async function writeAll(file: Deno.FsFile, chunk: Uint8Array): Promise<void> {
+  let offset = 0;
+  if (chunk.length <= SYNC_WRITE_BYTES) {
+    while (offset < chunk.length) offset += file.writeSync(chunk.subarray(offset));
+  } else {
+    while (offset < chunk.length) offset += await file.write(chunk.subarray(offset));
+  }
+}
+
 /** Bytes a body is read in at most at once by `copyBody`, into one reused buffer. */
 const COPY_BYTES = 1024 * 1024;
 
@@ -126,12 +136,7 @@ export async function copyBody(
         if (result.done) break;
         chunk = result.value;
       }
-      // As `write` does: a small write synchronously (to the page cache), a large one not.
-      for (let at = 0; at < chunk.length;) {
-        at += chunk.length <= SYNC_WRITE_BYTES
-          ? file.writeSync(chunk.subarray(at))
-          : await file.write(chunk.subarray(at));
-      }
+      await writeAll(file, chunk);
     }
   } catch (error) {
     await reader.cancel(error).catch(() => {});
@@ -244,12 +249,7 @@ export class LocalStore implements ObjectStore {
       write: async (chunk: Uint8Array) => {
         if (done) throw new StorageError("Write after the object was finished");
         try {
-          let offset = 0;
-          if (chunk.length <= SYNC_WRITE_BYTES) {
-            while (offset < chunk.length) offset += file.writeSync(chunk.subarray(offset));
-          } else {
-            while (offset < chunk.length) offset += await file.write(chunk.subarray(offset));
-          }
+          await writeAll(file, chunk);
           writeback.wrote(chunk.length);
         } catch (error) {
           throw new StorageError("Cannot write to local storage", { cause: error });

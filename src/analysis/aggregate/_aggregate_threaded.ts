@@ -6,8 +6,8 @@
  * tally's state and this thread summarizes it.
  *
  * The worker keeps every user: the reading, with a two-step delivery's checks and hash beside it,
- * is the longer half of the work on two processors, and an eighth of the users kept on this thread
- * (as until session P) made a run some 10 % slower (README, session P).
+ * is the longer half of the work on two processors; with an eighth of the users kept on this
+ * thread (until session P), the aggregation alone took some 10 % longer (README, session P).
  *
  * Until the worker reports that it is up, the batches wait here; if it cannot start (e.g. a
  * compiled binary built without the worker module), is not up within `START_TIMEOUT_MS`, or the
