@@ -41,11 +41,6 @@ const BATCH_ROWS = 16384;
 const MAX_IN_FLIGHT = 4;
 /** Batches kept while the worker starts before reading waits for it. */
 const MAX_WAITING = 8;
-/**
- * Batches back from the worker kept to fill again; more are freed: those that waited while the
- * worker started would otherwise stay for the whole run (some 1.2 MB each).
- */
-const MAX_SPARE = 2;
 /** A worker not up after this long is given up for reading on this thread. */
 const START_TIMEOUT_MS = 5000;
 
@@ -301,8 +296,7 @@ class ThreadedRun {
       for (const batch of this.#waiting.splice(0)) this.#send(batch);
     } else if (reply.type === "batch") {
       this.#inFlight--;
-      if (this.#spare.length < MAX_SPARE) this.#spare.push(reply.batch);
-      else releaseBuffers(...batchBuffers(reply.batch));
+      this.#spare.push(reply.batch);
     } else if (reply.type === "state") {
       this.#workerState = reply.state;
     } else if (reply.type === "failed") {
