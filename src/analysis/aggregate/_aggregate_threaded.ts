@@ -210,7 +210,7 @@ class ThreadedRun {
     const aggregate = summarize(
       this.#reader,
       this.#layout!,
-      [state],
+      state,
       this.#kinds,
       this.#options,
     );

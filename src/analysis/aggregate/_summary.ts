@@ -2,7 +2,7 @@
  * Turns what the `RowReader` learned and the user records of the `UserTally`s into the
  * `Aggregate`: one walk over each tally's records (users per variant, per-metric stats, and first
  * days counted per day and variant), one over each numeric metric's value logs (daily sums, users
- * seen in two variants skipped), then running totals over the sorted days. The tallies hold
+ * seen in two variants skipped), then running totals over the sorted days. The tally holds
  * disjoint sets of users. Metrics the settings cap or give a covariate take the extra walks of
  * `_adjustments.ts`; the others cost nothing more. Dimension columns take one more walk
  * (`_dimensions.ts`), and the user summary for the next delivery's comparison one more
@@ -88,13 +88,13 @@ interface AdjustedMetric {
 }
 
 /**
- * The aggregate of the tallies' records and logs. Frees each tally's value logs once walked (the
+ * The aggregate of the tally's records and logs. Frees the tally's value logs once walked (the
  * records stay the caller's to free or keep).
  */
 export function summarize(
   reader: ReaderFindings,
   layout: RecordLayout,
-  tallies: TallyState[],
+  tally: TallyState,
   kinds: Readonly<Record<string, MetricKind>>,
   options: SummaryOptions = summaryOptions({}),
 ): Aggregate {
@@ -127,11 +127,10 @@ export function summarize(
   const adjusted = adjustedMetrics(metrics, options, variants.length);
   const capped = adjusted.filter((entry) => entry.percentile !== null);
   if (capped.length > 0) {
-    const values = largeFloat64Array(tallies.reduce((sum, tally) => sum + tally.users, 0));
+    const values = largeFloat64Array(tally.users);
     for (const entry of capped) {
       const source = valueSource(layout, entry.metric.k, "numeric", false);
-      let n = 0;
-      for (const tally of tallies) n = collectUserValues(tally, layout, source, values, n);
+      const n = collectUserValues(tally, layout, source, values, 0);
       if (n > 0) entry.cap = linearQuantile(values.subarray(0, n), entry.percentile!);
     }
     releaseBuffers(values);
@@ -153,41 +152,38 @@ export function summarize(
 
   const userCounts = new Float64Array(variants.length);
   const cumulative = new Float64Array(cells.size);
-  let excluded = 0;
-  for (const tally of tallies) {
-    excluded += tally.excluded;
-    const i32 = new Int32Array(tally.arena);
-    walkRecords(tally, layout, reader.binary, metrics, cells, userCounts, cumulative);
-    addDimensionUsers(tally, layout, position, dimensions, keySource, keyCap);
-    for (const { metric, covariate, cap, totals, percentile } of adjusted) {
-      const source = valueSource(layout, metric.k, metric.kind, reader.binary[metric.k] === 1);
-      const covariateWord = covariate === null ? -1 : layout.sumWord[covariate.k];
-      const release = percentile !== null;
-      addAdjustedMoments(tally, layout, position, source, covariateWord, cap, totals, release);
-    }
-    for (const metric of metrics) {
-      const log = tally.logs[metric.k]!;
-      const cap = cappedMetrics.get(metric)?.cap; // numeric metrics only
-      if (cap !== undefined) {
-        addCappedLoggedValues(
-          log,
-          tally.arena,
-          layout.sumWord[metric.k],
-          cells,
-          metric.dailySum,
-          cap,
-        );
-      } else if (metric.kind === "numeric") {
-        addLoggedValues(log, i32, cells, metric.dailySum);
-      } else if (reader.binary[metric.k] === 0) {
-        addRunningMaxima(log, i32, layout, tally.arena, metric.k, cells, metric.dailySum);
-      }
-    }
-    // Walked: the logs go before the user hashes take their memory (the peak of a run).
-    for (const log of tally.logs) if (log !== null) releaseState(log);
+  const excluded = tally.excluded;
+  const i32 = new Int32Array(tally.arena);
+  walkRecords(tally, layout, reader.binary, metrics, cells, userCounts, cumulative);
+  addDimensionUsers(tally, layout, position, dimensions, keySource, keyCap);
+  for (const { metric, covariate, cap, totals, percentile } of adjusted) {
+    const source = valueSource(layout, metric.k, metric.kind, reader.binary[metric.k] === 1);
+    const covariateWord = covariate === null ? -1 : layout.sumWord[covariate.k];
+    const release = percentile !== null;
+    addAdjustedMoments(tally, layout, position, source, covariateWord, cap, totals, release);
   }
+  for (const metric of metrics) {
+    const log = tally.logs[metric.k]!;
+    const cap = cappedMetrics.get(metric)?.cap; // numeric metrics only
+    if (cap !== undefined) {
+      addCappedLoggedValues(
+        log,
+        tally.arena,
+        layout.sumWord[metric.k],
+        cells,
+        metric.dailySum,
+        cap,
+      );
+    } else if (metric.kind === "numeric") {
+      addLoggedValues(log, i32, cells, metric.dailySum);
+    } else if (reader.binary[metric.k] === 0) {
+      addRunningMaxima(log, i32, layout, tally.arena, metric.k, cells, metric.dailySum);
+    }
+  }
+  // Walked: the logs go before the user hashes take their memory (the peak of a run).
+  for (const log of tally.logs) if (log !== null) releaseState(log);
   // The ids and variants only: the walks above change neither.
-  const users = options.userSummary ? userHashes(tallies, layout, position) : null;
+  const users = options.userSummary ? userHashes(tally, layout, position) : null;
   for (const metric of metrics) {
     cells.accumulate(metric.dailyUsers);
     cells.accumulate(metric.dailySum);

@@ -47,32 +47,30 @@ export function murmurWords(
   return (h ^ (h >>> 16)) >>> 0;
 }
 
-/** The users of the tallies (disjoint sets) with their hashes and variant positions, sorted. */
+/** The users of the tally with their hashes and variant positions, sorted. */
 export function userHashes(
-  tallies: TallyState[],
+  tally: TallyState,
   layout: RecordLayout,
   position: Int32Array,
 ): UserHashes {
-  const n = tallies.reduce((sum, tally) => sum + tally.users, 0);
+  const n = tally.users;
   // One large buffer for the three (see `buffers.ts`): releasing one of them frees it.
   const buffer = largeBuffer(12 * n);
   const hi = new Uint32Array(buffer, 0, n);
   const lo = new Uint32Array(buffer, 4 * n, n);
   const variant = new Int32Array(buffer, 8 * n, n);
   const words = layout.words;
+  const i32 = new Int32Array(tally.arena);
   let i = 0;
-  for (const tally of tallies) {
-    const i32 = new Int32Array(tally.arena);
-    for (let record = 0; record < tally.top; record = nextRecord(i32, words, record)) {
-      const w = 2 * record;
-      const length = i32[w];
-      const count = (length + 3) >> 2;
-      hi[i] = murmurWords(i32, w + words, count, length, SEED_HI);
-      lo[i] = murmurWords(i32, w + words, count, length, SEED_LO);
-      const v = i32[w + VARIANT_WORD];
-      variant[i] = v === EXCLUDED ? -1 : position[v];
-      i++;
-    }
+  for (let record = 0; record < tally.top; record = nextRecord(i32, words, record)) {
+    const w = 2 * record;
+    const length = i32[w];
+    const count = (length + 3) >> 2;
+    hi[i] = murmurWords(i32, w + words, count, length, SEED_HI);
+    lo[i] = murmurWords(i32, w + words, count, length, SEED_LO);
+    const v = i32[w + VARIANT_WORD];
+    variant[i] = v === EXCLUDED ? -1 : position[v];
+    i++;
   }
   sortByHash(hi, lo, variant);
   return { hi, lo, variant };

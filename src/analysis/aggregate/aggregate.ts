@@ -73,7 +73,7 @@ export class CsvAggregator {
     const aggregate = summarize(
       this.#reader,
       tally.layout,
-      [tally.state()],
+      tally.state(),
       this.#kinds,
       this.#options,
     );
