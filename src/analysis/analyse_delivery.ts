@@ -32,6 +32,7 @@ import {
   decodeDeliverySummary,
   deliverySummaryOf,
   encodeDeliverySummary,
+  readSummaryHead,
 } from "./history/delivery_summary.ts";
 import { snapshotFigures } from "./history/snapshot.ts";
 import { releaseBuffers } from "../buffers.ts";
@@ -154,12 +155,12 @@ export async function analyseDelivery(
     }
     phases.enter("load");
     const settings = validateSettings((await db.settings.get(orgId, experimentId)) ?? {});
-    const previous = await db.deliverySummaries.get(orgId, experimentId);
+    // Only the summary's header is needed so far: the report reads the whole summary, once the
+    // aggregation's memory is given back (see below).
+    const previous = await readSummaryHead(db.deliverySummaries, orgId, experimentId);
     // The content's SHA-256: from the upload, from the last run of this object, or read here.
     const known = delivery.sha256 ?? (previous?.etag === etag ? previous.sha256 : undefined);
     const options = runAggregation(settings, previous?.summary);
-    // Only its header was needed so far: freed rather than held while the aggregation takes its
-    // memory (the report reads the summary again, see below).
     releaseBuffers(previous?.summary);
     phases.enter("aggregate");
     // A direct upload may have been aggregated while it streamed, with these settings.
@@ -220,14 +221,13 @@ export async function analyseDelivery(
       // saved a newer delivery's summary meanwhile (this run's result is then refused), there is
       // nothing to compare with.
       const again = await db.deliverySummaries.get(orgId, experimentId);
+      // The hashes are read in place, in the blob (see `decodeDeliverySummary`).
       const before = again?.etag === previous.etag ? decodeDeliverySummary(again.summary) : null;
-      // The decoding copied what it needs.
-      releaseBuffers(again?.summary);
-      scratch.push(before?.users.hi, before?.users.variant);
+      scratch.push(again?.summary, before?.users.hi, before?.users.variant);
       if (before !== null) {
         changes = compareDeliveries(before, summary, previous.etag, previous.delivered_at);
-        releaseBuffers(before.users.hi, before.users.variant);
       }
+      releaseBuffers(again?.summary, before?.users.hi, before?.users.variant);
     }
     const report = buildReport(aggregate, settings, { changes });
     // `_data` keeps what settings are checked against (variants, metrics), not served as such.

@@ -30,7 +30,7 @@ import type { Aggregate, AggregateOptions } from "./aggregate/aggregate_types.ts
 import type { TallyWorkers } from "./aggregate/tally_workers.ts";
 import { READ_BYTES } from "./body_chunks.ts";
 import { type Settings, validateSettings } from "./settings.ts";
-import { summaryDates, summaryUserCount } from "./history/delivery_summary.ts";
+import { readSummaryHead, summaryDates, summaryUserCount } from "./history/delivery_summary.ts";
 import { largeBuffer, releaseBuffers } from "../buffers.ts";
 
 /** The aggregation options a run takes from the experiment's settings and last delivery. */
@@ -195,9 +195,9 @@ export class AnalysisFollowers implements UploadFollowers {
       const { db, tallyWorkers } = this.#o;
       const { orgId, experimentId } = target;
       const settings = validateSettings((await db.settings.get(orgId, experimentId)) ?? {});
-      const previous = await db.deliverySummaries.get(orgId, experimentId);
+      const previous = await readSummaryHead(db.deliverySummaries, orgId, experimentId);
       const options = runAggregation(settings, previous?.summary);
-      // Only its header was needed: freed now rather than at a collection an idle service skips.
+      // Freed now rather than at a collection an idle service skips.
       releaseBuffers(previous?.summary);
       const chunks = followFile(file, progress);
       const aggregate = await aggregateCsv(chunks, {

@@ -312,6 +312,11 @@ export interface HistoryRepo {
 export interface DeliverySummaryRepo {
   /** The experiment's summary: a row (and blob) of the caller's own, which it may free. */
   get(orgId: string, experimentId: string): Promise<DeliverySummaryRow | null>;
+  /**
+   * The same row with only the first `bytes` bytes of its blob (all of it when shorter): what a
+   * run needs before it aggregates (the blob's header) without reading every user's hash.
+   */
+  head(orgId: string, experimentId: string, bytes: number): Promise<DeliverySummaryRow | null>;
   /** Replaces the experiment's summary (the row's blob is not kept once this resolves). */
   save(orgId: string, experimentId: string, row: DeliverySummaryRow): Promise<void>;
   delete(orgId: string, experimentId: string): Promise<void>;

@@ -131,6 +131,32 @@ Deno.test("DeliverySummaryRepo keeps a large blob in parts, and a shorter one re
 });
 
 controlPlaneTest(
+  "DeliverySummaryRepo.head reads the first bytes of the blob only, the whole of a shorter one",
+  async (db) => {
+    const repo = db.deliverySummaries;
+    assert.equal(await repo.head("o", "e", 16), null);
+    // Over three of SQLite's 64 KiB parts.
+    const blob = Uint8Array.from({ length: 150_001 }, (_, i) => (i * 7919 + 3) & 0xff);
+    const row = {
+      etag: "e1",
+      sha256: "s1",
+      delivered_at: "2026-01-01T00:00:00.000Z",
+      summary: blob,
+      changes: "{}",
+    };
+    await repo.save("o", "e", row);
+    for (const bytes of [1, 16, 65_536, 65_537, 131_072, 150_000]) {
+      const head = await repo.head("o", "e", bytes);
+      assert.deepEqual(head, { ...row, summary: blob.slice(0, bytes) }, `${bytes} bytes`);
+    }
+    for (const bytes of [150_001, 150_002, 10_000_000]) {
+      assert.deepEqual(await repo.head("o", "e", bytes), row, `${bytes} bytes`);
+    }
+    assert.equal(await repo.head("o", "other", 16), null);
+  },
+);
+
+controlPlaneTest(
   "AnalysisRepo lists ready results of older versions, newest deliveries first",
   async (db, reopen) => {
     const a = db.analyses;

@@ -12,7 +12,8 @@
  * next delivery then reports no changes rather than wrong ones).
  */
 import type { Aggregate, UserHashes } from "../aggregate/aggregate_types.ts";
-import { largeInt32Array, largeUint8Array } from "../../buffers.ts";
+import type { DeliverySummaryRepo, DeliverySummaryRow } from "../../db/control_plane.ts";
+import { largeInt32Array, largeUint8Array, releaseBuffers } from "../../buffers.ts";
 
 /** A delivery as the next one is compared with it. */
 export interface DeliverySummary {
@@ -102,6 +103,28 @@ export function summaryUserCount(blob: Uint8Array): number {
   return summaryHead(blob)?.getUint32(8, true) ?? 0;
 }
 
+/** Bytes of a summary's blob read at first for its header (the rest when the header is longer). */
+const HEAD_BYTES = 64 * 1024;
+
+/**
+ * The experiment's summary row with only the head of its blob (the 16 bytes and the JSON header
+ * that `summaryUserCount` and `summaryDates` read), or null when there is none: what a run needs
+ * before it aggregates, without reading (and allocating) some 9 bytes per user.
+ */
+export async function readSummaryHead(
+  repo: DeliverySummaryRepo,
+  orgId: string,
+  experimentId: string,
+): Promise<DeliverySummaryRow | null> {
+  const row = await repo.head(orgId, experimentId, HEAD_BYTES);
+  const head = row === null ? null : summaryHead(row.summary);
+  const needed = head === null ? 0 : 16 + head.getUint32(12, true);
+  if (row === null || needed <= row.summary.length) return row;
+  // A header longer than the first read (dates over some years): read as far as its end.
+  releaseBuffers(row.summary);
+  return await repo.head(orgId, experimentId, needed);
+}
+
 /** The 16-byte head of the summary in `blob`, or null when it is not one of this format. */
 function summaryHead(blob: Uint8Array): DataView | null {
   if (blob.length < 16) return null;
@@ -111,20 +134,27 @@ function summaryHead(blob: Uint8Array): DataView | null {
 }
 
 /**
- * The summary in `blob`, or null when it is not one of this format. Its arrays are over
- * `largeBuffer`s of their own (not `blob`'s), which the caller may release when done.
+ * The summary in `blob`, or null when it is not one of this format. The hashes are views of
+ * `blob`'s buffer when it starts at a multiple of 4 bytes (as the repositories' blobs do), else of
+ * an aligned copy; the variants are an array of their own unless stored 32 bits wide. The caller
+ * releases `blob` and `users.variant` (and `users.hi`, for a copy) when done with the summary.
  */
 export function decodeDeliverySummary(blob: Uint8Array): DeliverySummary | null {
   if (blob.length < 16) return null;
-  const bytes = largeUint8Array(blob.length); // aligned, and ours
-  bytes.set(blob);
-  const [magic, format, n, length] = new Uint32Array(bytes.buffer, 0, 4);
+  let bytes = blob;
+  if (blob.byteOffset % 4 !== 0) {
+    bytes = largeUint8Array(blob.length);
+    bytes.set(blob);
+  }
+  const [magic, format, n, length] = new Uint32Array(bytes.buffer, bytes.byteOffset, 4);
   if (magic !== MAGIC || format !== FORMAT) return null;
   const header = JSON.parse(new TextDecoder().decode(bytes.subarray(16, 16 + length)));
   const width: number = header.width;
   const body = 16 + ((length + 3) & ~3);
   if (bytes.length !== body + (8 + width) * n) return null;
-  const at = body + 8 * n;
+  // Offsets in `bytes.buffer`.
+  const hiAt = bytes.byteOffset + body;
+  const at = hiAt + 8 * n;
   let variant: Int32Array;
   if (width === 4) {
     variant = new Int32Array(bytes.buffer, at, n);
@@ -143,8 +173,8 @@ export function decodeDeliverySummary(blob: Uint8Array): DeliverySummary | null 
     variants: header.variants,
     dates: header.dates,
     users: {
-      hi: new Uint32Array(bytes.buffer, body, n),
-      lo: new Uint32Array(bytes.buffer, body + 4 * n, n),
+      hi: new Uint32Array(bytes.buffer, hiAt, n),
+      lo: new Uint32Array(bytes.buffer, hiAt + 4 * n, n),
       variant,
     },
   };

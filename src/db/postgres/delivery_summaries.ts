@@ -24,6 +24,31 @@ interface Row {
   changes: string | null;
 }
 
+/** An experiment's summary row, with the first `bytes` bytes of its blob (null: all of it). */
+async function readSummary(
+  db: PgClient,
+  orgId: string,
+  experimentId: string,
+  bytes: number | null,
+): Promise<DeliverySummaryRow | null> {
+  const { rows: [row] } = await db.query<Row>(
+    `SELECT etag, sha256, delivered_at, changes,
+       ${bytes === null ? "summary" : "substring(summary from 1 for $3) AS summary"}
+     FROM delivery_summaries WHERE org_id = $1 AND experiment_id = $2`,
+    bytes === null ? [orgId, experimentId] : [orgId, experimentId, bytes],
+  );
+  if (!row) return null;
+  return {
+    etag: row.etag,
+    sha256: row.sha256,
+    delivered_at: iso(row.delivered_at),
+    // A copy of the caller's own (the contract lets it free the blob): the driver's Buffer may
+    // be a slice of Node's shared pool, which must never be detached.
+    summary: copyOf(row.summary),
+    changes: row.changes,
+  };
+}
+
 /** Replaces an experiment's delivery summary (on the pool, or inside a transaction). */
 export async function saveSummary(
   db: Queryable,
@@ -53,23 +78,8 @@ export async function saveSummary(
 
 export function postgresDeliverySummaries(db: PgClient): DeliverySummaryRepo {
   return {
-    get: async (orgId, experimentId) => {
-      const { rows: [row] } = await db.query<Row>(
-        `SELECT etag, sha256, delivered_at, summary, changes FROM delivery_summaries
-         WHERE org_id = $1 AND experiment_id = $2`,
-        [orgId, experimentId],
-      );
-      if (!row) return null;
-      return {
-        etag: row.etag,
-        sha256: row.sha256,
-        delivered_at: iso(row.delivered_at),
-        // A copy of the caller's own (the contract lets it free the blob): the driver's Buffer may
-        // be a slice of Node's shared pool, which must never be detached.
-        summary: copyOf(row.summary),
-        changes: row.changes,
-      };
-    },
+    get: (orgId, experimentId) => readSummary(db, orgId, experimentId, null),
+    head: (orgId, experimentId, bytes) => readSummary(db, orgId, experimentId, bytes),
     save: (orgId, experimentId, row) => saveSummary(db, orgId, experimentId, row),
     delete: async (orgId, experimentId) => {
       await db.query(

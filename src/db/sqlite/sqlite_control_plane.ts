@@ -471,33 +471,8 @@ export class SqliteControlPlane implements ControlPlane {
     return {
       // The blob is kept in parts of `SUMMARY_PART_BYTES` (migration 4): read part by part into
       // one large buffer, each part's own buffer freed at once, and written part by part.
-      get: (orgId, experimentId) =>
-        this.#run(() => {
-          const row = this.#stmt(
-            `SELECT etag, sha256, delivered_at, changes FROM delivery_summaries
-             WHERE org_id = ? AND experiment_id = ?`,
-          ).get(orgId, experimentId) as Omit<DeliverySummaryRow, "summary"> | undefined;
-          if (row === undefined) return null;
-          const { size } = this.#stmt(
-            `SELECT coalesce(sum(length(bytes)), 0) AS size FROM delivery_summary_parts
-             WHERE org_id = ? AND experiment_id = ?`,
-          ).get(orgId, experimentId) as { size: number };
-          const summary = largeUint8Array(size);
-          let at = 0;
-          const parts = this.#stmt(
-            `SELECT bytes FROM delivery_summary_parts WHERE org_id = ? AND experiment_id = ?
-             ORDER BY part`,
-          ).iterate(orgId, experimentId) as Iterable<{ bytes: Uint8Array }>;
-          for (const { bytes } of parts) {
-            summary.set(bytes, at);
-            at += bytes.length;
-            // Each part's value is a buffer of its own: freed now, its memory taken by the next.
-            if (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.length) {
-              releaseBuffers(bytes);
-            }
-          }
-          return { ...row, summary };
-        }),
+      get: (orgId, experimentId) => this.#readSummary(orgId, experimentId, Infinity),
+      head: (orgId, experimentId, bytes) => this.#readSummary(orgId, experimentId, bytes),
       save: (orgId, experimentId, row) =>
         this.#write(() => this.#saveSummary(orgId, experimentId, row)),
       delete: (orgId, experimentId) =>
@@ -508,6 +483,46 @@ export class SqliteControlPlane implements ControlPlane {
             .run(orgId, experimentId);
         }),
     };
+  }
+
+  /** The experiment's summary row, with the first `bytes` bytes of its blob (see above). */
+  #readSummary(
+    orgId: string,
+    experimentId: string,
+    bytes: number,
+  ): Promise<DeliverySummaryRow | null> {
+    return this.#run(() => {
+      const row = this.#stmt(
+        `SELECT etag, sha256, delivered_at, changes FROM delivery_summaries
+         WHERE org_id = ? AND experiment_id = ?`,
+      ).get(orgId, experimentId) as Omit<DeliverySummaryRow, "summary"> | undefined;
+      if (row === undefined) return null;
+      const { size } = this.#stmt(
+        `SELECT coalesce(sum(length(bytes)), 0) AS size FROM delivery_summary_parts
+         WHERE org_id = ? AND experiment_id = ?`,
+      ).get(orgId, experimentId) as { size: number };
+      const summary = largeUint8Array(Math.min(size, bytes));
+      // Only the parts that hold the bytes asked for.
+      const parts = this.#stmt(
+        `SELECT bytes FROM delivery_summary_parts WHERE org_id = ? AND experiment_id = ?
+         ORDER BY part LIMIT ?`,
+      ).iterate(
+        orgId,
+        experimentId,
+        Number.isFinite(bytes) ? Math.ceil(bytes / SUMMARY_PART_BYTES) : -1,
+      ) as Iterable<{ bytes: Uint8Array }>;
+      let at = 0;
+      for (const { bytes: part } of parts) {
+        const take = Math.min(part.length, summary.length - at);
+        summary.set(take === part.length ? part : part.subarray(0, take), at);
+        at += take;
+        // Each part's value is a buffer of its own: freed now, its memory taken by the next.
+        if (part.byteOffset === 0 && part.buffer.byteLength === part.length) {
+          releaseBuffers(part);
+        }
+      }
+      return { ...row, summary };
+    });
   }
 
   /** Keeps a snapshot (inside a write), as `HistoryRepo.record` describes. */

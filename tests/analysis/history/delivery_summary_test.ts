@@ -6,12 +6,14 @@ import {
   type DeliverySummary,
   deliverySummaryOf,
   encodeDeliverySummary,
+  readSummaryHead,
   summaryDates,
   summaryUserCount,
 } from "../../../src/analysis/history/delivery_summary.ts";
 import { runAggregation } from "../../../src/analysis/upload_followers.ts";
 import { validateSettings } from "../../../src/analysis/settings.ts";
 import { datesFitNarrowDays } from "../../../src/analysis/aggregate/aggregate.ts";
+import { withSqlite } from "../../db/_control_planes.ts";
 
 async function summaryOf(text: string): Promise<DeliverySummary> {
   const bytes = new TextEncoder().encode(text);
@@ -30,11 +32,23 @@ Deno.test("a delivery summary survives its blob, a user in two variants included
   const blob = encodeDeliverySummary(summary);
   // 16 header bytes, the JSON header padded to 4, then 9 bytes a user.
   assert.equal(blob.length % 4, (3 * 9) % 4);
-  assert.deepEqual(decodeDeliverySummary(blob), summary);
-  // A blob at an odd offset of a larger buffer reads the same.
+  const decoded = decodeDeliverySummary(blob);
+  assert.deepEqual(decoded, summary);
+  // The hashes are read in place, not copied.
+  assert.equal(decoded?.users.hi.buffer, blob.buffer);
+  assert.equal(decoded?.users.lo.buffer, blob.buffer);
+  // A blob at an odd offset of a larger buffer reads the same (from a copy), and one at a
+  // multiple of 4 in place.
   const shifted = new Uint8Array(blob.length + 3);
   shifted.set(blob, 3);
-  assert.deepEqual(decodeDeliverySummary(shifted.subarray(3)), summary);
+  const fromCopy = decodeDeliverySummary(shifted.subarray(3));
+  assert.deepEqual(fromCopy, summary);
+  assert.notEqual(fromCopy?.users.hi.buffer, shifted.buffer);
+  const aligned = new Uint8Array(blob.length + 8);
+  aligned.set(blob, 8);
+  const inPlace = decodeDeliverySummary(aligned.subarray(8));
+  assert.deepEqual(inPlace, summary);
+  assert.equal(inPlace?.users.hi.buffer, aligned.buffer);
   // Its users are counted without reading it (they size the next delivery's tables).
   assert.equal(summaryUserCount(blob), 3);
   assert.equal(summaryUserCount(shifted.subarray(3)), 3);
@@ -134,4 +148,41 @@ Deno.test("a summary's dates, read from its header alone, choose the next run's 
   assert.equal(runAggregation(settings, old).wideDays, true);
   assert.equal(runAggregation(settings, recent).wideDays, false);
   assert.equal(runAggregation(settings).wideDays, undefined);
+});
+
+Deno.test("a run reads only the head of the last summary, as far as its header ends", async () => {
+  await withSqlite(async (db) => {
+    const repo = db.deliverySummaries;
+    assert.equal(await readSummaryHead(repo, "o", "e"), null);
+    // 100,000 users (900 KB of hashes and variants) and the dates of 16 years, whose header
+    // outgrows the first read of 64 KiB.
+    const n = 100_000;
+    const dates: Record<string, number> = {};
+    for (let d = 0; d < 6000; d++) {
+      dates[new Date(Date.UTC(2015, 0, 1 + d)).toISOString().slice(0, 10)] = 3;
+    }
+    const summary: DeliverySummary = {
+      rows: 3 * n,
+      variants: ["A", "B"],
+      dates,
+      users: {
+        hi: Uint32Array.from({ length: n }, (_, i) => i),
+        lo: new Uint32Array(n),
+        variant: Int32Array.from({ length: n }, (_, i) => i % 2),
+      },
+    };
+    for (const [name, days] of [["short", { "2026-01-01": 3 }], ["long", dates]] as const) {
+      const blob = encodeDeliverySummary({ ...summary, dates: days });
+      const row = { etag: name, sha256: "s", delivered_at: "d", summary: blob, changes: null };
+      await repo.save("o", name, row);
+      const head = await readSummaryHead(repo, "o", name);
+      assert.equal(head?.etag, name);
+      assert.ok(head!.summary.length < blob.length / 2, `${name}: ${head!.summary.length} bytes`);
+      assert.deepEqual(head!.summary, blob.subarray(0, head!.summary.length));
+      assert.equal(summaryUserCount(head!.summary), n);
+      assert.deepEqual(summaryDates(head!.summary).sort(), Object.keys(days).sort());
+    }
+    // The long header took a second read, past the first 64 KiB.
+    assert.ok((await readSummaryHead(repo, "o", "long"))!.summary.length > 64 * 1024);
+  });
 });
