@@ -27,7 +27,9 @@
  * file) is read before the first upload and after each delivery once its analysis is ready and
  * the service idled 2 s. Each upload comes on a connection of its own, closed after the answer, as from the upload client or curl (the runtime keeps some 17 MB of
  * buffers with a connection that received a large body while it stays open). The phases of each
- * run come from the service's `analysis finished` log line.
+ * run come from the service's `analysis finished` log line. Last, the benchmark times a first write
+ * to 64 MB just allocated against a second one (`firstTouch`): a machine that charges microseconds
+ * a page for it spends a good part of an analysis there, which huge pages save.
  *
  *   deno run -A bench/insight_bench.ts [FILE] [--runs=N]   (FILE default /tmp/bench.csv)
  */
@@ -117,6 +119,30 @@ export interface InsightBenchResult {
   settledAnonMB: number;
   rows: number;
   users: number;
+  /** The machine's first write to memory just allocated, and the same write again (`firstTouch`). */
+  touch: { freshMs: number; againMs: number; mb: number };
+}
+
+/**
+ * Times a write to each 4 KiB page of `mb` MB just allocated, then the same write again (median
+ * of three): what the machine charges for memory's first touch, where huge pages save most
+ * (docs/operations.md, "Huge pages"). A virtual machine may charge several microseconds a page.
+ */
+export function firstTouch(mb = 64): { freshMs: number; againMs: number; mb: number } {
+  const fresh: number[] = [];
+  const again: number[] = [];
+  for (let k = 0; k < 3; k++) {
+    const buffer = new ArrayBuffer(mb * 1024 * 1024);
+    const words = new Int32Array(buffer);
+    let t = performance.now();
+    for (let i = 0; i < words.length; i += 1024) words[i] = 1;
+    fresh.push(performance.now() - t);
+    t = performance.now();
+    for (let i = 0; i < words.length; i += 1024) words[i] = 2;
+    again.push(performance.now() - t);
+    buffer.transferToFixedLength(0); // freed now
+  }
+  return { freshMs: median(fresh), againMs: median(again), mb };
 }
 
 async function rssMB(pid: number, field = "VmRSS"): Promise<number> {
@@ -429,6 +455,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
       settledAnonMB: await rssMB(service.pid, "RssAnon"),
       rows,
       users: Object.values(totals).reduce((sum, t) => sum + t.users, 0),
+      touch: firstTouch(),
     };
   } finally {
     await service.stop();
@@ -597,6 +624,15 @@ export function insightRows(r: InsightBenchResult): Record<string, string>[] {
       baseline: "—",
       ratio: "—",
       target: "within ~20 MB of before",
+    },
+    {
+      benchmark: `the machine: a first write to ${r.touch.mb} MB just allocated, then again`,
+      ours: `${r.touch.freshMs.toFixed(0)} ms (${
+        (r.touch.freshMs * 1000 / (r.touch.mb * 256)).toFixed(1)
+      } µs a page), again ${r.touch.againMs.toFixed(1)} ms`,
+      baseline: "—",
+      ratio: "—",
+      target: "—",
     },
   ];
 }
