@@ -502,15 +502,10 @@ export class SqliteControlPlane implements ControlPlane {
          WHERE org_id = ? AND experiment_id = ?`,
       ).get(orgId, experimentId) as { size: number };
       const summary = largeUint8Array(Math.min(size, bytes));
-      // Only the parts that hold the bytes asked for.
       const parts = this.#stmt(
         `SELECT bytes FROM delivery_summary_parts WHERE org_id = ? AND experiment_id = ?
-         ORDER BY part LIMIT ?`,
-      ).iterate(
-        orgId,
-        experimentId,
-        Number.isFinite(bytes) ? Math.ceil(bytes / SUMMARY_PART_BYTES) : -1,
-      ) as Iterable<{ bytes: Uint8Array }>;
+         ORDER BY part`,
+      ).iterate(orgId, experimentId) as Iterable<{ bytes: Uint8Array }>;
       let at = 0;
       for (const { bytes: part } of parts) {
         const take = Math.min(part.length, summary.length - at);
@@ -520,6 +515,7 @@ export class SqliteControlPlane implements ControlPlane {
         if (part.byteOffset === 0 && part.buffer.byteLength === part.length) {
           releaseBuffers(part);
         }
+        if (at === summary.length) break; // the parts after it are not read
       }
       return { ...row, summary };
     });
