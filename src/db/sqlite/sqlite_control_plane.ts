@@ -509,7 +509,7 @@ export class SqliteControlPlane implements ControlPlane {
       let at = 0;
       for (const { bytes: part } of parts) {
         const take = Math.min(part.length, summary.length - at);
-        summary.set(take === part.length ? part : part.subarray(0, take), at);
+        summary.set(part.subarray(0, take), at);
         at += take;
         // Each part's value is a buffer of its own: freed now, its memory taken by the next.
         if (part.byteOffset === 0 && part.buffer.byteLength === part.length) {
