@@ -242,8 +242,9 @@ export async function analyseDelivery(
     const deliveredAt = object.info.lastModified.toISOString();
     const encoded = sameContent && previous?.etag === etag ? null : encodeDeliverySummary(summary);
     scratch.push(encoded);
-    // Encoded: the users' hashes go before the result is saved.
-    releaseBuffers(users.hi, users.lo, users.variant);
+    // Encoded: the users' hashes go before the result is saved, unless the blob was written
+    // around them (then they go with it).
+    if (encoded?.buffer !== users.hi.buffer) releaseBuffers(users.hi, users.lo, users.variant);
     history = {
       // The same delivery again (a re-run) keeps its summary, and the changes found then.
       summary: encoded === null ? null : {

@@ -11,7 +11,14 @@
  */
 import { EXCLUDED, type RecordLayout, type TallyState, VARIANT_WORD } from "./_user_tally.ts";
 import { nextRecord } from "./_user_table.ts";
-import { largeBuffer } from "../../buffers.ts";
+import { LARGE_BYTES, largeBuffer } from "../../buffers.ts";
+
+/**
+ * Bytes left free before the hashes of a large delivery, in their buffer: room for the head of
+ * the stored summary, which is then written around the hashes where they are
+ * (`encodeDeliverySummary`) rather than copied with them into a new blob of their size.
+ */
+export const SUMMARY_ROOM_BYTES = 64 * 1024;
 
 /** Users sorted by (hi, lo) as unsigned numbers; `variant[i]` is a position in the sorted variants, -1 for a user seen in two. */
 export interface UserHashes {
@@ -54,11 +61,13 @@ export function userHashes(
   position: Int32Array,
 ): UserHashes {
   const n = tally.users;
-  // One large buffer for the three (see `buffers.ts`): releasing one of them frees it.
-  const buffer = largeBuffer(12 * n);
-  const hi = new Uint32Array(buffer, 0, n);
-  const lo = new Uint32Array(buffer, 4 * n, n);
-  const variant = new Int32Array(buffer, 8 * n, n);
+  // One large buffer for the three (see `buffers.ts`): releasing one of them frees it. A large
+  // one leaves room before them for the stored summary's head (pages never written cost nothing).
+  const room = 12 * n >= LARGE_BYTES ? SUMMARY_ROOM_BYTES : 0;
+  const buffer = largeBuffer(room + 12 * n);
+  const hi = new Uint32Array(buffer, room, n);
+  const lo = new Uint32Array(buffer, room + 4 * n, n);
+  const variant = new Int32Array(buffer, room + 8 * n, n);
   const words = layout.words;
   const i32 = new Int32Array(tally.arena);
   let i = 0;

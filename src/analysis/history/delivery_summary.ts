@@ -57,9 +57,17 @@ export function deliverySummaryOf(aggregate: Aggregate): DeliverySummary {
   };
 }
 
-/** The blob of a summary (over a `largeBuffer`: the caller may release it once stored). */
+/**
+ * The blob of a summary. When the users' hashes lie in one buffer as `userHashes` leaves those of
+ * a large delivery (hi, lo and variants in a row, with room before them for the head), the blob
+ * is written around them in that buffer: it shares their memory (releasing either frees both)
+ * and `summary.users.variant` is no longer readable (the variants are narrowed where they are).
+ * Otherwise it is a new `largeBuffer`, and the summary stays as it was. Either way the caller
+ * may release the blob once stored.
+ */
 export function encodeDeliverySummary(summary: DeliverySummary): Uint8Array {
-  const n = summary.users.hi.length;
+  const { hi, lo, variant } = summary.users;
+  const n = hi.length;
   const width = summary.variants.length < 0xff ? 1 : summary.variants.length < 0xffff ? 2 : 4;
   const header = new TextEncoder().encode(JSON.stringify({
     rows: summary.rows,
@@ -68,22 +76,36 @@ export function encodeDeliverySummary(summary: DeliverySummary): Uint8Array {
     width,
   }));
   const body = 16 + ((header.length + 3) & ~3);
-  const blob = largeUint8Array(body + 8 * n + width * n);
-  const head = new Uint32Array(blob.buffer, 0, 4);
-  head.set([MAGIC, FORMAT, n, header.length]);
+  const size = body + 8 * n + width * n;
+  const inPlace = n > 0 && hi.byteOffset >= body && lo.buffer === hi.buffer &&
+    variant.buffer === hi.buffer && lo.byteOffset === hi.byteOffset + 4 * n &&
+    variant.byteOffset === hi.byteOffset + 8 * n;
+  const blob = inPlace
+    ? new Uint8Array(hi.buffer, hi.byteOffset - body, size)
+    : largeUint8Array(size);
+  // Offsets in the blob's buffer (a multiple of 4 apart: `body` and the hashes' place are).
+  const start = blob.byteOffset;
+  new Uint32Array(blob.buffer, start, 4).set([MAGIC, FORMAT, n, header.length]);
   blob.set(header, 16);
-  new Uint32Array(blob.buffer, body, n).set(summary.users.hi);
-  new Uint32Array(blob.buffer, body + 4 * n, n).set(summary.users.lo);
-  const at = body + 8 * n;
-  const variant = summary.users.variant;
+  blob.fill(0, 16 + header.length, body);
+  if (!inPlace) {
+    new Uint32Array(blob.buffer, start + body, n).set(hi);
+    new Uint32Array(blob.buffer, start + body + 4 * n, n).set(lo);
+  }
+  const at = start + body + 8 * n;
   if (width === 4) {
-    new Int32Array(blob.buffer, at, n).set(variant);
+    if (!inPlace) new Int32Array(blob.buffer, at, n).set(variant);
   } else {
+    // In place, value i is read before it is written, and is written no further than where it
+    // was read: the narrower values fill the start of the wider ones' place.
     const out = width === 1
       ? new Uint8Array(blob.buffer, at, n)
       : new Uint16Array(blob.buffer, at, n);
     const none = width === 1 ? 0xff : 0xffff;
-    for (let i = 0; i < n; i++) out[i] = variant[i] < 0 ? none : variant[i];
+    for (let i = 0; i < n; i++) {
+      const v = variant[i];
+      out[i] = v < 0 ? none : v;
+    }
   }
   return blob;
 }

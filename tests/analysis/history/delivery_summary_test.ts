@@ -72,6 +72,79 @@ Deno.test("a delivery summary stores variant positions in 2 bytes past 254 varia
   assert.deepEqual(decodeDeliverySummary(blob), summary);
 });
 
+/** `summary` with its users' arrays copied into a buffer of their own each (encoded by copy). */
+function cloned(summary: DeliverySummary): DeliverySummary {
+  const { hi, lo, variant } = summary.users;
+  return { ...summary, users: { hi: hi.slice(), lo: lo.slice(), variant: variant.slice() } };
+}
+
+/** Users' hashes laid out as `userHashes` lays out a large delivery's: room, hi, lo, variants. */
+function withRoom(summary: DeliverySummary, room: number): DeliverySummary {
+  const n = summary.users.hi.length;
+  const buffer = new ArrayBuffer(room + 12 * n);
+  const hi = new Uint32Array(buffer, room, n);
+  const lo = new Uint32Array(buffer, room + 4 * n, n);
+  const variant = new Int32Array(buffer, room + 8 * n, n);
+  hi.set(summary.users.hi);
+  lo.set(summary.users.lo);
+  variant.set(summary.users.variant);
+  return { ...summary, users: { hi, lo, variant } };
+}
+
+Deno.test("a large delivery's summary is encoded around its hashes, the same bytes as a copy", async () => {
+  // 30,000 users: their hashes take more than 256 KiB, so `userHashes` leaves room before them.
+  const users = 30_000;
+  const lines = [HEADER.trimEnd()];
+  for (let i = 0; i < users; i++) {
+    lines.push(`user-${i},${i % 3 === 0 ? "A" : "B"},2026-01-0${1 + (i % 5)},${i % 2}`);
+  }
+  lines.push("user-7,A,2026-01-06,1"); // user-7 (B) is then seen in two variants
+  const summary = await summaryOf(lines.join("\n") + "\n");
+  const { hi } = summary.users;
+  assert.equal(hi.length, users);
+  assert.ok(hi.byteOffset > 0, "room is left before the hashes");
+  const expected = encodeDeliverySummary(cloned(summary));
+  assert.notEqual(expected.buffer, hi.buffer);
+  const blob = encodeDeliverySummary(summary);
+  assert.equal(blob.buffer, hi.buffer, "written around the hashes, not copied");
+  assert.equal(blob.byteOffset % 4, 0);
+  assert.deepEqual(blob, expected);
+  const decoded = decodeDeliverySummary(blob)!;
+  assert.equal(decoded.users.hi.length, users);
+  assert.deepEqual(decoded.users.variant.filter((v) => v < 0).length, 1);
+  assert.deepEqual(decodeDeliverySummary(expected), decoded);
+});
+
+Deno.test("a summary is encoded in place at every variant width, or copied when its head does not fit", () => {
+  const n = 1000;
+  for (const count of [2, 300, 70_000]) {
+    const variants = Array.from({ length: count }, (_, i) => `v${i}`);
+    const summary: DeliverySummary = {
+      rows: 2 * n,
+      variants,
+      dates: { "2026-01-01": n, "2026-01-02": n },
+      users: {
+        hi: Uint32Array.from({ length: n }, (_, i) => i * 4_000_000),
+        lo: Uint32Array.from({ length: n }, (_, i) => (i * 2_654_435_761) >>> 0),
+        variant: Int32Array.from({ length: n }, (_, i) => i % 7 === 0 ? -1 : (i * 31) % count),
+      },
+    };
+    const expected = encodeDeliverySummary(cloned(summary));
+    // 70,000 names make a head of some 600 KB.
+    const roomy = withRoom(summary, count > 1000 ? 1 << 20 : 64 * 1024);
+    const blob = encodeDeliverySummary(roomy);
+    assert.equal(blob.buffer, roomy.users.hi.buffer, `${count} variants: in place`);
+    assert.deepEqual(blob, expected, `${count} variants`);
+    assert.deepEqual(decodeDeliverySummary(blob), decodeDeliverySummary(expected));
+    // Room for less than the head: a copy, and the summary is left as it was.
+    const cramped = withRoom(summary, 16);
+    const copy = encodeDeliverySummary(cramped);
+    assert.notEqual(copy.buffer, cramped.users.hi.buffer, `${count} variants: copied`);
+    assert.deepEqual(copy, expected);
+    assert.deepEqual(cramped.users.variant, summary.users.variant);
+  }
+});
+
 Deno.test("a blob of another format or a truncated one is no summary", async () => {
   const blob = encodeDeliverySummary(await summaryOf(HEADER + "u1,A,2026-01-01,1\n"));
   assert.equal(decodeDeliverySummary(blob.subarray(0, blob.length - 1)), null);
