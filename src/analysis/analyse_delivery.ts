@@ -28,8 +28,7 @@ import { ANALYSIS_VERSION, buildReport } from "./report.ts";
 import { validateSettings } from "./settings.ts";
 import {
   type Changes,
-  compareDeliveries,
-  decodeDeliverySummary,
+  compareWithStored,
   deliverySummaryOf,
   encodeDeliverySummary,
   readSummaryHead,
@@ -221,13 +220,12 @@ export async function analyseDelivery(
       // saved a newer delivery's summary meanwhile (this run's result is then refused), there is
       // nothing to compare with.
       const again = await db.deliverySummaries.get(orgId, experimentId);
-      // The hashes are read in place, in the blob (see `decodeDeliverySummary`).
-      const before = again?.etag === previous.etag ? decodeDeliverySummary(again.summary) : null;
-      scratch.push(again?.summary, before?.users.hi, before?.users.variant);
-      if (before !== null) {
-        changes = compareDeliveries(before, summary, previous.etag, previous.delivered_at);
+      scratch.push(again?.summary);
+      // Compared where it lies in the blob (see `compareWithStored`).
+      if (again?.etag === previous.etag) {
+        changes = compareWithStored(again.summary, summary, previous.etag, previous.delivered_at);
       }
-      releaseBuffers(again?.summary, before?.users.hi, before?.users.variant);
+      releaseBuffers(again?.summary);
     }
     const report = buildReport(aggregate, settings, { changes });
     // `_data` keeps what settings are checked against (variants, metrics), not served as such.

@@ -155,6 +155,68 @@ function summaryHead(blob: Uint8Array): DataView | null {
   return magic === MAGIC && format === FORMAT ? head : null;
 }
 
+/** Variant positions as stored: `width` bytes each (see the blob's layout above). */
+type StoredPositions = Uint8Array | Uint16Array | Int32Array;
+
+/** A summary as it lies in its blob: the header, the hashes, the variant positions as stored. */
+interface StoredSummary {
+  rows: number;
+  variants: string[];
+  dates: Record<string, number>;
+  hi: Uint32Array;
+  lo: Uint32Array;
+  variant: StoredPositions;
+  /** The stored position of a user seen in two variants. */
+  none: number;
+  /** The aligned copy the arrays are views of, when the blob had to be copied (else null). */
+  copy: Uint8Array | null;
+}
+
+/**
+ * The summary in `blob`, read where it lies when it starts at a multiple of 4 bytes (as the
+ * repositories' blobs do), else in an aligned copy; null when it is not one of this format.
+ */
+function readStored(blob: Uint8Array): StoredSummary | null {
+  if (summaryHead(blob) === null) return null;
+  let bytes = blob;
+  let copy: Uint8Array | null = null;
+  if (blob.byteOffset % 4 !== 0) {
+    bytes = copy = largeUint8Array(blob.length);
+    bytes.set(blob);
+  }
+  const [, , n, length] = new Uint32Array(bytes.buffer, bytes.byteOffset, 4);
+  const body = 16 + ((length + 3) & ~3);
+  let header;
+  try {
+    header = JSON.parse(new TextDecoder().decode(bytes.subarray(16, 16 + length)));
+  } catch {
+    releaseBuffers(copy);
+    return null;
+  }
+  const width: number = header.width;
+  if ((width !== 1 && width !== 2 && width !== 4) || bytes.length !== body + (8 + width) * n) {
+    releaseBuffers(copy);
+    return null;
+  }
+  // Offsets in `bytes.buffer`.
+  const hiAt = bytes.byteOffset + body;
+  const at = hiAt + 8 * n;
+  return {
+    rows: header.rows,
+    variants: header.variants,
+    dates: header.dates,
+    hi: new Uint32Array(bytes.buffer, hiAt, n),
+    lo: new Uint32Array(bytes.buffer, hiAt + 4 * n, n),
+    variant: width === 1
+      ? new Uint8Array(bytes.buffer, at, n)
+      : width === 2
+      ? new Uint16Array(bytes.buffer, at, n)
+      : new Int32Array(bytes.buffer, at, n),
+    none: width === 1 ? 0xff : width === 2 ? 0xffff : -1,
+    copy,
+  };
+}
+
 /**
  * The summary in `blob`, or null when it is not one of this format. The hashes are views of
  * `blob`'s buffer when it starts at a multiple of 4 bytes (as the repositories' blobs do), else of
@@ -162,63 +224,44 @@ function summaryHead(blob: Uint8Array): DataView | null {
  * releases `blob` and `users.variant` (and `users.hi`, for a copy) when done with the summary.
  */
 export function decodeDeliverySummary(blob: Uint8Array): DeliverySummary | null {
-  if (blob.length < 16) return null;
-  let bytes = blob;
-  if (blob.byteOffset % 4 !== 0) {
-    bytes = largeUint8Array(blob.length);
-    bytes.set(blob);
-  }
-  const [magic, format, n, length] = new Uint32Array(bytes.buffer, bytes.byteOffset, 4);
-  if (magic !== MAGIC || format !== FORMAT) return null;
-  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(16, 16 + length)));
-  const width: number = header.width;
-  const body = 16 + ((length + 3) & ~3);
-  if (bytes.length !== body + (8 + width) * n) return null;
-  // Offsets in `bytes.buffer`.
-  const hiAt = bytes.byteOffset + body;
-  const at = hiAt + 8 * n;
+  const stored = readStored(blob);
+  if (stored === null) return null;
+  const { hi, lo, none } = stored;
+  const n = hi.length;
   let variant: Int32Array;
-  if (width === 4) {
-    variant = new Int32Array(bytes.buffer, at, n);
+  if (stored.variant instanceof Int32Array) {
+    variant = stored.variant;
   } else {
-    const stored = width === 1
-      ? new Uint8Array(bytes.buffer, at, n)
-      : new Uint16Array(bytes.buffer, at, n);
-    const none = width === 1 ? 0xff : 0xffff;
+    const positions = stored.variant;
     // A plain loop: `Int32Array.from` with a map function lists every value first (for 1.4 M
     // users, tenths of a second and tens of MB of garbage).
     variant = largeInt32Array(n);
-    for (let i = 0; i < n; i++) variant[i] = stored[i] === none ? -1 : stored[i];
+    for (let i = 0; i < n; i++) variant[i] = positions[i] === none ? -1 : positions[i];
   }
-  return {
-    rows: header.rows,
-    variants: header.variants,
-    dates: header.dates,
-    users: {
-      hi: new Uint32Array(bytes.buffer, hiAt, n),
-      lo: new Uint32Array(bytes.buffer, hiAt + 4 * n, n),
-      variant,
-    },
-  };
+  const { rows, variants, dates } = stored;
+  return { rows, variants, dates, users: { hi, lo, variant } };
 }
 
-/**
- * What changed from `previous` (the delivery with that ETag) to `current`: rows added (negative
- * when the file shrank), users not in the previous delivery, users in both whose variant differs
- * (a user seen in two variants in one of them and not the other counts), users gone, and the
- * dates before the previous delivery's last date whose row count differs (that last date itself
- * is expected to grow). `provisional_date` is left null here (the report judges it).
- */
-export function compareDeliveries(
-  previous: DeliverySummary,
-  current: DeliverySummary,
-  previousEtag: string,
-  previousDeliveredAt: string,
-): Changes {
-  const a = previous.users;
-  const b = current.users;
-  const nameA = (i: number) => a.variant[i] < 0 ? null : previous.variants[a.variant[i]];
-  const nameB = (j: number) => b.variant[j] < 0 ? null : current.variants[b.variant[j]];
+/** Users as `countChanges` reads them: sorted hashes, variant positions and their names. */
+interface ComparedUsers {
+  hi: Uint32Array;
+  lo: Uint32Array;
+  variant: StoredPositions;
+  /** The position of a user seen in two variants (negative ones are such users as well). */
+  none: number;
+  names: string[];
+}
+
+/** Users added, switched and vanished from `a` to `b`: one merge of the two sorted lists. */
+function countChanges(a: ComparedUsers, b: ComparedUsers) {
+  const nameA = (i: number) => {
+    const v = a.variant[i];
+    return v === a.none || v < 0 ? null : a.names[v];
+  };
+  const nameB = (j: number) => {
+    const v = b.variant[j];
+    return v === b.none || v < 0 ? null : b.names[v];
+  };
   let i = 0;
   let j = 0;
   let added = 0;
@@ -240,6 +283,55 @@ export function compareDeliveries(
   }
   vanished += a.hi.length - i;
   added += b.hi.length - j;
+  return { added, vanished, switched };
+}
+
+/**
+ * What changed from `previous` (the delivery with that ETag) to `current`: rows added (negative
+ * when the file shrank), users not in the previous delivery, users in both whose variant differs
+ * (a user seen in two variants in one of them and not the other counts), users gone, and the
+ * dates before the previous delivery's last date whose row count differs (that last date itself
+ * is expected to grow). `provisional_date` is left null here (the report judges it).
+ */
+export function compareDeliveries(
+  previous: DeliverySummary,
+  current: DeliverySummary,
+  previousEtag: string,
+  previousDeliveredAt: string,
+): Changes {
+  const a = { ...previous.users, none: -1, names: previous.variants };
+  return changesFrom(previous, a, current, previousEtag, previousDeliveredAt);
+}
+
+/**
+ * `compareDeliveries` with the previous delivery's summary still in its `blob`, read where it
+ * lies (the variant positions as stored, not widened); null when the blob is no summary.
+ */
+export function compareWithStored(
+  blob: Uint8Array,
+  current: DeliverySummary,
+  previousEtag: string,
+  previousDeliveredAt: string,
+): Changes | null {
+  const stored = readStored(blob);
+  if (stored === null) return null;
+  try {
+    const a = { ...stored, names: stored.variants };
+    return changesFrom(stored, a, current, previousEtag, previousDeliveredAt);
+  } finally {
+    releaseBuffers(stored.copy);
+  }
+}
+
+function changesFrom(
+  previous: Pick<DeliverySummary, "rows" | "dates">,
+  a: ComparedUsers,
+  current: DeliverySummary,
+  previousEtag: string,
+  previousDeliveredAt: string,
+): Changes {
+  const b = { ...current.users, none: -1, names: current.variants };
+  const { added, vanished, switched } = countChanges(a, b);
   const previousDates = Object.keys(previous.dates).sort();
   const last = previousDates[previousDates.length - 1] ?? "";
   const dates = [...new Set([...previousDates, ...Object.keys(current.dates)])].sort();

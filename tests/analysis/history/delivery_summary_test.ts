@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { aggregateCsv } from "../../../src/analysis/aggregate/aggregate.ts";
 import {
   compareDeliveries,
+  compareWithStored,
   decodeDeliverySummary,
   type DeliverySummary,
   deliverySummaryOf,
@@ -200,6 +201,48 @@ Deno.test("compareDeliveries reads variants by name, whatever their positions", 
   const changes = compareDeliveries(previous, current, "e", "t");
   assert.equal(changes.users_switched_variant, 0);
   assert.equal(changes.users_added, 1);
+});
+
+Deno.test("compareWithStored reads the previous summary in its blob, at every variant width", () => {
+  // Users 0..n of the previous delivery against users n/4..n + n/4 of the current one, with
+  // variants moved for every fifth, some users in two variants, in turn in one delivery or both.
+  const n = 2000;
+  const summaryWith = (count: number, from: number, shift: number): DeliverySummary => {
+    const ids = Array.from({ length: n }, (_, k) => from + k);
+    const users = ids.map((id) => ({
+      hi: (Math.imul(id, 2_654_435_761) >>> 0) & 0xffff_0000,
+      lo: id,
+      variant: id % 11 === shift ? -1 : (id + (id % 5 === 0 ? shift : 0)) % count,
+    })).sort((a, b) => a.hi - b.hi || a.lo - b.lo);
+    return {
+      rows: 3 * n + shift,
+      variants: Array.from({ length: count }, (_, i) => `v${count - i}`),
+      dates: { "2026-01-01": n, "2026-01-02": 2 * n + shift },
+      users: {
+        hi: Uint32Array.from(users, (u) => u.hi),
+        lo: Uint32Array.from(users, (u) => u.lo),
+        variant: Int32Array.from(users, (u) => u.variant),
+      },
+    };
+  };
+  for (const count of [3, 300, 70_000]) {
+    const previous = summaryWith(count, 0, 0);
+    const current = summaryWith(count, n / 4, 1);
+    const expected = compareDeliveries(previous, current, "e", "t");
+    assert.ok(expected.users_switched_variant > 0 && expected.users_added === n / 4);
+    const blob = encodeDeliverySummary(previous);
+    assert.deepEqual(compareWithStored(blob, current, "e", "t"), expected, `${count} variants`);
+    // At an odd offset: from an aligned copy, the same answer.
+    const shifted = new Uint8Array(blob.length + 1);
+    shifted.set(blob, 1);
+    assert.deepEqual(compareWithStored(shifted.subarray(1), current, "e", "t"), expected);
+  }
+  const blob = encodeDeliverySummary(summaryWith(3, 0, 0));
+  assert.equal(
+    compareWithStored(blob.subarray(0, blob.length - 1), summaryWith(3, 0, 1), "e", "t"),
+    null,
+  );
+  assert.equal(compareWithStored(new Uint8Array(64), summaryWith(3, 0, 1), "e", "t"), null);
 });
 
 Deno.test("a summary's dates, read from its header alone, choose the next run's days", async () => {
