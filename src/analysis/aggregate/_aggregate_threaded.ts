@@ -25,6 +25,7 @@ import { type BatchSink, type MetricKind, RowReader } from "./_row_reader.ts";
 import { summarize, type SummaryOptions, summaryOptions } from "./_summary.ts";
 import {
   DaysOutOfRange,
+  logBatch,
   type RecordLayout,
   recordLayout,
   releaseState,
@@ -32,6 +33,7 @@ import {
   UserTally,
 } from "./_user_tally.ts";
 import { releaseBuffers } from "../../buffers.ts";
+import { ValueLog } from "./_value_log.ts";
 import type { WorkerReply, WorkerRequest } from "./_user_worker.ts";
 import type { TallyWorkers } from "./tally_workers.ts";
 
@@ -117,6 +119,11 @@ class ThreadedRun {
   /** Batches back from the worker, to fill again. */
   readonly #spare: RowBatch[] = [];
   #inFlight = 0;
+  /**
+   * The value logs of the batches the worker added, logged here as they come back (the worker's
+   * tally keeps none: this thread waits for the worker otherwise); null until the worker starts.
+   */
+  #logs: (ValueLog | null)[] | null = null;
   #workerState: TallyState | null = null;
   #failure: Error | null = null;
   #wake: (() => void) | null = null;
@@ -203,6 +210,10 @@ class ThreadedRun {
       }
     }
     const state = this.#workerState ?? this.#tally!.state();
+    if (this.#workerState !== null) {
+      state.logs = this.#logs!.map((log) => log?.entries() ?? null);
+      this.#logs = null; // the summary frees them
+    }
     // Every batch is back (the worker answers its state after the last one): they go before the
     // summary, which is where a large run's memory peaks.
     this.#reader.release();
@@ -232,6 +243,8 @@ class ThreadedRun {
   }
 
   close(): void {
+    // A run that failed before its summary: the logs kept here go now.
+    for (const log of this.#logs?.splice(0) ?? []) if (log !== null) releaseState(log.entries());
     clearTimeout(this.#startTimer);
     this.#worker?.terminate();
     this.#worker = null;
@@ -267,6 +280,7 @@ class ThreadedRun {
   }
 
   #start(forcedConversion: Uint8Array): void {
+    this.#logs = Array.from(forcedConversion, () => new ValueLog());
     this.#worker!.postMessage(
       {
         type: "start",
@@ -275,6 +289,7 @@ class ThreadedRun {
         reserveBytes: this.#reserve,
         expectedUsers: this.#expected,
         narrowDays: this.#narrowDays,
+        logValues: false,
       } satisfies WorkerRequest,
     );
   }
@@ -296,6 +311,7 @@ class ThreadedRun {
       for (const batch of this.#waiting.splice(0)) this.#send(batch);
     } else if (reply.type === "batch") {
       this.#inFlight--;
+      logBatch(this.#logs!, reply.batch);
       this.#spare.push(reply.batch);
     } else if (reply.type === "state") {
       this.#workerState = reply.state;

@@ -17,6 +17,12 @@ export interface RowBatch {
   variant: Int32Array;
   /** Day number of each row's date (see `readDay`). */
   day: Int32Array;
+  /**
+   * Per row, written by the tally that adds the batch: the user's record, or -1 for a row it did
+   * not count (its user seen in two variants). The reading thread logs the values from it when
+   * the worker's tally leaves that to it (see `logBatch`).
+   */
+  record: Int32Array;
   /** Per row then metric column: the value, or NaN when the cell is empty or not read. */
   values: Float64Array;
   /** Per metric column: 1 while its cells were all numbers when the batch was handed over. */
@@ -33,8 +39,8 @@ export interface RowBatch {
  * `dimensions`). A large batch's arrays share one `largeBuffer` (see `buffers.ts`).
  */
 export function newBatch(rows: number, metrics: number, dimensions: boolean): RowBatch {
-  // In 32-bit words: ids, five per-row arrays, the values (two words each), the value ids.
-  const words = 13 * rows + 1 + 2 * rows * metrics + (dimensions ? rows * metrics : 0);
+  // In 32-bit words: ids, six per-row arrays, the values (two words each), the value ids.
+  const words = 14 * rows + 1 + 2 * rows * metrics + (dimensions ? rows * metrics : 0);
   const buffer = largeBuffer(4 * words + metrics);
   let at = 0;
   const next = (length: number) => {
@@ -48,6 +54,7 @@ export function newBatch(rows: number, metrics: number, dimensions: boolean): Ro
   const hash = next(rows);
   const variant = next(rows);
   const day = next(rows);
+  const record = next(rows);
   at = 8 * Math.ceil(at / 8);
   const values = new Float64Array(buffer, at, rows * metrics);
   at += 8 * rows * metrics;
@@ -60,6 +67,7 @@ export function newBatch(rows: number, metrics: number, dimensions: boolean): Ro
     hash,
     variant,
     day,
+    record,
     values,
     candidate: new Uint8Array(buffer, at, metrics),
     dims,
@@ -76,6 +84,7 @@ export function batchBuffers(batch: RowBatch): ArrayBuffer[] {
       batch.hash,
       batch.variant,
       batch.day,
+      batch.record,
       batch.values,
       batch.candidate,
       batch.dims,

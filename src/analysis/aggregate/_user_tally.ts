@@ -166,6 +166,27 @@ export function releaseState(state: TallyState | LogEntries): void {
   releaseBuffers(...state.keys, ...state.values);
 }
 
+/**
+ * Logs the values of `batch`, given back by a tally without logs of its own (see `UserTally`), in
+ * `logs` (one per metric column, null once the column turned out a dimension): what that tally's
+ * `add` would have logged, in the same order, from each row's `record`. The worker's tally leaves
+ * this to the reading thread, which waits for the worker otherwise.
+ */
+export function logBatch(logs: (ValueLog | null)[], batch: RowBatch): void {
+  const count = logs.length;
+  for (let k = 0; k < count; k++) if (batch.candidate[k] === 0) logs[k] = null;
+  const { record, day, values } = batch;
+  for (let r = 0; r < batch.size; r++) {
+    const user = record[r];
+    if (user < 0) continue;
+    for (let k = 0; k < count; k++) {
+      const x = values[r * count + k];
+      // Empty cells (NaN) and zeros are not logged.
+      if (x !== 0 && x === x) logs[k]?.append(user, day[r], x);
+    }
+  }
+}
+
 export class UserTally {
   readonly layout: RecordLayout;
   #excluded = 0;
@@ -177,6 +198,8 @@ export class UserTally {
    * `reserveBytes`: the user records' expected size, `expectedUsers` their expected number (see
    * `UserTable`; 0 when unknown); `spare`: an earlier table's memory, zeroed. With `narrowDays`,
    * day fields take 16 bits and `add` throws `DaysOutOfRange` for a day outside their span.
+   * Without `logValues`, the tally keeps no value logs (its state's `logs` are null): whoever
+   * reads the batches it gives back logs their values (`logBatch`, from each row's `record`).
    */
   constructor(
     forcedConversion: Uint8Array,
@@ -185,10 +208,11 @@ export class UserTally {
     expectedUsers = 0,
     spare: TableSpare = {},
     narrowDays = false,
+    logValues = true,
   ) {
     this.layout = recordLayout(forcedConversion, dimensions, narrowDays);
     this.#users = new UserTable(this.layout.words, reserveBytes, expectedUsers, spare);
-    this.#logs = Array.from(forcedConversion, () => new ValueLog());
+    this.#logs = Array.from(forcedConversion, () => logValues ? new ValueLog() : null);
   }
 
   /** Adds the batch's rows to their users, in order. */
@@ -197,7 +221,7 @@ export class UserTally {
     const count = layout.forcedConversion.length;
     for (let k = 0; k < count; k++) if (batch.candidate[k] === 0) this.#logs[k] = null;
     const users = this.#users;
-    const { ids, idStart, idLength, hash, variant, day, values } = batch;
+    const { ids, idStart, idLength, hash, variant, day, values, record: records } = batch;
     const dims = layout.dimWord[0] >= 0 ? batch.dims : null;
     const dimWord = layout.dimWord;
     const dimShift = layout.dimShift;
@@ -209,6 +233,7 @@ export class UserTally {
       users.warm(hash, idLength, from, to);
       for (let r = from; r < to; r++) {
         const record = users.lookup(ids, idStart[r], idLength[r], hash[r]);
+        records[r] = record;
         const first = dayLimit - day[r];
         if (first < 1 || first > dayMax) throw new DaysOutOfRange();
         const i32 = users.i32;
@@ -232,6 +257,7 @@ export class UserTally {
               i32[w + VARIANT_WORD] = EXCLUDED;
               this.#excluded++;
             }
+            records[r] = -1;
             continue;
           }
           if (first > days[firstDay]) days[firstDay] = first;

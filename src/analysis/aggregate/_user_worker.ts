@@ -23,6 +23,8 @@ export type WorkerRequest =
     expectedUsers: number;
     /** 16-bit day fields (see `RecordLayout`). */
     narrowDays: boolean;
+    /** Whether the tally logs the values itself (else the reading thread does, see `logBatch`). */
+    logValues: boolean;
   }
   | { type: "batch"; batch: RowBatch }
   | {
@@ -72,7 +74,8 @@ function takeSpare(): TableSpare {
 scope.onmessage = ({ data: request }) => {
   try {
     if (request.type === "start") {
-      const { forcedConversion, dimensions, reserveBytes, expectedUsers, narrowDays } = request;
+      const { forcedConversion, dimensions, reserveBytes, expectedUsers, narrowDays, logValues } =
+        request;
       const spare = takeSpare();
       tally = new UserTally(
         forcedConversion,
@@ -81,6 +84,7 @@ scope.onmessage = ({ data: request }) => {
         expectedUsers,
         spare,
         narrowDays,
+        logValues,
       );
     } else if (request.type === "batch") {
       tally!.add(request.batch);
