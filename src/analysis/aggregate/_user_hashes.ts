@@ -20,11 +20,44 @@ import { LARGE_BYTES, largeBuffer } from "../../buffers.ts";
  */
 export const SUMMARY_ROOM_BYTES = 64 * 1024;
 
-/** Users sorted by (hi, lo) as unsigned numbers; `variant[i]` is a position in the sorted variants, -1 for a user seen in two. */
+/** Variant positions as a summary keeps them: 1, 2 or 4 bytes each, by `positionWidth`. */
+export type VariantPositions = Uint8Array | Uint16Array | Int32Array;
+
+/**
+ * Users sorted by (hi, lo) as unsigned numbers; `variant[i]` is a position in the sorted variants,
+ * `none` for a user seen in two.
+ */
 export interface UserHashes {
   hi: Uint32Array;
   lo: Uint32Array;
-  variant: Int32Array;
+  /** `positionWidth(variants)` bytes a position, as the stored summary keeps them. */
+  variant: VariantPositions;
+  /** The position of a user seen in two variants (`noPosition`). */
+  none: number;
+}
+
+/** Bytes a variant position takes with `variants` variants (the width's largest value is `none`). */
+export function positionWidth(variants: number): 1 | 2 | 4 {
+  return variants < 0xff ? 1 : variants < 0xffff ? 2 : 4;
+}
+
+/** The position of a user seen in two variants, at `width` bytes a position. */
+export function noPosition(width: number): number {
+  return width === 1 ? 0xff : width === 2 ? 0xffff : -1;
+}
+
+/** `n` positions of `width` bytes from byte `at` of `buffer`. */
+export function positionsIn(
+  buffer: ArrayBufferLike,
+  at: number,
+  n: number,
+  width: number,
+): VariantPositions {
+  return width === 1
+    ? new Uint8Array(buffer, at, n)
+    : width === 2
+    ? new Uint16Array(buffer, at, n)
+    : new Int32Array(buffer, at, n);
 }
 
 const SEED_HI = 0x2f9e_1a3b;
@@ -61,13 +94,16 @@ export function userHashes(
   position: Int32Array,
 ): UserHashes {
   const n = tally.users;
+  const width = positionWidth(position.length);
+  const none = noPosition(width);
   // One large buffer for the three (see `buffers.ts`): releasing one of them frees it. A large
   // one leaves room before them for the stored summary's head (pages never written cost nothing).
-  const room = 12 * n >= LARGE_BYTES ? SUMMARY_ROOM_BYTES : 0;
-  const buffer = largeBuffer(room + 12 * n);
+  const size = (8 + width) * n;
+  const room = size >= LARGE_BYTES ? SUMMARY_ROOM_BYTES : 0;
+  const buffer = largeBuffer(room + size);
   const hi = new Uint32Array(buffer, room, n);
   const lo = new Uint32Array(buffer, room + 4 * n, n);
-  const variant = new Int32Array(buffer, room + 8 * n, n);
+  const variant = positionsIn(buffer, room + 8 * n, n, width);
   const words = layout.words;
   const i32 = new Int32Array(tally.arena);
   let i = 0;
@@ -78,11 +114,11 @@ export function userHashes(
     hi[i] = murmurWords(i32, w + words, count, length, SEED_HI);
     lo[i] = murmurWords(i32, w + words, count, length, SEED_LO);
     const v = i32[w + VARIANT_WORD];
-    variant[i] = v === EXCLUDED ? -1 : position[v];
+    variant[i] = v === EXCLUDED ? none : position[v];
     i++;
   }
   sortByHash(hi, lo, variant);
-  return { hi, lo, variant };
+  return { hi, lo, variant, none };
 }
 
 /**
@@ -93,7 +129,7 @@ export function userHashes(
  * next byte the same way (in the cache by then: a 256th of the users), until a bucket is short
  * enough to be sorted by comparison (random hashes: after two bytes).
  */
-export function sortByHash(hi: Uint32Array, lo: Uint32Array, variant: Int32Array): void {
+export function sortByHash(hi: Uint32Array, lo: Uint32Array, variant: VariantPositions): void {
   const n = hi.length;
   if (n <= SMALL_SORT) sortFew(hi, lo, variant, 0, n);
   else sortBucket(hi, lo, variant, 0, n, 0);
@@ -113,7 +149,7 @@ const digitEnd = Array.from({ length: 8 }, () => new Int32Array(256));
 function sortBucket(
   hi: Uint32Array,
   lo: Uint32Array,
-  variant: Int32Array,
+  variant: VariantPositions,
   from: number,
   to: number,
   digit: number,
@@ -176,7 +212,7 @@ const SMALL_SORT = 512;
 function sortFew(
   hi: Uint32Array,
   lo: Uint32Array,
-  variant: Int32Array,
+  variant: VariantPositions,
   from: number,
   to: number,
 ): void {

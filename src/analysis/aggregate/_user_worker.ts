@@ -1,6 +1,8 @@
 /**
  * The worker side of `aggregateThreaded`: keeps a `UserTally` of every user, adds each batch it is
- * sent to it and sends the batch back for reuse, and at the end sends the tally's state.
+ * sent to it and sends the batch back for reuse (each row's record written in it, from which the
+ * reading thread logs the values when the tally does not, see `logBatch`), and at the end sends
+ * the tally's state.
  *
  * A worker kept for the next run (see `TallyWorkers`) may also keep its table's memory (`finish`
  * says whether): the slots stay here at the end, and the records come back from the reading

@@ -12,8 +12,14 @@
  * next delivery then reports no changes rather than wrong ones).
  */
 import type { Aggregate, UserHashes } from "../aggregate/aggregate_types.ts";
+import {
+  noPosition,
+  positionsIn,
+  positionWidth,
+  type VariantPositions,
+} from "../aggregate/_user_hashes.ts";
 import type { DeliverySummaryRepo, DeliverySummaryRow } from "../../db/control_plane.ts";
-import { largeInt32Array, largeUint8Array, releaseBuffers } from "../../buffers.ts";
+import { largeUint8Array, releaseBuffers } from "../../buffers.ts";
 
 /** A delivery as the next one is compared with it. */
 export interface DeliverySummary {
@@ -59,16 +65,15 @@ export function deliverySummaryOf(aggregate: Aggregate): DeliverySummary {
 
 /**
  * The blob of a summary. When the users' hashes lie in one buffer as `userHashes` leaves those of
- * a large delivery (hi, lo and variants in a row, with room before them for the head), the blob
- * is written around them in that buffer: it shares their memory (releasing either frees both)
- * and `summary.users.variant` is no longer readable (the variants are narrowed where they are).
- * Otherwise it is a new `largeBuffer`, and the summary stays as it was. Either way the caller
- * may release the blob once stored.
+ * a large delivery (hi, lo and the positions in a row, with room before them for the head), the
+ * blob is written around them in that buffer: it shares their memory (releasing either frees
+ * both), and the summary stays readable. Otherwise it is a new `largeBuffer`. Either way the
+ * caller may release the blob once stored.
  */
 export function encodeDeliverySummary(summary: DeliverySummary): Uint8Array {
-  const { hi, lo, variant } = summary.users;
+  const { hi, lo, variant, none } = summary.users;
   const n = hi.length;
-  const width = summary.variants.length < 0xff ? 1 : summary.variants.length < 0xffff ? 2 : 4;
+  const width = positionWidth(summary.variants.length);
   const header = new TextEncoder().encode(JSON.stringify({
     rows: summary.rows,
     variants: summary.variants,
@@ -79,7 +84,8 @@ export function encodeDeliverySummary(summary: DeliverySummary): Uint8Array {
   const size = body + 8 * n + width * n;
   const inPlace = n > 0 && hi.byteOffset >= body && lo.buffer === hi.buffer &&
     variant.buffer === hi.buffer && lo.byteOffset === hi.byteOffset + 4 * n &&
-    variant.byteOffset === hi.byteOffset + 8 * n;
+    variant.byteOffset === hi.byteOffset + 8 * n && variant.BYTES_PER_ELEMENT === width &&
+    none === noPosition(width);
   const blob = inPlace
     ? new Uint8Array(hi.buffer, hi.byteOffset - body, size)
     : largeUint8Array(size);
@@ -91,20 +97,11 @@ export function encodeDeliverySummary(summary: DeliverySummary): Uint8Array {
   if (!inPlace) {
     new Uint32Array(blob.buffer, start + body, n).set(hi);
     new Uint32Array(blob.buffer, start + body + 4 * n, n).set(lo);
-  }
-  const at = start + body + 8 * n;
-  if (width === 4) {
-    if (!inPlace) new Int32Array(blob.buffer, at, n).set(variant);
-  } else {
-    // In place, value i is read before it is written, and is written no further than where it
-    // was read: the narrower values fill the start of the wider ones' place.
-    const out = width === 1
-      ? new Uint8Array(blob.buffer, at, n)
-      : new Uint16Array(blob.buffer, at, n);
-    const none = width === 1 ? 0xff : 0xffff;
+    const out = positionsIn(blob.buffer, start + body + 8 * n, n, width);
+    const stored = noPosition(width);
     for (let i = 0; i < n; i++) {
       const v = variant[i];
-      out[i] = v < 0 ? none : v;
+      out[i] = v === none ? stored : v;
     }
   }
   return blob;
@@ -155,9 +152,6 @@ function summaryHead(blob: Uint8Array): DataView | null {
   return magic === MAGIC && format === FORMAT ? head : null;
 }
 
-/** Variant positions as stored: `width` bytes each (see the blob's layout above). */
-type StoredPositions = Uint8Array | Uint16Array | Int32Array;
-
 /** A summary as it lies in its blob: the header, the hashes, the variant positions as stored. */
 interface StoredSummary {
   rows: number;
@@ -165,7 +159,7 @@ interface StoredSummary {
   dates: Record<string, number>;
   hi: Uint32Array;
   lo: Uint32Array;
-  variant: StoredPositions;
+  variant: VariantPositions;
   /** The stored position of a user seen in two variants. */
   none: number;
   /** The aligned copy the arrays are views of, when the blob had to be copied (else null). */
@@ -207,60 +201,36 @@ function readStored(blob: Uint8Array): StoredSummary | null {
     dates: header.dates,
     hi: new Uint32Array(bytes.buffer, hiAt, n),
     lo: new Uint32Array(bytes.buffer, hiAt + 4 * n, n),
-    variant: width === 1
-      ? new Uint8Array(bytes.buffer, at, n)
-      : width === 2
-      ? new Uint16Array(bytes.buffer, at, n)
-      : new Int32Array(bytes.buffer, at, n),
-    none: width === 1 ? 0xff : width === 2 ? 0xffff : -1,
+    variant: positionsIn(bytes.buffer, at, n, width),
+    none: noPosition(width),
     copy,
   };
 }
 
 /**
- * The summary in `blob`, or null when it is not one of this format. The hashes are views of
- * `blob`'s buffer when it starts at a multiple of 4 bytes (as the repositories' blobs do), else of
- * an aligned copy; the variants are an array of their own unless stored 32 bits wide. The caller
- * releases `blob` and `users.variant` (and `users.hi`, for a copy) when done with the summary.
+ * The summary in `blob`, or null when it is not one of this format: views of `blob`'s buffer when
+ * it starts at a multiple of 4 bytes (as the repositories' blobs do), else of an aligned copy (the
+ * caller then releases `users.hi` as well as `blob` when done).
  */
 export function decodeDeliverySummary(blob: Uint8Array): DeliverySummary | null {
   const stored = readStored(blob);
   if (stored === null) return null;
-  const { hi, lo, none } = stored;
-  const n = hi.length;
-  let variant: Int32Array;
-  if (stored.variant instanceof Int32Array) {
-    variant = stored.variant;
-  } else {
-    const positions = stored.variant;
-    // A plain loop: `Int32Array.from` with a map function lists every value first (for 1.4 M
-    // users, tenths of a second and tens of MB of garbage).
-    variant = largeInt32Array(n);
-    for (let i = 0; i < n; i++) variant[i] = positions[i] === none ? -1 : positions[i];
-  }
-  const { rows, variants, dates } = stored;
-  return { rows, variants, dates, users: { hi, lo, variant } };
+  const { rows, variants, dates, hi, lo, variant, none } = stored;
+  return { rows, variants, dates, users: { hi, lo, variant, none } };
 }
 
-/** Users as `countChanges` reads them: sorted hashes, variant positions and their names. */
-interface ComparedUsers {
-  hi: Uint32Array;
-  lo: Uint32Array;
-  variant: StoredPositions;
-  /** The position of a user seen in two variants (negative ones are such users as well). */
-  none: number;
-  names: string[];
-}
+/** Users as `countChanges` reads them: their hashes, positions and the variants' names. */
+type ComparedUsers = UserHashes & { names: string[] };
 
 /** Users added, switched and vanished from `a` to `b`: one merge of the two sorted lists. */
 function countChanges(a: ComparedUsers, b: ComparedUsers) {
   const nameA = (i: number) => {
     const v = a.variant[i];
-    return v === a.none || v < 0 ? null : a.names[v];
+    return v === a.none ? null : a.names[v];
   };
   const nameB = (j: number) => {
     const v = b.variant[j];
-    return v === b.none || v < 0 ? null : b.names[v];
+    return v === b.none ? null : b.names[v];
   };
   let i = 0;
   let j = 0;
@@ -299,7 +269,7 @@ export function compareDeliveries(
   previousEtag: string,
   previousDeliveredAt: string,
 ): Changes {
-  const a = { ...previous.users, none: -1, names: previous.variants };
+  const a = { ...previous.users, names: previous.variants };
   return changesFrom(previous, a, current, previousEtag, previousDeliveredAt);
 }
 
@@ -330,7 +300,7 @@ function changesFrom(
   previousEtag: string,
   previousDeliveredAt: string,
 ): Changes {
-  const b = { ...current.users, none: -1, names: current.variants };
+  const b = { ...current.users, names: current.variants };
   const { added, vanished, switched } = countChanges(a, b);
   const previousDates = Object.keys(previous.dates).sort();
   const last = previousDates[previousDates.length - 1] ?? "";

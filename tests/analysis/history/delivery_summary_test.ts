@@ -15,6 +15,7 @@ import { runAggregation } from "../../../src/analysis/upload_followers.ts";
 import { validateSettings } from "../../../src/analysis/settings.ts";
 import { datesFitNarrowDays } from "../../../src/analysis/aggregate/aggregate.ts";
 import { withSqlite } from "../../db/_control_planes.ts";
+import type { UserHashes } from "../../../src/analysis/aggregate/aggregate_types.ts";
 
 async function summaryOf(text: string): Promise<DeliverySummary> {
   const bytes = new TextEncoder().encode(text);
@@ -29,7 +30,9 @@ Deno.test("a delivery summary survives its blob, a user in two variants included
     HEADER + "u1,A,2026-01-01,1\nu2,B,2026-01-01,0\nu2,A,2026-01-02,0\nu3,B,2026-01-02,1\n",
   );
   assert.deepEqual(summary.dates, { "2026-01-01": 2, "2026-01-02": 2 });
-  assert.deepEqual([...summary.users.variant].sort(), [-1, 0, 1]);
+  // Positions in one byte each, 0xff for a user seen in two variants.
+  assert.equal(summary.users.none, 0xff);
+  assert.deepEqual([...summary.users.variant].sort((a, b) => a - b), [0, 1, 0xff]);
   const blob = encodeDeliverySummary(summary);
   // 16 header bytes, the JSON header padded to 4, then 9 bytes a user.
   assert.equal(blob.length % 4, (3 * 9) % 4);
@@ -66,30 +69,54 @@ Deno.test("a delivery summary stores variant positions in 2 bytes past 254 varia
     users: {
       hi: Uint32Array.from([1, 2, 3]),
       lo: Uint32Array.from([0, 0, 0]),
-      variant: Int32Array.from([299, -1, 255]),
+      variant: Uint16Array.from([299, 0xffff, 255]),
+      none: 0xffff,
     },
   };
   const blob = encodeDeliverySummary(summary);
   assert.deepEqual(decodeDeliverySummary(blob), summary);
+  // Positions of another width (as a test or an older caller may hold them) are stored the same.
+  const wide = {
+    ...summary,
+    users: { ...summary.users, variant: Int32Array.from([299, -1, 255]), none: -1 },
+  };
+  assert.deepEqual(encodeDeliverySummary(wide), blob);
 });
 
 /** `summary` with its users' arrays copied into a buffer of their own each (encoded by copy). */
 function cloned(summary: DeliverySummary): DeliverySummary {
-  const { hi, lo, variant } = summary.users;
-  return { ...summary, users: { hi: hi.slice(), lo: lo.slice(), variant: variant.slice() } };
+  const { hi, lo, variant, none } = summary.users;
+  return { ...summary, users: { hi: hi.slice(), lo: lo.slice(), variant: variant.slice(), none } };
 }
 
-/** Users' hashes laid out as `userHashes` lays out a large delivery's: room, hi, lo, variants. */
+/** Users' hashes laid out as `userHashes` lays out a large delivery's: room, hi, lo, positions. */
 function withRoom(summary: DeliverySummary, room: number): DeliverySummary {
   const n = summary.users.hi.length;
-  const buffer = new ArrayBuffer(room + 12 * n);
+  const width = summary.users.variant.BYTES_PER_ELEMENT;
+  const buffer = new ArrayBuffer(room + (8 + width) * n);
   const hi = new Uint32Array(buffer, room, n);
   const lo = new Uint32Array(buffer, room + 4 * n, n);
-  const variant = new Int32Array(buffer, room + 8 * n, n);
+  const variant = width === 1
+    ? new Uint8Array(buffer, room + 8 * n, n)
+    : width === 2
+    ? new Uint16Array(buffer, room + 8 * n, n)
+    : new Int32Array(buffer, room + 8 * n, n);
   hi.set(summary.users.hi);
   lo.set(summary.users.lo);
   variant.set(summary.users.variant);
-  return { ...summary, users: { hi, lo, variant } };
+  return { ...summary, users: { hi, lo, variant, none: summary.users.none } };
+}
+
+/** Positions of `width` bytes, `none` where `values` holds -1. */
+function positions(width: number, values: number[]): UserHashes {
+  const none = width === 1 ? 0xff : width === 2 ? 0xffff : -1;
+  const mapped = values.map((v) => v < 0 ? none : v);
+  const variant = width === 1
+    ? Uint8Array.from(mapped)
+    : width === 2
+    ? Uint16Array.from(mapped)
+    : Int32Array.from(mapped);
+  return { hi: new Uint32Array(0), lo: new Uint32Array(0), variant, none };
 }
 
 Deno.test("a large delivery's summary is encoded around its hashes, the same bytes as a copy", async () => {
@@ -112,7 +139,7 @@ Deno.test("a large delivery's summary is encoded around its hashes, the same byt
   assert.deepEqual(blob, expected);
   const decoded = decodeDeliverySummary(blob)!;
   assert.equal(decoded.users.hi.length, users);
-  assert.deepEqual(decoded.users.variant.filter((v) => v < 0).length, 1);
+  assert.equal(decoded.users.variant.filter((v) => v === decoded.users.none).length, 1);
   assert.deepEqual(decodeDeliverySummary(expected), decoded);
 });
 
@@ -125,9 +152,12 @@ Deno.test("a summary is encoded in place at every variant width, or copied when 
       variants,
       dates: { "2026-01-01": n, "2026-01-02": n },
       users: {
+        ...positions(
+          count < 0xff ? 1 : count < 0xffff ? 2 : 4,
+          Array.from({ length: n }, (_, i) => i % 7 === 0 ? -1 : (i * 31) % count),
+        ),
         hi: Uint32Array.from({ length: n }, (_, i) => i * 4_000_000),
         lo: Uint32Array.from({ length: n }, (_, i) => (i * 2_654_435_761) >>> 0),
-        variant: Int32Array.from({ length: n }, (_, i) => i % 7 === 0 ? -1 : (i * 31) % count),
       },
     };
     const expected = encodeDeliverySummary(cloned(summary));
@@ -137,12 +167,13 @@ Deno.test("a summary is encoded in place at every variant width, or copied when 
     assert.equal(blob.buffer, roomy.users.hi.buffer, `${count} variants: in place`);
     assert.deepEqual(blob, expected, `${count} variants`);
     assert.deepEqual(decodeDeliverySummary(blob), decodeDeliverySummary(expected));
-    // Room for less than the head: a copy, and the summary is left as it was.
+    // Room for less than the head: a copy.
     const cramped = withRoom(summary, 16);
     const copy = encodeDeliverySummary(cramped);
     assert.notEqual(copy.buffer, cramped.users.hi.buffer, `${count} variants: copied`);
     assert.deepEqual(copy, expected);
-    assert.deepEqual(cramped.users.variant, summary.users.variant);
+    // Either way the summary stays readable.
+    assert.deepEqual(roomy.users.variant, summary.users.variant);
   }
 });
 
@@ -219,9 +250,9 @@ Deno.test("compareWithStored reads the previous summary in its blob, at every va
       variants: Array.from({ length: count }, (_, i) => `v${count - i}`),
       dates: { "2026-01-01": n, "2026-01-02": 2 * n + shift },
       users: {
+        ...positions(count < 0xff ? 1 : count < 0xffff ? 2 : 4, users.map((u) => u.variant)),
         hi: Uint32Array.from(users, (u) => u.hi),
         lo: Uint32Array.from(users, (u) => u.lo),
-        variant: Int32Array.from(users, (u) => u.variant),
       },
     };
   };
@@ -284,7 +315,8 @@ Deno.test("a run reads only the head of the last summary, as far as its header e
       users: {
         hi: Uint32Array.from({ length: n }, (_, i) => i),
         lo: new Uint32Array(n),
-        variant: Int32Array.from({ length: n }, (_, i) => i % 2),
+        variant: Uint8Array.from({ length: n }, (_, i) => i % 2),
+        none: 0xff,
       },
     };
     for (const [name, days] of [["short", { "2026-01-01": 3 }], ["long", dates]] as const) {
