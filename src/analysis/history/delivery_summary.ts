@@ -12,12 +12,7 @@
  * next delivery then reports no changes rather than wrong ones).
  */
 import type { Aggregate, UserHashes } from "../aggregate/aggregate_types.ts";
-import {
-  noPosition,
-  positionsIn,
-  positionWidth,
-  type VariantPositions,
-} from "../aggregate/_user_hashes.ts";
+import { noPosition, positionsIn, positionWidth } from "../aggregate/_user_hashes.ts";
 import type { DeliverySummaryRepo, DeliverySummaryRow } from "../../db/control_plane.ts";
 import { largeUint8Array, releaseBuffers } from "../../buffers.ts";
 
@@ -152,25 +147,13 @@ function summaryHead(blob: Uint8Array): DataView | null {
   return magic === MAGIC && format === FORMAT ? head : null;
 }
 
-/** A summary as it lies in its blob: the header, the hashes, the variant positions as stored. */
-interface StoredSummary {
-  rows: number;
-  variants: string[];
-  dates: Record<string, number>;
-  hi: Uint32Array;
-  lo: Uint32Array;
-  variant: VariantPositions;
-  /** The stored position of a user seen in two variants. */
-  none: number;
-  /** The aligned copy the arrays are views of, when the blob had to be copied (else null). */
-  copy: Uint8Array | null;
-}
-
 /**
- * The summary in `blob`, read where it lies when it starts at a multiple of 4 bytes (as the
- * repositories' blobs do), else in an aligned copy; null when it is not one of this format.
+ * The summary in `blob`, or null when it is not one of this format: views of `blob`'s buffer when
+ * it starts at a multiple of 4 bytes (as the repositories' blobs do), else of an aligned copy (the
+ * caller then releases `users.hi` as well as `blob` when done). The variant positions are read as
+ * stored (`width` bytes each).
  */
-function readStored(blob: Uint8Array): StoredSummary | null {
+export function decodeDeliverySummary(blob: Uint8Array): DeliverySummary | null {
   if (summaryHead(blob) === null) return null;
   let bytes = blob;
   let copy: Uint8Array | null = null;
@@ -194,49 +177,48 @@ function readStored(blob: Uint8Array): StoredSummary | null {
   }
   // Offsets in `bytes.buffer`.
   const hiAt = bytes.byteOffset + body;
-  const at = hiAt + 8 * n;
   return {
     rows: header.rows,
     variants: header.variants,
     dates: header.dates,
-    hi: new Uint32Array(bytes.buffer, hiAt, n),
-    lo: new Uint32Array(bytes.buffer, hiAt + 4 * n, n),
-    variant: positionsIn(bytes.buffer, at, n, width),
-    none: noPosition(width),
-    copy,
+    users: {
+      hi: new Uint32Array(bytes.buffer, hiAt, n),
+      lo: new Uint32Array(bytes.buffer, hiAt + 4 * n, n),
+      variant: positionsIn(bytes.buffer, hiAt + 8 * n, n, width),
+      none: noPosition(width),
+    },
   };
 }
 
 /**
- * The summary in `blob`, or null when it is not one of this format: views of `blob`'s buffer when
- * it starts at a multiple of 4 bytes (as the repositories' blobs do), else of an aligned copy (the
- * caller then releases `users.hi` as well as `blob` when done).
+ * What changed from `previous` (the delivery with that ETag) to `current`: rows added (negative
+ * when the file shrank), users not in the previous delivery, users in both whose variant differs
+ * (a user seen in two variants in one of them and not the other counts), users gone, and the
+ * dates before the previous delivery's last date whose row count differs (that last date itself
+ * is expected to grow). `provisional_date` is left null here (the report judges it).
  */
-export function decodeDeliverySummary(blob: Uint8Array): DeliverySummary | null {
-  const stored = readStored(blob);
-  if (stored === null) return null;
-  const { rows, variants, dates, hi, lo, variant, none } = stored;
-  return { rows, variants, dates, users: { hi, lo, variant, none } };
-}
-
-/** Users as `countChanges` reads them: their hashes, positions and the variants' names. */
-type ComparedUsers = UserHashes & { names: string[] };
-
-/** Users added, switched and vanished from `a` to `b`: one merge of the two sorted lists. */
-function countChanges(a: ComparedUsers, b: ComparedUsers) {
+export function compareDeliveries(
+  previous: DeliverySummary,
+  current: DeliverySummary,
+  previousEtag: string,
+  previousDeliveredAt: string,
+): Changes {
+  const a = previous.users;
+  const b = current.users;
   const nameA = (i: number) => {
     const v = a.variant[i];
-    return v === a.none ? null : a.names[v];
+    return v === a.none ? null : previous.variants[v];
   };
   const nameB = (j: number) => {
     const v = b.variant[j];
-    return v === b.none ? null : b.names[v];
+    return v === b.none ? null : current.variants[v];
   };
   let i = 0;
   let j = 0;
   let added = 0;
   let vanished = 0;
   let switched = 0;
+  // One merge of the two sorted lists.
   while (i < a.hi.length && j < b.hi.length) {
     const order = a.hi[i] - b.hi[j] || a.lo[i] - b.lo[j];
     if (order === 0) {
@@ -253,55 +235,6 @@ function countChanges(a: ComparedUsers, b: ComparedUsers) {
   }
   vanished += a.hi.length - i;
   added += b.hi.length - j;
-  return { added, vanished, switched };
-}
-
-/**
- * What changed from `previous` (the delivery with that ETag) to `current`: rows added (negative
- * when the file shrank), users not in the previous delivery, users in both whose variant differs
- * (a user seen in two variants in one of them and not the other counts), users gone, and the
- * dates before the previous delivery's last date whose row count differs (that last date itself
- * is expected to grow). `provisional_date` is left null here (the report judges it).
- */
-export function compareDeliveries(
-  previous: DeliverySummary,
-  current: DeliverySummary,
-  previousEtag: string,
-  previousDeliveredAt: string,
-): Changes {
-  const a = { ...previous.users, names: previous.variants };
-  return changesFrom(previous, a, current, previousEtag, previousDeliveredAt);
-}
-
-/**
- * `compareDeliveries` with the previous delivery's summary still in its `blob`, read where it
- * lies (the variant positions as stored, not widened); null when the blob is no summary.
- */
-export function compareWithStored(
-  blob: Uint8Array,
-  current: DeliverySummary,
-  previousEtag: string,
-  previousDeliveredAt: string,
-): Changes | null {
-  const stored = readStored(blob);
-  if (stored === null) return null;
-  try {
-    const a = { ...stored, names: stored.variants };
-    return changesFrom(stored, a, current, previousEtag, previousDeliveredAt);
-  } finally {
-    releaseBuffers(stored.copy);
-  }
-}
-
-function changesFrom(
-  previous: Pick<DeliverySummary, "rows" | "dates">,
-  a: ComparedUsers,
-  current: DeliverySummary,
-  previousEtag: string,
-  previousDeliveredAt: string,
-): Changes {
-  const b = { ...current.users, names: current.variants };
-  const { added, vanished, switched } = countChanges(a, b);
   const previousDates = Object.keys(previous.dates).sort();
   const last = previousDates[previousDates.length - 1] ?? "";
   const dates = [...new Set([...previousDates, ...Object.keys(current.dates)])].sort();
@@ -318,4 +251,24 @@ function changesFrom(
     restated_dates: restated,
     provisional_date: null,
   };
+}
+
+/**
+ * `compareDeliveries` with the previous delivery's summary still in its `blob`, read where it lies
+ * (`decodeDeliverySummary`); null when the blob is no summary.
+ */
+export function compareWithStored(
+  blob: Uint8Array,
+  current: DeliverySummary,
+  previousEtag: string,
+  previousDeliveredAt: string,
+): Changes | null {
+  const previous = decodeDeliverySummary(blob);
+  if (previous === null) return null;
+  try {
+    return compareDeliveries(previous, current, previousEtag, previousDeliveredAt);
+  } finally {
+    // An aligned copy's (the blob's own buffer is the caller's).
+    if (previous.users.hi.buffer !== blob.buffer) releaseBuffers(previous.users.hi);
+  }
 }
