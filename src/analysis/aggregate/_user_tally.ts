@@ -167,10 +167,10 @@ export function releaseState(state: TallyState | LogEntries): void {
 }
 
 /**
- * Logs the values of `batch`, given back by a tally without logs of its own (see `UserTally`), in
- * `logs` (one per metric column, null once the column turned out a dimension): what that tally's
- * `add` would have logged, in the same order, from each row's `record`. The worker's tally leaves
- * this to the reading thread, which waits for the worker otherwise.
+ * Logs the non-zero values of `batch`, added by a tally (which wrote each row's `record`), in
+ * `logs` (one per metric column, null once the column turned out a dimension), in the order of the
+ * rows. A tally with logs of its own does it at the end of `add`; the worker's tally leaves it to
+ * the reading thread, which waits for the worker otherwise.
  */
 export function logBatch(logs: (ValueLog | null)[], batch: RowBatch): void {
   const count = logs.length;
@@ -191,7 +191,7 @@ export class UserTally {
   readonly layout: RecordLayout;
   #excluded = 0;
   readonly #users: UserTable;
-  readonly #logs: (ValueLog | null)[];
+  readonly #logs: (ValueLog | null)[] | null;
 
   /**
    * With `dimensions`, records keep each column's value id (batches must carry `dims`).
@@ -212,14 +212,13 @@ export class UserTally {
   ) {
     this.layout = recordLayout(forcedConversion, dimensions, narrowDays);
     this.#users = new UserTable(this.layout.words, reserveBytes, expectedUsers, spare);
-    this.#logs = Array.from(forcedConversion, () => logValues ? new ValueLog() : null);
+    this.#logs = logValues ? Array.from(forcedConversion, () => new ValueLog()) : null;
   }
 
-  /** Adds the batch's rows to their users, in order. */
+  /** Adds the batch's rows to their users, in order, and logs their values (see `logBatch`). */
   add(batch: RowBatch): void {
     const layout = this.layout;
     const count = layout.forcedConversion.length;
-    for (let k = 0; k < count; k++) if (batch.candidate[k] === 0) this.#logs[k] = null;
     const users = this.#users;
     const { ids, idStart, idLength, hash, variant, day, values, record: records } = batch;
     const dims = layout.dimWord[0] >= 0 ? batch.dims : null;
@@ -290,16 +289,16 @@ export class UserTally {
             const firstZero = d + layout.firstZeroAt[k];
             if (x === 0 && first > days[firstZero]) days[firstZero] = first;
           }
-          if (x !== 0) this.#logs[k]?.append(record, day[r], x);
         }
       }
     }
+    if (this.#logs !== null) logBatch(this.#logs, batch);
   }
 
   /** Frees the records, the table and the logs now (see `releaseBuffers`); the tally is done. */
   release(): void {
     this.#users.release();
-    for (const log of this.#logs) if (log !== null) releaseState(log.entries());
+    for (const log of this.#logs ?? []) if (log !== null) releaseState(log.entries());
   }
 
   /** Hands over the user table's slots (see `UserTable.takeSlots`); the tally is done with. */
@@ -314,7 +313,7 @@ export class UserTally {
       top: this.#users.top,
       users: this.#users.size,
       excluded: this.#excluded,
-      logs: this.#logs.map((log) => log?.entries() ?? null),
+      logs: Array.from(this.layout.forcedConversion, (_, k) => this.#logs?.[k]?.entries() ?? null),
     };
   }
 }
