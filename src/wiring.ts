@@ -103,9 +103,8 @@ export async function createService(
   const deliveries = new DeliveryHub({ log, catalog, db });
   // Only S3 needs grants: local upload URLs are PUT through this process, which delivers them.
   const grants = store.driver === "s3" ? new GrantRecorder({ db, log }) : undefined;
-  // The service's worker, kept warm between uploads and analyses in a row (an upload's checks,
-  // then its analysis, on one thread), and the aggregation's memory while another large
-  // analysis is on its way (an upload streams, or a large delivery waits).
+  // The aggregation's worker, kept between large analyses in a row, and their memory while
+  // another large analysis is on its way (an upload streams, or a large delivery waits).
   const tallyWorkers = new TallyWorkers(
     TALLY_WORKER_LINGER_MS,
     (): boolean => ingest.inProgress > 0 || analysis.largeWaiting(),
@@ -121,7 +120,6 @@ export async function createService(
     bodyMinBytesPerSecond: config.bodyMinBytesPerSecond,
     maxConcurrentUploads: config.maxConcurrentUploads,
     followers,
-    warmWorker: tallyWorkers,
   });
   const recorder = new LastUsedRecorder(db);
   const deps: AppDeps = {

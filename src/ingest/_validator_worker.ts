@@ -2,17 +2,13 @@
  * Worker side of `OffThreadValidator`: runs one `DatasetValidator` and one SHA-256 per upload id
  * and answers the first error or the summary with the hash. The bytes come either as batches
  * posted in order (each batch's buffer is handed back), or from a file that another thread is
- * still writing: a follow reads it as it grows until told its final size. A `drain` is answered
- * once every request before it was handled: nothing more of those sessions comes after it.
- *
- * Runs in the service's worker (`src/_worker.ts`), which hands it the requests that carry an id.
+ * still writing: a follow reads it as it grows until told its final size.
  */
 /// <reference lib="deno.worker" />
 import { createHash, type Hash } from "node:crypto";
 import { DatasetValidator, ValidationError } from "../pipeline/mod.ts";
 import { ApiError } from "../http/errors.ts";
 import type { ValidatorReply, ValidatorRequest } from "./off_thread_validator.ts";
-import { releaseBuffers } from "../buffers.ts";
 
 const validators = new Map<number, DatasetValidator | null>();
 const hashes = new Map<number, Hash>();
@@ -59,13 +55,8 @@ interface Follow {
 }
 
 const follows = new Map<number, Follow>();
-/**
- * One read buffer for every follow: each step validates and hashes it before the next read. Made
- * when following starts and dropped when no follow is left, so that a worker that goes on to an
- * analysis does not carry it.
- */
-let read: Uint8Array | null = null;
-const READ_BYTES = 1024 * 1024;
+/** One read buffer for every follow: each step validates and hashes it before the next read. */
+const READ = new Uint8Array(1024 * 1024);
 /** Work done between two turns of the event loop (which delivers ends, aborts, new uploads). */
 const SLICE_BYTES = 8 * 1024 * 1024;
 /** Longest pause between two looks at files that stopped growing. */
@@ -108,7 +99,7 @@ function step(follow: Follow): number {
   }
   let n: number | null;
   try {
-    n = follow.file.readSync(read!);
+    n = follow.file.readSync(READ);
   } catch (error) {
     stopFollow(follow);
     failure(id, error);
@@ -121,7 +112,7 @@ function step(follow: Follow): number {
     }
     return 0;
   }
-  const bytes = read!.subarray(0, n);
+  const bytes = READ.subarray(0, n);
   follow.offset += n;
   try {
     validators.get(id)!.push(bytes);
@@ -136,7 +127,6 @@ function step(follow: Follow): number {
 /** Reads every followed file as it grows, round robin, until none is left. */
 async function pump(): Promise<void> {
   pumping = true;
-  read ??= new Uint8Array(READ_BYTES);
   let idleMs = 1;
   let slice = 0;
   try {
@@ -169,8 +159,6 @@ async function pump(): Promise<void> {
     }
   } finally {
     pumping = false;
-    releaseBuffers(read);
-    read = null;
   }
 }
 
@@ -193,8 +181,8 @@ function follow(id: number, path: string): void {
 
 // ---------------------------------------------------------------------------------------------
 
-/** Handles one request of `OffThreadValidator`'s side. */
-export function onValidatorRequest(m: ValidatorRequest): void {
+self.onmessage = (event: MessageEvent<ValidatorRequest>) => {
+  const m = event.data;
   switch (m.type) {
     case "start":
       validators.set(m.id, new DatasetValidator());
@@ -232,8 +220,5 @@ export function onValidatorRequest(m: ValidatorRequest): void {
       hashes.delete(m.id);
       return;
     }
-    case "drain":
-      reply({ id: m.id, type: "drained" });
-      return;
   }
-}
+};

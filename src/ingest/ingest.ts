@@ -28,7 +28,6 @@ import { OffThreadValidator, ValidatorThread } from "./off_thread_validator.ts";
 import type { BatchPool } from "./receive.ts";
 import { receiveBody, receiveIntoFile, tooLargeError } from "./receive.ts";
 import { UploadSlots } from "./upload_slots.ts";
-import type { WarmWorker } from "../warm_worker.ts";
 
 /** The batch buffer of a body without a declared length, or declared this long or longer. */
 const BATCH_BYTES = 1024 * 1024;
@@ -65,11 +64,6 @@ export interface IngestOptions {
   maxConcurrentUploads: number;
   /** Where a piped upload's file is also read as it grows (the analysis, begun early). */
   followers?: UploadFollowers;
-  /**
-   * The service's warm worker, which checks uploads and then analyses them (see `WarmWorker`);
-   * default: a validator thread of its own.
-   */
-  warmWorker?: WarmWorker;
 }
 
 /**
@@ -182,13 +176,12 @@ export function checkDeclaredLength(req: Request, maxBytes: number): void {
 export class Ingest {
   readonly #o: IngestOptions;
   readonly #slots: UploadSlots;
-  readonly #validator: ValidatorThread;
+  readonly #validator = new ValidatorThread();
   #spooling = 0;
   #lastDone = -Infinity;
 
   constructor(options: IngestOptions) {
     this.#o = options;
-    this.#validator = new ValidatorThread(options.warmWorker);
     this.#slots = new UploadSlots(options.maxConcurrentUploads);
   }
 

@@ -8,16 +8,13 @@
 import type { ValidationSummary } from "../pipeline/mod.ts";
 import { ValidationError } from "../pipeline/mod.ts";
 import type { ErrorCode } from "../http/errors.ts";
-import { WarmWorker } from "../warm_worker.ts";
 
 export type ValidatorRequest =
   | { id: number; type: "start" }
   | { id: number; type: "follow"; path: string }
   | { id: number; type: "chunk"; buffer: ArrayBuffer; length: number }
   | { id: number; type: "finish"; size?: number }
-  | { id: number; type: "abort" }
-  /** Answered (`drained`) after every request before it: the sessions' last reply came. */
-  | { id: number; type: "drain" };
+  | { id: number; type: "abort" };
 
 export type ValidatorReply =
   | { id: number; type: "buffer"; buffer: ArrayBuffer }
@@ -29,8 +26,7 @@ export type ValidatorReply =
     /** The `ValidationError`'s line, when it names one. */
     line?: number | null;
   }
-  | { id: number; type: "summary"; summary: ValidationSummary; sha256: string }
-  | { id: number; type: "drained" };
+  | { id: number; type: "summary"; summary: ValidationSummary; sha256: string };
 
 /** What the worker answers at the end of a valid upload. */
 export interface OffThreadResult {
@@ -45,40 +41,36 @@ export interface Session {
   onSummary(result: OffThreadResult): void;
 }
 
-/**
- * How long the thread of a `ValidatorThread` without a `WarmWorker` of its own waits for the next
- * session once it has none (see `WarmWorker`).
- */
+/** A validator thread without sessions for this long ends (see `ValidatorThread`). */
 export const VALIDATOR_IDLE_MS = 1000;
 
 /**
- * The worker thread that validates and hashes uploads, one session per upload. It takes the
- * service's warm worker (`WarmWorker`: the one that ran the last analysis or upload) or starts
- * one, on first use; once no session is open, and the worker answered every request sent before
- * (`drain`), it hands the worker back. The analysis of a large upload, which starts at that
- * moment, then runs on the same thread rather than on a second one beside it (the runtime's
- * worker alone takes some 20 MB), and the next upload finds it warm. `stop()` ends the thread
- * (shutdown, tests); a later upload takes or starts another.
+ * A session of at least this many bytes ends its idle thread at once (see `ValidatorThread`):
+ * the analysis of that much data follows and wants the memory, and a restart costs a few ms.
+ */
+export const LARGE_SESSION_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The worker thread that validates and hashes uploads, one session per upload. Started on first
+ * use; `stop()` ends it (shutdown, tests) and a later upload starts a new one. It also ends once
+ * it had no session for `idleMs`: a thread that read a large upload keeps tens of MB of heap that
+ * an idle service would otherwise hold until the next one (starting it again costs a few ms).
+ * When a session that read `LARGE_SESSION_BYTES` or more closes and leaves it idle, it ends at
+ * once: the runtime's worker alone takes some 20 MB, and the analysis of a large delivery,
+ * which starts at that moment, reaches its peak memory within the next second.
  */
 export class ValidatorThread {
   #worker: Worker | null = null;
   #nextId = 1;
   readonly #sessions = new Map<number, Session>();
-  readonly #warm: WarmWorker;
-  /** Whether `#warm` is this thread's own (stopped with it), not the service's. */
-  readonly #ownsWarm: boolean;
-  /** The id of the `drain` sent last, whose answer hands the worker back; 0 when none is. */
-  #draining = 0;
-  /** A session closed before its summary (its batches may still come back) since the last drain. */
-  #unanswered = false;
+  readonly #idleMs: number;
+  #idleTimer: ReturnType<typeof setTimeout> | undefined;
 
-  /** `warm`: where the worker comes from and goes back to (default: one of its own). */
-  constructor(warm: WarmWorker | number = VALIDATOR_IDLE_MS) {
-    this.#ownsWarm = typeof warm === "number";
-    this.#warm = typeof warm === "number" ? new WarmWorker(warm) : warm;
+  constructor(idleMs = VALIDATOR_IDLE_MS) {
+    this.#idleMs = idleMs;
   }
 
-  /** True while the thread holds a worker (a session is open, or was a moment ago). */
+  /** True while the worker thread is up. */
   get running(): boolean {
     return this.#worker !== null;
   }
@@ -92,20 +84,19 @@ export class ValidatorThread {
   }
 
   /**
-   * Forgets a session; false when it was already gone. The last one hands the worker back: at
-   * once after its summary (the worker's last reply of it), else once the worker answered a
-   * `drain` (an aborted session's batches may still come back).
+   * Forgets a session; false when it was already gone. `bytes` is what the session read: a large
+   * one ends the thread at once if no other session is open.
    */
-  close(id: number, answered = false): boolean {
+  close(id: number, bytes = 0): boolean {
     const closed = this.#sessions.delete(id);
-    if (closed && !answered) this.#unanswered = true;
     if (this.#sessions.size > 0 || this.#worker === null) return closed;
-    if (!this.#unanswered) {
-      this.#handBack();
-      return closed;
+    if (bytes >= LARGE_SESSION_BYTES) this.#end();
+    else if (this.#idleTimer === undefined) {
+      this.#idleTimer = setTimeout(() => {
+        this.#idleTimer = undefined;
+        if (this.#sessions.size === 0) this.#end();
+      }, this.#idleMs);
     }
-    this.#draining = this.#nextId++;
-    this.#worker.postMessage({ id: this.#draining, type: "drain" } satisfies ValidatorRequest);
     return closed;
   }
 
@@ -114,62 +105,47 @@ export class ValidatorThread {
   }
 
   post(message: ValidatorRequest, transfer: Transferable[] = []): void {
-    // A worker that failed took its sessions with it: nothing to abort.
-    if (message.type === "abort" && this.#worker === null) return;
     this.#running().postMessage(message, transfer);
   }
 
   /** Ends the thread; sessions still open fail with an internal error. */
   stop(): void {
-    this.#draining = 0;
-    this.#unanswered = false;
-    if (this.#worker !== null) this.#warm.discard(this.#worker);
-    this.#worker = null;
-    if (this.#ownsWarm) this.#warm.stop();
+    this.#end();
     for (const session of this.#sessions.values()) {
       session.onError("internal_error", "The validator stopped");
     }
   }
 
+  /** Ends the worker thread (and its idle timer), if it runs. */
+  #end(): void {
+    clearTimeout(this.#idleTimer);
+    this.#idleTimer = undefined;
+    this.#worker?.terminate();
+    this.#worker = null;
+  }
+
   #running(): Worker {
-    this.#draining = 0;
+    clearTimeout(this.#idleTimer);
+    this.#idleTimer = undefined;
     if (this.#worker) return this.#worker;
-    const worker = this.#warm.take() ?? this.#warm.start();
-    worker.onmessage = (event: MessageEvent<ValidatorReply | { type: "ready" }>) => {
+    const worker = new Worker(new URL("./_validator_worker.ts", import.meta.url).href, {
+      type: "module",
+    });
+    worker.onmessage = (event: MessageEvent<ValidatorReply>) => {
       const m = event.data;
-      if (!("id" in m)) return; // a fresh worker's `ready`
-      if (m.type === "drained") {
-        if (m.id === this.#draining && this.#sessions.size === 0) this.#handBack();
-        return;
-      }
       const session = this.#sessions.get(m.id);
       if (!session) return;
       if (m.type === "buffer") session.onBuffer(m.buffer);
       else if (m.type === "error") session.onError(m.code, m.message, m.line);
       else session.onSummary({ summary: m.summary, sha256: m.sha256 });
     };
-    worker.onmessageerror = null;
     worker.onerror = (event) => {
       event.preventDefault();
-      // A worker that failed is not handed back.
-      if (this.#worker === worker) this.#worker = null;
-      this.#unanswered = false;
-      this.#warm.discard(worker);
       for (const session of this.#sessions.values()) {
         session.onError("internal_error", event.message);
       }
     };
     return this.#worker = worker;
-  }
-
-  /** Gives the worker, done with every session, back for the next taker. */
-  #handBack(): void {
-    const worker = this.#worker!;
-    this.#worker = null;
-    this.#draining = 0;
-    this.#unanswered = false;
-    worker.onerror = null;
-    this.#warm.keep(worker);
   }
 }
 
@@ -223,7 +199,7 @@ export class OffThreadValidator {
       },
       onSummary: (result) => {
         this.#resolve(result);
-        thread.close(this.#id, true);
+        thread.close(this.#id, result.summary.bytes);
       },
     });
     thread.post(

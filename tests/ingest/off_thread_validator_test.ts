@@ -3,11 +3,11 @@
  */
 import { assert, assertEquals, assertRejects } from "../_assert.ts";
 import { createHash } from "node:crypto";
-import { OffThreadValidator, ValidatorThread } from "../../src/ingest/off_thread_validator.ts";
-import { WarmWorker } from "../../src/warm_worker.ts";
-import { TallyWorkers } from "../../src/analysis/aggregate/tally_workers.ts";
-import { aggregateThreaded } from "../../src/analysis/aggregate/_aggregate_threaded.ts";
-import { CsvAggregator } from "../../src/analysis/aggregate/aggregate.ts";
+import {
+  LARGE_SESSION_BYTES,
+  OffThreadValidator,
+  ValidatorThread,
+} from "../../src/ingest/off_thread_validator.ts";
 import { ValidationError } from "../../src/pipeline/mod.ts";
 
 function csv(rows: number, badLine?: number): Uint8Array<ArrayBuffer> {
@@ -85,62 +85,44 @@ Deno.test("a follow reports the first bad line while the file is still being wri
   }
 });
 
-/** Waits (at most a second) until the thread has handed its worker back. */
-async function handedBack(thread: ValidatorThread): Promise<void> {
-  for (let i = 0; i < 100 && thread.running; i++) await new Promise((r) => setTimeout(r, 10));
-}
-
-Deno.test("the validator thread hands its worker back once its last session closed", async () => {
+Deno.test("the validator thread ends at once after a large session, and stays after a small one", async () => {
   const dir = await Deno.makeTempDir({ prefix: "abn-follow-" });
-  // A wait no test sees end: only the sessions decide when the worker goes back.
-  const warm = new WarmWorker(60_000);
-  const thread = new ValidatorThread(warm);
+  // An idle time no test waits for: only the size of the session can end the thread.
+  const thread = new ValidatorThread(60_000);
   try {
     const small = csv(1_000);
     const large = csv(600_000);
+    assert(large.length >= LARGE_SESSION_BYTES, `${large.length} bytes`);
     await Deno.writeFile(`${dir}/small.part`, small);
     await Deno.writeFile(`${dir}/large.part`, large);
     const follow = (name: string, size: number) =>
       OffThreadValidator.follow(thread, `${dir}/${name}`, () => {}).finish(size);
     assertEquals((await follow("small.part", small.length)).summary.rows, 1_000);
-    await handedBack(thread);
-    assert(!thread.running && warm.idle, "handed back after its session");
-    // The next session takes the waiting worker; another one beside it keeps it.
+    assert(thread.running, "kept after a small session");
+    // A large session beside another one: the thread stays while the other is open.
     const other = OffThreadValidator.follow(thread, `${dir}/small.part`, () => {});
-    assert(thread.running && !warm.idle, "taken by the next session");
     assertEquals((await follow("large.part", large.length)).summary.rows, 600_000);
-    await new Promise((r) => setTimeout(r, 50));
     assert(thread.running, "kept while another session is open");
     await other.finish(small.length);
-    await handedBack(thread);
-    assert(!thread.running && warm.idle, "handed back as the last session closed");
-    // Batches too; the worker that comes back is the one that waited.
-    const waiting = warm.take()!;
-    warm.keep(waiting);
+    assert(thread.running, "the small session that closed last keeps it");
+    assertEquals((await follow("large.part", large.length)).summary.rows, 600_000);
+    assert(!thread.running, "ended as the large session closed");
+    // Batches count too, and a later upload starts the thread again.
     const batches = new OffThreadValidator(thread, () => {});
     for (let at = 0; at < large.length; at += 1 << 20) {
       batches.push(large.slice(at, at + (1 << 20)));
     }
     assertEquals((await batches.finish()).summary.bytes, large.length);
-    await handedBack(thread);
-    const back = warm.take();
-    assert(back === waiting, "the same worker came back");
-    warm.keep(back!);
-    // An aborted session hands it back too.
-    OffThreadValidator.follow(thread, `${dir}/small.part`, () => {}).abort();
-    await handedBack(thread);
-    assert(!thread.running && warm.idle, "handed back after an abort");
+    assert(!thread.running, "ended after a large session of batches");
   } finally {
     thread.stop();
-    warm.stop();
     await Deno.remove(dir, { recursive: true });
   }
 });
 
-Deno.test("the validator thread's worker ends once it waited its time, and a later upload starts one", async () => {
+Deno.test("the validator thread ends once idle, and a later upload starts it again", async () => {
   const dir = await Deno.makeTempDir({ prefix: "abn-follow-" });
-  const warm = new WarmWorker(50);
-  const thread = new ValidatorThread(warm);
+  const thread = new ValidatorThread(50);
   try {
     const data = csv(1_000);
     const path = `${dir}/a.part`;
@@ -148,54 +130,16 @@ Deno.test("the validator thread's worker ends once it waited its time, and a lat
     for (let round = 0; round < 2; round++) {
       const result = await OffThreadValidator.follow(thread, path, () => {}).finish(data.length);
       assertEquals(result.summary.rows, 1_000);
-      await handedBack(thread);
-      assert(warm.idle, "waits right after a session");
+      assert(thread.running, "up right after a session");
       await new Promise((r) => setTimeout(r, 150));
-      assert(!warm.idle && !thread.running, "ended after its time");
+      assert(!thread.running, "ended after the idle time");
     }
+    // An aborted session counts as ended too.
+    OffThreadValidator.follow(thread, path, () => {}).abort();
+    await new Promise((r) => setTimeout(r, 150));
+    assert(!thread.running, "ended after an abort");
   } finally {
     thread.stop();
-    warm.stop();
-    await Deno.remove(dir, { recursive: true });
-  }
-});
-
-Deno.test("an upload's worker then runs the aggregation, and the next upload's checks", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "abn-follow-" });
-  const workers = new TallyWorkers(60_000);
-  const thread = new ValidatorThread(workers);
-  try {
-    const data = csv(50_000);
-    const path = `${dir}/a.part`;
-    await Deno.writeFile(path, data);
-    for (let round = 0; round < 2; round++) {
-      const checked = await OffThreadValidator.follow(thread, path, () => {}).finish(data.length);
-      assertEquals(checked.summary.rows, 50_000);
-      await handedBack(thread);
-      const waiting = workers.take()!;
-      workers.keep(waiting);
-      // The aggregation takes that worker, up already: threaded from its start.
-      const modes: string[] = [];
-      const chunks = (async function* () {
-        for (let at = 0; at < data.length; at += 65_536) yield data.subarray(at, at + 65_536);
-      })();
-      const result = await aggregateThreaded(
-        chunks,
-        { tallyWorkers: workers },
-        undefined,
-        (mode) => modes.push(mode),
-      );
-      assertEquals(modes, ["threaded"]);
-      const alone = new CsvAggregator();
-      alone.push(data);
-      assertEquals(result, alone.finish());
-      const back = workers.take();
-      assert(back === waiting, "the aggregation handed the same worker back");
-      workers.keep(back!);
-    }
-  } finally {
-    thread.stop();
-    workers.stop();
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -19,9 +19,8 @@
  * input ends first, they are added here. The answer is the same either way, and the same as
  * `CsvAggregator`'s.
  *
- * With `options.tallyWorkers`, the service's warm worker is taken when one waits (up already: the
- * thread that checked the upload, or ran the run before), and at a clean end it is kept for the
- * next run or upload, its records given back to it after the summary when it
+ * With `options.tallyWorkers`, a worker kept from the run before is taken (up already), and at a
+ * clean end it is kept for the next run, its records given back to it after the summary when it
  * keeps its table's memory (see `TallyWorkers`); otherwise each run starts its worker and ends it.
  */
 import type { Aggregate, AggregateOptions } from "./aggregate_types.ts";
@@ -42,7 +41,6 @@ import { releaseBuffers } from "../../buffers.ts";
 import { ValueLog } from "./_value_log.ts";
 import type { WorkerReply, WorkerRequest } from "./_user_worker.ts";
 import type { TallyWorkers } from "./tally_workers.ts";
-import { WORKER_URL } from "../../warm_worker.ts";
 
 /** Rows per batch (sent to the worker at once). */
 const BATCH_ROWS = 16384;
@@ -65,6 +63,8 @@ function expectedUsers(options: AggregateOptions): number {
   const size = options.sizeBytes;
   return size === undefined ? users : Math.min(users, Math.floor(size / MIN_ROW_BYTES));
 }
+
+const WORKER_URL = new URL("./_user_worker.ts", import.meta.url);
 
 /**
  * Aggregates `chunks` as `aggregateCsv` does; without a worker when `options.worker` is false.
@@ -158,12 +158,10 @@ class ThreadedRun {
       this.#goLocal();
       return;
     }
-    // Another module (tests) runs on a worker of its own.
-    this.#workers = workerUrl === WORKER_URL ? options.tallyWorkers ?? null : null;
+    this.#workers = options.tallyWorkers ?? null;
     const kept = this.#workers?.take() ?? null;
     try {
-      const worker = kept ?? this.#workers?.start() ??
-        new Worker(workerUrl.href, { type: "module" });
+      const worker = kept ?? new Worker(workerUrl.href, { type: "module" });
       worker.onmessage = (event: MessageEvent<WorkerReply>) => this.#receive(event.data);
       worker.onerror = (event) => {
         event.preventDefault();
@@ -243,7 +241,7 @@ class ThreadedRun {
       this.#worker!.postMessage({ type: "recycle", arena, used } satisfies WorkerRequest, [arena]);
     } else if (this.#tally === null) releaseState(state);
     if (kept) {
-      this.#workers!.keep(this.#worker!, keep);
+      this.#workers!.keep(this.#worker!);
       this.#worker = null;
     }
     return aggregate;
@@ -253,8 +251,7 @@ class ThreadedRun {
     // A run that failed before its summary: the logs kept here go now.
     for (const log of this.#logs?.splice(0) ?? []) if (log !== null) releaseState(log.entries());
     clearTimeout(this.#startTimer);
-    if (this.#worker !== null && this.#workers !== null) this.#workers.discard(this.#worker);
-    else this.#worker?.terminate();
+    this.#worker?.terminate();
     this.#worker = null;
   }
 

@@ -9,19 +9,11 @@
  * thread once it summarized them (`recycle`). The next `start` zeroes what the last table wrote
  * and builds on it, so that a run that follows another one touches no fresh pages for its
  * largest table. Otherwise the slots are freed at the end.
- *
- * Runs in the service's worker (`src/_worker.ts`), which says `ready` once loaded and hands it
- * the requests that carry no id. That worker is kept warm between runs and uploads
- * (`warm_worker.ts`), so each run ends with a full collection of its heap (30–50 ms here, once the
- * state is sent, beside the summary on the reading thread): without it the runtime's heap pages
- * grew from 24 to 30 MB over four deliveries in a row, where they stayed at 23–24 MB with it.
  */
 import { batchBuffers, type RowBatch } from "./_row_batch.ts";
 import { stateBuffers, type TallyState, UserTally } from "./_user_tally.ts";
 import type { TableSpare } from "./_user_table.ts";
 import { releaseBuffers } from "../../buffers.ts";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 
 /** What the reading thread sends: start, batches, finish, and to a kept worker, recycle. */
 export type WorkerRequest =
@@ -50,10 +42,7 @@ export type WorkerRequest =
     used: number;
   };
 
-/**
- * What the worker answers: ready once loaded (`src/_worker.ts`), each batch back, then its
- * tally's state.
- */
+/** What the worker answers: ready once loaded, each batch back, then its tally's state. */
 export type WorkerReply =
   | { type: "ready" }
   | { type: "batch"; batch: RowBatch }
@@ -61,6 +50,7 @@ export type WorkerReply =
   | { type: "failed"; message: string };
 
 interface WorkerScope {
+  onmessage: ((event: MessageEvent<WorkerRequest>) => void) | null;
   postMessage(message: WorkerReply, transfer?: Transferable[]): void;
 }
 
@@ -69,19 +59,6 @@ let tally: UserTally | null = null;
 /** The last table's memory, kept for the next one. */
 let spareArena: { arena: ArrayBuffer; used: number } | null = null;
 let spareSlots: Int32Array<ArrayBuffer> | null = null;
-
-/**
- * A full collection of this worker's heap, or nothing where the runtime does not offer one: the
- * collector's `gc` is exposed to contexts made after the flag is set (as in Node.js).
- */
-const collect: () => void = (() => {
-  try {
-    setFlagsFromString("--expose-gc");
-    const gc: unknown = runInNewContext("gc");
-    if (typeof gc === "function") return gc as () => void;
-  } catch { /* not offered */ }
-  return () => {};
-})();
 
 /** The kept memory, zeroed, for a new table (and no longer kept here). */
 function takeSpare(): TableSpare {
@@ -96,8 +73,7 @@ function takeSpare(): TableSpare {
   return spare;
 }
 
-/** Handles one request of the reading thread (`aggregateThreaded`). */
-export function onTallyRequest(request: WorkerRequest): void {
+scope.onmessage = ({ data: request }) => {
   try {
     if (request.type === "start") {
       const { forcedConversion, dimensions, reserveBytes, expectedUsers, narrowDays, logValues } =
@@ -125,7 +101,6 @@ export function onTallyRequest(request: WorkerRequest): void {
       }
       tally = null;
       scope.postMessage({ type: "state", state }, stateBuffers(state));
-      collect();
     } else {
       releaseBuffers(spareArena?.arena);
       spareArena = { arena: request.arena, used: request.used };
@@ -134,4 +109,5 @@ export function onTallyRequest(request: WorkerRequest): void {
     const message = error instanceof Error ? error.message : String(error);
     scope.postMessage({ type: "failed", message });
   }
-}
+};
+scope.postMessage({ type: "ready" });
