@@ -20,8 +20,9 @@ export async function peakRssMB(pid: number): Promise<number | null> {
 /**
  * How `deno task start` runs the service, for the benchmarks to run it the same way: the variables
  * it sets first (its leading `NAME=value` words: glibc's fixed mmap threshold, docs/operations.md)
- * and its runtime flags other than permissions (`--v8-flags=…`). `ABN_BENCH_SERVICE_ENV=none`
- * leaves both out, to measure without them.
+ * and its runtime flags other than permissions (`--v8-flags=…`); `ABN_HUGE_PAGES=false` when it
+ * does not let the service load the C library, as the benchmarks give it all permissions.
+ * `ABN_BENCH_SERVICE_ENV=none` leaves all of them out, to measure without them.
  */
 export function serviceStart(): { env: Record<string, string>; flags: string[] } {
   return startTask ??= readStartTask();
@@ -43,6 +44,8 @@ function readStartTask(): { env: Record<string, string>; flags: string[] } {
     env[m[1]] = m[2];
   }
   const flags = words.slice(at + 2).filter((w) => w.startsWith("--") && !w.startsWith("--allow-"));
+  // All permissions below, but no huge pages unless the task allows them (docs/operations.md).
+  if (!words.some((w) => w.startsWith("--allow-ffi"))) env.ABN_HUGE_PAGES ??= "false";
   return { env, flags };
 }
 

@@ -5,8 +5,10 @@
  * analysis is `ready`, the service's memory map (`/proc/PID/smaps`) is read every 5 ms, and the
  * map with the most resident memory is kept. The benchmark prints, per cycle, that peak, when it
  * came (after the 201) and what it was made of, grouped by kind of mapping, and the resident set
- * 2 s after. Each delivery appends one row of the file's first user (a 0 with i decimals), so
- * that each is new content and the figures stay those of the file. Linux only.
+ * 2 s after, beside the process's own high-water mark over the cycle (`VmHWM`, started over at the
+ * cycle's start through `/proc/PID/clear_refs`; it catches what falls between two samples). Each
+ * delivery appends one row of the file's first user (a 0 with i decimals), so that each is new
+ * content and the figures stay those of the file. Linux only.
  *
  *   deno run -A bench/memory_map.ts [FILE] [DELIVERIES] [two-step | paced]
  *     (default /tmp/bench.csv, generated when missing; 4 deliveries)
@@ -135,6 +137,7 @@ export async function benchMemoryMap(path: string, deliveries = 4, mode: Deliver
       let peak: Mapping[] = [];
       let peakAt = 0;
       let sampling = true;
+      const highWater = await resetHighWater(service.pid);
       const started = performance.now();
       const sampler = (async () => {
         while (sampling) {
@@ -185,6 +188,7 @@ export async function benchMemoryMap(path: string, deliveries = 4, mode: Deliver
         "": `delivery ${i + 1}`,
         "RSS MB": total(await readMap(service.pid)).toFixed(0),
         "peak MB": total(peak).toFixed(0),
+        "high-water MB": highWater ? (await readHighWaterMB(service.pid)).toFixed(0) : "",
         [`peak after the ${twoStep ? "event" : "201"}, s`]: ((peakAt - created) / 1000).toFixed(2),
         [`${twoStep ? "event" : "201"} after the start, s`]: ((created - started) / 1000).toFixed(
           2,
@@ -198,6 +202,22 @@ export async function benchMemoryMap(path: string, deliveries = 4, mode: Deliver
   }
   for (const row of rows) for (const key of Object.keys(rows[1] ?? {})) row[key] ??= "";
   return rows;
+}
+
+/** Starts the process's high-water mark (`VmHWM`) over at its present RSS; false if refused. */
+async function resetHighWater(pid: number): Promise<boolean> {
+  try {
+    await Deno.writeTextFile(`/proc/${pid}/clear_refs`, "5");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The process's `VmHWM` in MB. */
+async function readHighWaterMB(pid: number): Promise<number> {
+  const status = await Deno.readTextFile(`/proc/${pid}/status`);
+  return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
 
 if (import.meta.main) {

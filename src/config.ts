@@ -44,6 +44,11 @@ export interface Config {
   analysisLeaseSeconds: number;
   /** Snapshots kept per experiment in its history; the oldest beyond are dropped. */
   historyMaxSnapshots: number;
+  /**
+   * Whether large user tables ask for huge pages, where the service may load the C library
+   * (`adviseHugePages`, which reads `ABN_HUGE_PAGES` itself in each thread; docs/operations.md).
+   */
+  hugePages: boolean;
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -200,5 +205,6 @@ export function loadConfig(env: Env): Readonly<Config> {
     databaseUrl: databaseUrl(env),
     analysisLeaseSeconds: integer(env, "ABN_ANALYSIS_LEASE_SECONDS", 60, 1, 3600),
     historyMaxSnapshots: integer(env, "ABN_HISTORY_MAX_SNAPSHOTS", 1000, 1, 1_000_000),
+    hugePages: boolean(env, "ABN_HUGE_PAGES", true),
   });
 }

@@ -6,6 +6,7 @@ import type { Config } from "./config.ts";
 import { createService } from "./wiring.ts";
 import type { ControlPlane } from "./db/control_plane.ts";
 import { errorResponse } from "./http/errors.ts";
+import { canAdviseHugePages } from "./buffers.ts";
 
 export interface ServeOptions {
   /** First start creates an organization `dev` and prints its key once. */
@@ -96,6 +97,8 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         public_url: config.publicUrl,
         storage: config.storage,
         database: service.db.driver,
+        // The user tables ask for huge pages (needs the C library: docs/operations.md).
+        huge_pages: config.hugePages && canAdviseHugePages(),
       });
       if (Deno.build.os === "linux" && !mmapThresholdFixed(Deno.env.toObject())) {
         log.warn("the system allocator keeps memory freed after large uploads", {

@@ -19,6 +19,9 @@ Deno.test("loadConfig answers the documented defaults", () => {
   assertEquals(c.historyMaxSnapshots, 1000);
   assertEquals(loadConfig({ ABN_HISTORY_MAX_SNAPSHOTS: "365" }).historyMaxSnapshots, 365);
   assertThrows(() => loadConfig({ ABN_HISTORY_MAX_SNAPSHOTS: "0" }), ConfigError);
+  assertEquals(c.hugePages, true);
+  assertEquals(loadConfig({ ABN_HUGE_PAGES: "off" }).hugePages, false);
+  assertThrows(() => loadConfig({ ABN_HUGE_PAGES: "sometimes" }), ConfigError, "ABN_HUGE_PAGES");
   assertEquals(Object.isFrozen(c), true);
 });
 

@@ -23,7 +23,13 @@
  * when it doubles (`hashWords`), walking the records in order.
  */
 
-import { LARGE_BYTES, largeBuffer, largeInt32Array, releaseBuffers } from "../../buffers.ts";
+import {
+  adviseHugePages,
+  LARGE_BYTES,
+  largeBuffer,
+  largeInt32Array,
+  releaseBuffers,
+} from "../../buffers.ts";
 
 /** Memory an earlier table used, zeroed, for a new one (see the `UserTable` constructor). */
 export interface TableSpare {
@@ -161,7 +167,10 @@ export class UserTable {
       this.#slots = given;
     } else {
       releaseBuffers(given);
-      if (slots > INITIAL_SLOTS) this.#slots = largeInt32Array(slots);
+      if (slots > INITIAL_SLOTS) {
+        this.#slots = largeInt32Array(slots);
+        adviseHugePages(this.#slots.buffer);
+      }
     }
     this.#mask = slots - 1;
     this.#limit = Math.floor(slots * 0.7);
@@ -314,6 +323,7 @@ export class UserTable {
     } catch {
       arena = largeBuffer(size); // the reservation refused (strict overcommit): what is needed
     }
+    adviseHugePages(arena);
     new Uint8Array(arena).set(new Uint8Array(this.#arena, 0, 8 * this.top));
     releaseBuffers(this.#arena);
     this.#arena = arena;
@@ -349,6 +359,7 @@ export class UserTable {
   #refill(count: number, fromPairs: boolean): void {
     const old = this.#slots;
     const slots = largeInt32Array(this.#wide ? 2 * count : count);
+    adviseHugePages(slots.buffer);
     const mask = count - 1;
     this.#slots = slots;
     this.#mask = mask;

@@ -1,5 +1,7 @@
 import { assert, assertEquals } from "../../_assert.ts";
 import { copyId, hashWords, UserTable } from "../../../src/analysis/aggregate/_user_table.ts";
+import { canAdviseHugePages } from "../../../src/buffers.ts";
+import { markedForHugePages } from "../../_smaps.ts";
 
 const encoder = new TextEncoder();
 
@@ -100,4 +102,23 @@ Deno.test("a user table takes an earlier table's slots, narrow or wide, zeroed",
   addAndFind(again, someIds(2_000));
   next.release();
   again.release();
+});
+
+Deno.test({
+  name: "a table sized for a million users asks huge pages for its slots and its records",
+  ignore: !canAdviseHugePages(),
+  fn() {
+    const table = new UserTable(4, 64 * 1024 * 1024, 1_000_000);
+    const ids = someIds(5000);
+    addAndFind(table, ids); // the records outgrow their small start: the reservation is taken
+    assert(table.arena.byteLength >= 64 * 1024 * 1024, `arena ${table.arena.byteLength}`);
+    assert(markedForHugePages(table.arena), "records");
+    const slots = table.takeSlots();
+    assert(slots.byteLength >= 4 * 1024 * 1024, `slots ${slots.byteLength}`);
+    assert(markedForHugePages(slots.buffer), "slots");
+    // A small table (most files) asks for none.
+    const small = new UserTable(4);
+    addAndFind(small, ids.slice(0, 100));
+    assert(!markedForHugePages(small.arena), "a small table's records");
+  },
 });

@@ -1,0 +1,72 @@
+import { assert, assertEquals } from "./_assert.ts";
+import { adviseHugePages, HUGE_PAGE_MIN_BYTES, LIBC_PATHS } from "../src/buffers.ts";
+import { markedForHugePages } from "./_smaps.ts";
+
+const linuxWithLibc = Deno.build.os === "linux" &&
+  LIBC_PATHS.some((path) => {
+    try {
+      return Deno.statSync(path).isFile;
+    } catch {
+      return false;
+    }
+  });
+
+Deno.test({
+  name: "adviseHugePages: a large buffer's mapping is marked for huge pages, its bytes unchanged",
+  ignore: !linuxWithLibc,
+  fn() {
+    const buffer = new ArrayBuffer(16 * 1024 * 1024);
+    const bytes = new Uint8Array(buffer);
+    for (let i = 0; i < bytes.length; i += 4093) bytes[i] = i % 251;
+    assert(!markedForHugePages(buffer), "not marked before");
+    assertEquals(adviseHugePages(buffer), true);
+    assert(markedForHugePages(buffer), "marked after");
+    for (let i = 0; i < bytes.length; i += 4093) assertEquals(bytes[i], i % 251);
+  },
+});
+
+Deno.test("adviseHugePages: buffers under HUGE_PAGE_MIN_BYTES are left alone", () => {
+  assertEquals(adviseHugePages(new ArrayBuffer(HUGE_PAGE_MIN_BYTES - 1)), false);
+  assertEquals(adviseHugePages(new ArrayBuffer(0)), false);
+});
+
+Deno.test({
+  name:
+    "adviseHugePages: without the permission to load the C library, or turned off, it answers false",
+  ignore: !linuxWithLibc,
+  async fn() {
+    const script = await Deno.makeTempFile({ suffix: ".ts" });
+    try {
+      const module = new URL("../src/buffers.ts", import.meta.url).href;
+      await Deno.writeTextFile(
+        script,
+        `import { adviseHugePages } from ${JSON.stringify(module)};\n` +
+          `console.log(adviseHugePages(new ArrayBuffer(16 * 1024 * 1024)));\n`,
+      );
+      const runs: [string[], Record<string, string>][] = [
+        [["--allow-read"], {}],
+        [["--allow-read", "--allow-ffi=/nowhere/libc.so.6"], {}],
+        [["-A"], { ABN_HUGE_PAGES: "off" }], // allowed, but turned off
+      ];
+      for (const [flags, env] of runs) {
+        const out = await new Deno.Command(Deno.execPath(), {
+          args: ["run", "--no-prompt", ...flags, script],
+          env,
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        const stderr = new TextDecoder().decode(out.stderr);
+        assertEquals(out.code, 0, stderr);
+        assertEquals(new TextDecoder().decode(out.stdout).trim(), "false", flags.join(" "));
+      }
+      // The same script, allowed: true (so the runs above say something).
+      const allowed = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", script],
+        env: { ABN_HUGE_PAGES: "on" },
+      }).output();
+      assertEquals(new TextDecoder().decode(allowed.stdout).trim(), "true");
+    } finally {
+      await Deno.remove(script);
+    }
+  },
+});
