@@ -79,8 +79,12 @@ export const LIBC_PATHS = [
 const MADV_HUGEPAGE = 14;
 const HUGE_PAGE = 2n * 1024n * 1024n;
 
-/** Buffers from this size on are worth asking huge pages for (`adviseHugePages`). */
-export const HUGE_PAGE_MIN_BYTES = 4 * 1024 * 1024;
+/**
+ * Buffers from this size on get huge pages from `adviseHugePages`: they are worth it, and always
+ * mapped on their own (`MAPPED_BYTES`), so that the advice never lands on the allocator's heap,
+ * where it would outlive the buffer.
+ */
+export const HUGE_PAGE_MIN_BYTES = MAPPED_BYTES;
 
 type Advise = (buffer: ArrayBuffer) => boolean;
 let advise: Advise | null | undefined;

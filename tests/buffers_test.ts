@@ -15,7 +15,7 @@ Deno.test({
   name: "adviseHugePages: a large buffer's mapping is marked for huge pages, its bytes unchanged",
   ignore: !linuxWithLibc,
   fn() {
-    const buffer = new ArrayBuffer(16 * 1024 * 1024);
+    const buffer = new ArrayBuffer(HUGE_PAGE_MIN_BYTES);
     const bytes = new Uint8Array(buffer);
     for (let i = 0; i < bytes.length; i += 4093) bytes[i] = i % 251;
     assert(!markedForHugePages(buffer), "not marked before");
@@ -41,7 +41,7 @@ Deno.test({
       await Deno.writeTextFile(
         script,
         `import { adviseHugePages } from ${JSON.stringify(module)};\n` +
-          `console.log(adviseHugePages(new ArrayBuffer(16 * 1024 * 1024)));\n`,
+          `console.log(adviseHugePages(new ArrayBuffer(32 * 1024 * 1024)));\n`,
       );
       const runs: [string[], Record<string, string>][] = [
         [["--allow-read"], {}],
