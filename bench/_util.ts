@@ -18,6 +18,19 @@ export async function peakRssMB(pid: number): Promise<number | null> {
 }
 
 /**
+ * Starts the process's peak resident set (VmHWM) over from its present size (Linux, writing 5 to
+ * `clear_refs`, which needs the rights to the process); false where that is refused.
+ */
+export async function resetPeak(pid: number): Promise<boolean> {
+  try {
+    await Deno.writeTextFile(`/proc/${pid}/clear_refs`, "5");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * How `deno task start` runs the service, for the benchmarks to run it the same way: the variables
  * it sets first (its leading `NAME=value` words: glibc's fixed mmap threshold, docs/operations.md)
  * and its runtime flags other than permissions (`--v8-flags=…`); `ABN_HUGE_PAGES=false` when it

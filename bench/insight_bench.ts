@@ -36,7 +36,7 @@
 import { ensureCsv } from "./generate_csv.ts";
 import { LocalStore } from "../src/storage/local_store.ts";
 import { UrlSigner } from "../src/crypto/url_signer.ts";
-import { benchKey, freePort, median, serveArgs, serviceEnv } from "./_util.ts";
+import { benchKey, freePort, median, resetPeak, serveArgs, serviceEnv } from "./_util.ts";
 import { checkAgreement, duckdbRunner, queryDuckdb, type Totals } from "./_duckdb.ts";
 import { pacedUpload } from "../tests/_paced_upload.ts";
 
@@ -148,19 +148,6 @@ export function firstTouch(mb = 64): { freshMs: number; againMs: number; mb: num
 async function rssMB(pid: number, field = "VmRSS"): Promise<number> {
   const status = await Deno.readTextFile(`/proc/${pid}/status`);
   return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) / 1024;
-}
-
-/**
- * Starts the process's peak resident set (VmHWM) over from its present size (Linux, writing 5 to
- * `clear_refs`, which needs the rights to the process); false where that is refused.
- */
-async function resetPeak(pid: number): Promise<boolean> {
-  try {
-    await Deno.writeTextFile(`/proc/${pid}/clear_refs`, "5");
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function sync(): Promise<void> {

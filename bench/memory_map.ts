@@ -26,7 +26,7 @@
  * which it maps on its own, and the runtime's buffers); `small` the rest of the anonymous ones.
  */
 import { ensureCsv } from "./generate_csv.ts";
-import { benchKey, printTable, spawnService } from "./_util.ts";
+import { benchKey, peakRssMB, printTable, resetPeak, spawnService } from "./_util.ts";
 import { LocalStore } from "../src/storage/local_store.ts";
 import { pacedUpload } from "../tests/_paced_upload.ts";
 import { UrlSigner } from "../src/crypto/url_signer.ts";
@@ -137,7 +137,7 @@ export async function benchMemoryMap(path: string, deliveries = 4, mode: Deliver
       let peak: Mapping[] = [];
       let peakAt = 0;
       let sampling = true;
-      const highWater = await resetHighWater(service.pid);
+      const highWater = await resetPeak(service.pid);
       const started = performance.now();
       const sampler = (async () => {
         while (sampling) {
@@ -188,7 +188,7 @@ export async function benchMemoryMap(path: string, deliveries = 4, mode: Deliver
         "": `delivery ${i + 1}`,
         "RSS MB": total(await readMap(service.pid)).toFixed(0),
         "peak MB": total(peak).toFixed(0),
-        "high-water MB": highWater ? (await readHighWaterMB(service.pid)).toFixed(0) : "",
+        "high-water MB": highWater ? ((await peakRssMB(service.pid))?.toFixed(0) ?? "") : "",
         [`peak after the ${twoStep ? "event" : "201"}, s`]: ((peakAt - created) / 1000).toFixed(2),
         [`${twoStep ? "event" : "201"} after the start, s`]: ((created - started) / 1000).toFixed(
           2,
@@ -202,22 +202,6 @@ export async function benchMemoryMap(path: string, deliveries = 4, mode: Deliver
   }
   for (const row of rows) for (const key of Object.keys(rows[1] ?? {})) row[key] ??= "";
   return rows;
-}
-
-/** Starts the process's high-water mark (`VmHWM`) over at its present RSS; false if refused. */
-async function resetHighWater(pid: number): Promise<boolean> {
-  try {
-    await Deno.writeTextFile(`/proc/${pid}/clear_refs`, "5");
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** The process's `VmHWM` in MB. */
-async function readHighWaterMB(pid: number): Promise<number> {
-  const status = await Deno.readTextFile(`/proc/${pid}/status`);
-  return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
 
 if (import.meta.main) {
