@@ -16,6 +16,8 @@
  * thread detaches anyway, as its streams transfer their buffers.
  */
 
+import { FALSE_WORDS } from "./config.ts";
+
 /** Bytes from which the system allocator maps a block on its own (glibc, 64-bit: 32 MiB). */
 export const MAPPED_BYTES = 32 * 1024 * 1024;
 
@@ -93,7 +95,7 @@ let advise: Advise | null | undefined;
 function turnedOff(): boolean {
   try {
     const value = Deno.env.get("ABN_HUGE_PAGES")?.trim().toLowerCase() ?? "";
-    return ["0", "false", "no", "off"].includes(value);
+    return FALSE_WORDS.includes(value);
   } catch {
     return false; // the environment may not be read: the default
   }

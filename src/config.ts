@@ -77,11 +77,15 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return Number(raw);
 }
 
+/** The values a true-or-false variable may take, in any case. */
+export const TRUE_WORDS: readonly string[] = ["1", "true", "yes", "on"];
+export const FALSE_WORDS: readonly string[] = ["0", "false", "no", "off"];
+
 function boolean(env: Env, name: string, fallback: boolean): boolean {
   const raw = text(env, name)?.toLowerCase();
   if (raw === undefined) return fallback;
-  if (["1", "true", "yes", "on"].includes(raw)) return true;
-  if (["0", "false", "no", "off"].includes(raw)) return false;
+  if (TRUE_WORDS.includes(raw)) return true;
+  if (FALSE_WORDS.includes(raw)) return false;
   throw new ConfigError(`Invalid ${name}=${JSON.stringify(raw)}: expected true or false`);
 }
 
