@@ -9,13 +9,19 @@
  * - `batched`: larger (or chunked), read into 1 MiB batches whose writes overlap reading, each
  *   written batch handed (transferred) to the validator thread;
  * - `spool`: 32 MiB or more, declared, bound for a local file: copied into the file by the local
- *   store (read in place, 1 MiB at a time, no copy of its own) while the validator thread reads
- *   the file back as it grows. At most `MAX_SPOOLING` at a time, further large uploads taking the
- *   batched path (set when the runtime's own pipe did the copy and held 20–25 MB per body; the
- *   copy holds about 1 MiB since session P). The analysis may read that file as it grows too (an
- *   `UploadFollower`), and is told whether the upload was stored.
+ *   store (read in place, 1 MiB at a time, no copy of its own). At most `MAX_SPOOLING` at a time,
+ *   further large uploads taking the batched path (set when the runtime's own pipe did the copy
+ *   and held 20–25 MB per body; the copy holds about 1 MiB since session P). One of them at a
+ *   time (`MAX_CHECKED_HERE`) is validated and hashed on the request's thread, each MiB while its
+ *   write is under way: this thread's code is warm from the uploads before, where the validator
+ *   thread is started afresh for a large upload and runs its first hundreds of MB unoptimized
+ *   (README, session U). The other's file is read back by the validator thread as it grows. The
+ *   analysis may read that file as it grows too (an `UploadFollower`), and is told whether the
+ *   upload was stored.
+ *
+ * The request's log line says where the checks ran: `checks` is `request` or `validator`.
  */
-import { createHash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import { sha256Hex } from "../crypto/sha256.ts";
 import { ApiError } from "../http/errors.ts";
 import type { DeliveryHub } from "../deliveries.ts";
@@ -49,6 +55,11 @@ const OFF_THREAD_MIN_BYTES = 8 * 1024 * 1024;
 /** Bodies declared at least this long, bound for a local file, are piped into it. */
 const SPOOL_MIN_BYTES = 32 * 1024 * 1024;
 const MAX_SPOOLING = 2;
+/**
+ * Piped uploads checked on the request's thread at once; the others are checked on the validator
+ * thread. One: the checks and the hash of a body take as much of the thread as the body's reading.
+ */
+const MAX_CHECKED_HERE = 1;
 
 export interface IngestOptions {
   store: ObjectStore;
@@ -178,6 +189,8 @@ export class Ingest {
   readonly #slots: UploadSlots;
   readonly #validator = new ValidatorThread();
   #spooling = 0;
+  /** Piped uploads being checked on this thread now. */
+  #checkingHere = 0;
   #lastDone = -Infinity;
 
   constructor(options: IngestOptions) {
@@ -336,6 +349,10 @@ export class Ingest {
     if (spool) this.#spooling++;
     logFields.receive = spool ? "spool" : offThread ? "batched" : "inline";
     let remote: OffThreadValidator | null = null;
+    /** A piped upload's checks and hash, when they run on this thread. */
+    let checks: DatasetValidator | null = null;
+    let hash: Hash | null = null;
+    let checkedHere = false;
     let follower: UploadFollower | null = null;
     let counted = 0;
     const started = performance.now();
@@ -346,7 +363,15 @@ export class Ingest {
       let result: OffThreadResult;
       if (spool) {
         const stop = new AbortController();
-        remote = OffThreadValidator.follow(this.#validator, spool.path, (e) => stop.abort(e));
+        if (this.#checkingHere < MAX_CHECKED_HERE) {
+          this.#checkingHere++;
+          checkedHere = true;
+          checks = new DatasetValidator();
+          hash = createHash("sha256");
+        } else {
+          remote = OffThreadValidator.follow(this.#validator, spool.path, (e) => stop.abort(e));
+        }
+        logFields.checks = checkedHere ? "request" : "validator";
         const following = this.#o.followers?.follow(target, spool.path, declared) ?? null;
         follower = following;
         try {
@@ -355,13 +380,25 @@ export class Ingest {
             signal: stop.signal,
             expectedBytes: declared,
             onSize: following ? (size) => following.grew(size) : undefined,
+            see: checks
+              ? (chunk) => {
+                try {
+                  checks!.push(chunk);
+                  hash!.update(chunk);
+                } catch (error) {
+                  stop.abort(error);
+                }
+              }
+              : undefined,
           });
         } finally {
           counted = await spool.size().catch(() => 0);
         }
         follower?.end(bytes);
         received = performance.now();
-        result = await remote.finish(bytes);
+        result = checks
+          ? { summary: checks.finish(), sha256: hash!.digest("hex") }
+          : await remote!.finish(bytes);
       } else {
         const hash = new UploadHash();
         let pool: BatchPool | null = null;
@@ -373,6 +410,7 @@ export class Ingest {
           )
           : null;
         remote = batched;
+        logFields.checks = batched ? "validator" : "request";
         const inline = batched ? null : new DatasetValidator();
         bytes = await receiveBody(req.body, writer, {
           ...this.#bodyLimits(),
@@ -422,6 +460,7 @@ export class Ingest {
       throw error;
     } finally {
       if (spool) this.#spooling--;
+      if (checkedHere) this.#checkingHere--;
       metrics.bytesReceived.inc({ route: "upload" }, counted);
     }
   }

@@ -277,6 +277,8 @@ export interface SpoolOptions {
   signal?: AbortSignal;
   /** How often the file's growth is looked at; default 50 ms. */
   tickMs?: number;
+  /** Sees each chunk of the body while it is written (on this thread); aborts `signal` to refuse. */
+  see?: (chunk: Uint8Array) => void;
   /** Told the file's size at each look while the body streams. */
   onSize?: (size: number) => void;
   /**
@@ -346,7 +348,7 @@ export async function receiveIntoFile(
   };
   timer = setTimeout(look, tickMs);
   try {
-    await spool.pipeFrom(body, stop.signal);
+    await spool.pipeFrom(body, stop.signal, options.see);
   } catch (error) {
     if (stop.signal.aborted) throw stop.signal.reason;
     throw pipeFailure(error);

@@ -104,13 +104,16 @@ const COPY_BYTES = 1024 * 1024;
  * The runtime's own `pipeTo` from a request body into a file held a buffer of the body that grew
  * to 16 MiB and stayed until the body's end, and was no quicker (README, session P). Reads of
  * up to 1 MiB: the runtime serves each through a buffer of the view's size, but at most
- * `MAX_SPOOLING` bodies are copied so at once (`ingest.ts`). Rejects with the body's or the
- * file's error (the body is then cancelled), or with `signal`'s reason once it aborts.
+ * `MAX_SPOOLING` bodies are copied so at once (`ingest.ts`). `see` is shown each chunk while its
+ * write is under way (the write runs off this thread); it refuses the body by aborting `signal`.
+ * Rejects with the body's or the file's error (the body is then cancelled), or with `signal`'s
+ * reason once it aborts.
  */
 export async function copyBody(
   body: ReadableStream<Uint8Array>,
   file: Deno.FsFile,
   signal: AbortSignal,
+  see?: (chunk: Uint8Array) => void,
 ): Promise<void> {
   signal.throwIfAborted();
   let byob: ReadableStreamBYOBReader | null = null;
@@ -136,7 +139,13 @@ export async function copyBody(
         if (result.done) break;
         chunk = result.value;
       }
-      await writeAll(file, chunk);
+      const writing = writeAll(file, chunk);
+      try {
+        see?.(chunk);
+      } finally {
+        await writing;
+      }
+      signal.throwIfAborted();
     }
   } catch (error) {
     await reader.cancel(error).catch(() => {});
@@ -285,13 +294,13 @@ export class LocalStore implements ObjectStore {
       },
       spool: {
         path: tmp,
-        pipeFrom: async (body, signal) => {
+        pipeFrom: async (body, signal, see) => {
           if (done) throw new StorageError("Write after the object was finished");
           // The copy gets a descriptor of its own, closed at the end; the writer's own stays
           // open for the fsync of commit.
           const sink = Deno.openSync(tmp, { write: true });
           try {
-            await copyBody(body, sink, signal);
+            await copyBody(body, sink, signal, see);
           } finally {
             sink.close();
           }

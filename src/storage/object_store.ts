@@ -41,10 +41,14 @@ export interface FileSpool {
   readonly path: string;
   /**
    * Copies `body` to the end of the file; resolves at the body's end, rejects with the body's or
-   * the file's error, or with `signal`'s reason once it aborts. Called at most once, and never
-   * together with `write`.
+   * the file's error, or with `signal`'s reason once it aborts. `see` is shown each chunk, in
+   * order, before the next is read. Called at most once, and never together with `write`.
    */
-  pipeFrom(body: ReadableStream<Uint8Array>, signal: AbortSignal): Promise<void>;
+  pipeFrom(
+    body: ReadableStream<Uint8Array>,
+    signal: AbortSignal,
+    see?: (chunk: Uint8Array) => void,
+  ): Promise<void>;
   /** Bytes in the file so far. */
   size(): Promise<number>;
 }

@@ -274,13 +274,13 @@ driverTestWithRgw(
   },
 );
 
-Deno.test("a local upload of 32 MiB or more is piped into its file and checked as the file grows", async () => {
+Deno.test("a local upload of 32 MiB or more is piped into its file and checked as it is written", async () => {
   const lines: string[] = [];
   const server = await startDriverServer("local", {}, { log: (line) => lines.push(line) });
-  const received = () =>
-    lines.filter((l) => l.includes('"path":"/api/v1/datasets/upload/"')).map((l) =>
-      JSON.parse(l).receive
-    );
+  const uploads = () =>
+    lines.filter((l) => l.includes('"path":"/api/v1/datasets/upload/"')).map((l) => JSON.parse(l));
+  /** Where each upload's checks ran, by how it was received. */
+  const checked = () => uploads().map((l) => `${l.receive}:${l.checks}`);
   try {
     const good = bigCsv(1_100_000); // ~37 MB
     assert(good.length >= 32 * 1024 * 1024);
@@ -291,11 +291,13 @@ Deno.test("a local upload of 32 MiB or more is piped into its file and checked a
     assertEquals(body.size_bytes, good.length);
     assertEquals(body.sha256, await sha256(good));
     assertEquals(await server.stored(server.orgId, "huge"), good);
-    assertEquals(received(), ["spool"]);
+    // Alone, it is checked on the request's thread.
+    assertEquals(checked(), ["spool:request"]);
     // Refused early, refused at the last lines, refused by its signature: nothing changes.
     await refusalsKeepStored(server, "huge", good, 1_100_000, 1_099_990);
-    assertEquals(received(), ["spool", "spool", "spool", "spool"]);
-    // Three at once: two are piped, the third (over the cap) takes the batched path.
+    assertEquals(checked(), new Array(4).fill("spool:request"));
+    // Three at once: two are piped, the third (over the cap) takes the batched path. One piped
+    // upload is checked on the request's thread, the others on the validator thread.
     const bodies = [0, 1, 2].map((i) => {
       const copy = new Uint8Array(good);
       copy.set(encoder.encode(`user-${i}`), good.indexOf(0x0a) + 1); // a distinct first user
@@ -308,7 +310,11 @@ Deno.test("a local upload of 32 MiB or more is piped into its file and checked a
       assertEquals(json.sha256, await sha256(bodies[i]));
       assertEquals(await server.stored(server.orgId, `huge${i}`), bodies[i]);
     }
-    assertEquals(received().slice(4).sort(), ["batched", "spool", "spool"]);
+    assertEquals(checked().slice(4).sort(), [
+      "batched:validator",
+      "spool:request",
+      "spool:validator",
+    ]);
     assertEquals([...Deno.readDirSync(`${server.dataDir}/tmp`)], []);
     // A small one is checked inline. Each stored upload's line times its steps, within its whole.
     const small = await upload(server, "small", VALID);

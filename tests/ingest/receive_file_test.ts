@@ -105,6 +105,59 @@ Deno.test("receiveIntoFile stores every byte of a byte stream, read in place", a
   });
 });
 
+Deno.test("receiveIntoFile shows every chunk to `see`, in order, as it is written", async () => {
+  await withSpool(async (_writer, spool) => {
+    const body = bytes(5_000_000, 11);
+    const stream = byteStream(body, [1, 65_536, 1_048_576, 2_500_000, 333]);
+    const seen: Uint8Array[] = [];
+    const size = await receiveIntoFile(stream, spool, {
+      ...options,
+      // A copy: the chunk's buffer is read into again once its write is done.
+      see: (chunk) => seen.push(chunk.slice()),
+    });
+    assertEquals(size, body.length);
+    const joined = new Uint8Array(seen.reduce((n, c) => n + c.length, 0));
+    seen.reduce((at, c) => (joined.set(c, at), at + c.length), 0);
+    assertEquals(joined, body);
+    assert(seen.every((c) => c.length <= 1_048_576), "at most a MiB at a time");
+    assertEquals(await Deno.readFile(spool.path), body);
+  });
+});
+
+Deno.test("receiveIntoFile stops at a refusal from `see` with its reason, the chunk written", async () => {
+  await withSpool(async (_writer, spool) => {
+    const stop = new AbortController();
+    const refused = new ApiError("invalid_date", "line 2: not a date");
+    let cancelled: unknown = null;
+    let chunks = 0;
+    const body = new ReadableStream<Uint8Array>({
+      type: "bytes",
+      pull(controller) {
+        controller.enqueue(bytes(1000, 12 + chunks++));
+      },
+      cancel(reason) {
+        cancelled = reason;
+      },
+    });
+    let seen = 0;
+    const error = await assertRejects(
+      () =>
+        receiveIntoFile(body, spool, {
+          ...options,
+          signal: stop.signal,
+          see: () => {
+            if (++seen === 3) stop.abort(refused);
+          },
+        }),
+      ApiError,
+    );
+    assertEquals(error, refused);
+    assertEquals(seen, 3, "nothing is shown after the refusal");
+    assertEquals(cancelled, refused, "the body was cancelled with the reason");
+    assertEquals((await Deno.stat(spool.path)).size, 3000);
+  });
+});
+
 Deno.test("receiveIntoFile tells the file's size as it grows, never more than was written", async () => {
   await withSpool(async (_writer, spool) => {
     const body = bytes(200_000, 4);
