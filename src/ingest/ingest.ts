@@ -21,7 +21,7 @@
  *
  * The request's log line says where the checks ran: `checks` is `request` or `validator`.
  */
-import { createHash, type Hash } from "node:crypto";
+import { createHash } from "node:crypto";
 import { sha256Hex } from "../crypto/sha256.ts";
 import { ApiError } from "../http/errors.ts";
 import type { DeliveryHub } from "../deliveries.ts";
@@ -125,6 +125,22 @@ class UploadHash {
 
   digest(): string {
     return this.#stream === null ? sha256Hex(this.#small!) : this.#stream.digest("hex");
+  }
+}
+
+/** The checks and the hash of a body on this thread, chunk by chunk (`inline`, or a pipe's). */
+class LocalChecks {
+  readonly #validator = new DatasetValidator();
+  readonly #hash = new UploadHash();
+
+  /** Throws the `ValidationError` of the first problem. */
+  push(chunk: Uint8Array): void {
+    this.#validator.push(chunk);
+    this.#hash.update(chunk);
+  }
+
+  finish(): OffThreadResult {
+    return { summary: this.#validator.finish(), sha256: this.#hash.digest() };
   }
 }
 
@@ -350,9 +366,7 @@ export class Ingest {
     logFields.receive = spool ? "spool" : offThread ? "batched" : "inline";
     let remote: OffThreadValidator | null = null;
     /** A piped upload's checks and hash, when they run on this thread. */
-    let checks: DatasetValidator | null = null;
-    let hash: Hash | null = null;
-    let checkedHere = false;
+    let checks: LocalChecks | null = null;
     let follower: UploadFollower | null = null;
     let counted = 0;
     const started = performance.now();
@@ -365,13 +379,11 @@ export class Ingest {
         const stop = new AbortController();
         if (this.#checkingHere < MAX_CHECKED_HERE) {
           this.#checkingHere++;
-          checkedHere = true;
-          checks = new DatasetValidator();
-          hash = createHash("sha256");
+          checks = new LocalChecks();
         } else {
           remote = OffThreadValidator.follow(this.#validator, spool.path, (e) => stop.abort(e));
         }
-        logFields.checks = checkedHere ? "request" : "validator";
+        logFields.checks = checks ? "request" : "validator";
         const following = this.#o.followers?.follow(target, spool.path, declared) ?? null;
         follower = following;
         try {
@@ -384,7 +396,6 @@ export class Ingest {
               ? (chunk) => {
                 try {
                   checks!.push(chunk);
-                  hash!.update(chunk);
                 } catch (error) {
                   stop.abort(error);
                 }
@@ -396,11 +407,8 @@ export class Ingest {
         }
         follower?.end(bytes);
         received = performance.now();
-        result = checks
-          ? { summary: checks.finish(), sha256: hash!.digest("hex") }
-          : await remote!.finish(bytes);
+        result = checks ? checks.finish() : await remote!.finish(bytes);
       } else {
-        const hash = new UploadHash();
         let pool: BatchPool | null = null;
         const batched = offThread
           ? new OffThreadValidator(
@@ -411,16 +419,14 @@ export class Ingest {
           : null;
         remote = batched;
         logFields.checks = batched ? "validator" : "request";
-        const inline = batched ? null : new DatasetValidator();
+        const inline = batched ? null : new LocalChecks();
         bytes = await receiveBody(req.body, writer, {
           ...this.#bodyLimits(),
           batchBytes: batchBytesFor(declared),
           onChunk(chunk) {
             counted += chunk.length;
-            if (inline) {
-              inline.push(chunk);
-              hash.update(chunk);
-            } else batched!.check();
+            if (inline) inline.push(chunk);
+            else batched!.check();
           },
           onBatch: batched
             ? (batch, batches) => {
@@ -430,9 +436,7 @@ export class Ingest {
             : undefined,
         });
         received = performance.now();
-        result = inline
-          ? { summary: inline.finish(), sha256: hash.digest() }
-          : await batched!.finish();
+        result = inline ? inline.finish() : await batched!.finish();
       }
       logFields.bytes_in = bytes;
       const checked = performance.now();
@@ -460,7 +464,7 @@ export class Ingest {
       throw error;
     } finally {
       if (spool) this.#spooling--;
-      if (checkedHere) this.#checkingHere--;
+      if (checks) this.#checkingHere--;
       metrics.bytesReceived.inc({ route: "upload" }, counted);
     }
   }
