@@ -77,8 +77,8 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return Number(raw);
 }
 
-/** The values a true-or-false variable may take, in any case. */
-export const TRUE_WORDS: readonly string[] = ["1", "true", "yes", "on"];
+/** The values a true-or-false variable may take, in any case (the false ones also read by `buffers.ts`). */
+const TRUE_WORDS: readonly string[] = ["1", "true", "yes", "on"];
 export const FALSE_WORDS: readonly string[] = ["0", "false", "no", "off"];
 
 function boolean(env: Env, name: string, fallback: boolean): boolean {
