@@ -77,7 +77,7 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return Number(raw);
 }
 
-/** The values a true-or-false variable may take, in any case (the false ones also read by `buffers.ts`). */
+/** The values a true-or-false variable may take, in any case (`buffers.ts` reads the false). */
 const TRUE_WORDS: readonly string[] = ["1", "true", "yes", "on"];
 export const FALSE_WORDS: readonly string[] = ["0", "false", "no", "off"];
 
