@@ -23,3 +23,33 @@ export function vmFlagsAt(address: bigint): string[] {
 export function markedForHugePages(buffer: ArrayBuffer): boolean {
   return vmFlagsAt(addressOf(buffer) + BigInt(buffer.byteLength >> 1)).includes("hg");
 }
+
+/**
+ * Runs `source` (a module's statements; `url(path)` gives a module of this checkout by its path
+ * from the checkout's root) in a fresh process with every permission, and fails with its output
+ * when it exits non-zero. Where a buffer lands, and so the flags of its mapping, depends on what
+ * the process allocated and freed before (the C library places and reuses memory by its history):
+ * checks of a mapping's flags run where nothing ran before them.
+ */
+export async function runFresh(source: string): Promise<void> {
+  const root = new URL("../", import.meta.url);
+  const url = (path: string) => JSON.stringify(new URL(path, root).href);
+  const script = await Deno.makeTempFile({ suffix: ".ts" });
+  try {
+    await Deno.writeTextFile(script, source.replaceAll(/url\("([^"]+)"\)/g, (_, p) => url(p)));
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", script],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (out.code !== 0) {
+      const decoder = new TextDecoder();
+      throw new Error(
+        `The fresh process failed (${out.code}):\n${decoder.decode(out.stdout)}` +
+          decoder.decode(out.stderr),
+      );
+    }
+  } finally {
+    await Deno.remove(script);
+  }
+}

@@ -1,6 +1,6 @@
-import { assert, assertEquals } from "./_assert.ts";
+import { assertEquals } from "./_assert.ts";
 import { adviseHugePages, canAdviseHugePages, HUGE_PAGE_MIN_BYTES } from "../src/buffers.ts";
-import { markedForHugePages } from "./_smaps.ts";
+import { runFresh } from "./_smaps.ts";
 
 /** Linux, with the C library where the service looks for it (and this process may load it). */
 const linuxWithLibc = canAdviseHugePages();
@@ -8,14 +8,19 @@ const linuxWithLibc = canAdviseHugePages();
 Deno.test({
   name: "adviseHugePages: a large buffer's mapping is marked for huge pages, its bytes unchanged",
   ignore: !linuxWithLibc,
-  fn() {
-    const buffer = new ArrayBuffer(HUGE_PAGE_MIN_BYTES);
-    const bytes = new Uint8Array(buffer);
-    for (let i = 0; i < bytes.length; i += 4093) bytes[i] = i % 251;
-    assert(!markedForHugePages(buffer), "not marked before");
-    assertEquals(adviseHugePages(buffer), true);
-    assert(markedForHugePages(buffer), "marked after");
-    for (let i = 0; i < bytes.length; i += 4093) assertEquals(bytes[i], i % 251);
+  async fn() {
+    await runFresh(`
+      import assert from "node:assert/strict";
+      import { adviseHugePages, HUGE_PAGE_MIN_BYTES } from url("src/buffers.ts");
+      import { markedForHugePages } from url("tests/_smaps.ts");
+      const buffer = new ArrayBuffer(HUGE_PAGE_MIN_BYTES);
+      const bytes = new Uint8Array(buffer);
+      for (let i = 0; i < bytes.length; i += 4093) bytes[i] = i % 251;
+      assert.ok(!markedForHugePages(buffer), "not marked before");
+      assert.equal(adviseHugePages(buffer), true);
+      assert.ok(markedForHugePages(buffer), "marked after");
+      for (let i = 0; i < bytes.length; i += 4093) assert.equal(bytes[i], i % 251);
+    `);
   },
 });
 

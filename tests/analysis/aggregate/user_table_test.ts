@@ -1,7 +1,7 @@
 import { assert, assertEquals } from "../../_assert.ts";
 import { copyId, hashWords, UserTable } from "../../../src/analysis/aggregate/_user_table.ts";
 import { canAdviseHugePages } from "../../../src/buffers.ts";
-import { markedForHugePages } from "../../_smaps.ts";
+import { runFresh } from "../../_smaps.ts";
 
 const encoder = new TextEncoder();
 
@@ -107,18 +107,33 @@ Deno.test("a user table takes an earlier table's slots, narrow or wide, zeroed",
 Deno.test({
   name: "a table sized for a million users asks huge pages for its slots and its records",
   ignore: !canAdviseHugePages(),
-  fn() {
-    const table = new UserTable(4, 64 * 1024 * 1024, 1_000_000);
-    const ids = someIds(5000);
-    addAndFind(table, ids); // the records outgrow their small start: the reservation is taken
-    assert(table.arena.byteLength >= 64 * 1024 * 1024, `arena ${table.arena.byteLength}`);
-    assert(markedForHugePages(table.arena), "records");
-    const slots = table.takeSlots();
-    assert(slots.byteLength >= 4 * 1024 * 1024, `slots ${slots.byteLength}`);
-    assert(markedForHugePages(slots.buffer), "slots");
-    // A small table (most files) asks for none.
-    const small = new UserTable(4);
-    addAndFind(small, ids.slice(0, 100));
-    assert(!markedForHugePages(small.arena), "a small table's records");
+  async fn() {
+    await runFresh(`
+      import assert from "node:assert/strict";
+      import { UserTable, copyId } from url("src/analysis/aggregate/_user_table.ts");
+      import { markedForHugePages } from url("tests/_smaps.ts");
+      const encoder = new TextEncoder();
+      // Ids of 1 to 40 bytes, as many as make the records outgrow their small start.
+      const ids = Array.from(
+        { length: 5000 },
+        (_, i) => encoder.encode("u" + i.toString(36) + "-" + "x".repeat((i * 7919) % 33)),
+      );
+      const words = new Int32Array(16);
+      /** Adds every id (the records outgrow their small start: the reservation is taken). */
+      const add = (table, list) => {
+        for (const id of list) table.lookup(words, 0, id.length, copyId(id, 0, id.length, words, 0));
+      };
+      const table = new UserTable(4, 64 * 1024 * 1024, 1_000_000);
+      add(table, ids);
+      assert.ok(table.arena.byteLength >= 64 * 1024 * 1024, "arena " + table.arena.byteLength);
+      assert.ok(markedForHugePages(table.arena), "records");
+      const slots = table.takeSlots();
+      assert.ok(slots.byteLength >= 4 * 1024 * 1024, "slots " + slots.byteLength);
+      assert.ok(markedForHugePages(slots.buffer), "slots");
+      // A small table (most files) asks for none.
+      const small = new UserTable(4);
+      add(small, ids.slice(0, 100));
+      assert.ok(!markedForHugePages(small.arena), "a small table's records");
+    `);
   },
 });
