@@ -19,10 +19,13 @@ export const NUMBER = 2;
 export const TEXT = 3;
 
 /** 10^0 … 10^22, each exactly representable as a double. */
-const POWERS_OF_TEN = Float64Array.from({ length: 23 }, (_, k) => Number(`1e${k}`));
+export const POWERS_OF_TEN: Float64Array = Float64Array.from(
+  { length: 23 },
+  (_, k) => Number(`1e${k}`),
+);
 
 /** 2^53: integers below it are exact doubles. */
-const EXACT_LIMIT = 9007199254740992;
+export const EXACT_LIMIT = 9007199254740992;
 
 /**
  * Classifies the cell `buf[start..end)` as `EMPTY`, `BINARY`, `NUMBER` or `TEXT`. For `BINARY`
