@@ -275,7 +275,9 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     let fill = this.#idFill;
     let taken = 0;
     let i = pos;
-    rows: while (i < end && taken < room && waiting + 4 * count <= pending.length) {
+    // With dimensions tracked, a row may leave as many cells as there are columns.
+    const most = dims === null ? 0 : pending.length - 4 * count;
+    rows: while (i < end && taken < room && waiting <= most) {
       const rowStart = i;
       const rowWaiting = waiting;
       let rowDay = -1;

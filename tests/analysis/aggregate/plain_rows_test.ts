@@ -225,6 +225,38 @@ const EDGES: [string, string][] = [
   ],
 ];
 
+Deno.test("RowReader reads plain rows itself, with dimensions tracked or not", () => {
+  let text = "user_id,variant,date,converted,revenue\n";
+  for (let i = 0; i < 1000; i++) {
+    text += `usr-${i % 300},${i % 2 ? "B" : "A"},2026-01-0${1 + (i % 9)},${i % 7 ? 0 : 1},${
+      i % 7 ? "0.00" : "12.50"
+    }\n`;
+  }
+  const bytes = encoder.encode(text);
+  for (const dimensions of [true, false]) {
+    const reader = new RowReader({}, 64, () => (batch: RowBatch) => batch, dimensions);
+    let general = 0;
+    const splitter = new CsvRowSplitter({
+      header: (names, delimiter) => reader.header(names, delimiter),
+      row: (buf, start, end, line) => {
+        general++;
+        reader.row(buf, start, end, line);
+      },
+      plainRows: (buf, pos, end) => reader.plainRows(buf, pos, end),
+      get plainTaken() {
+        return reader.plainTaken;
+      },
+    });
+    splitter.push(bytes);
+    splitter.finish();
+    reader.end();
+    assert.equal(reader.rows, 1000);
+    // The first row of each variant and day, and the first after each full batch, are the
+    // general way's.
+    assert.ok(general < 40, `dimensions ${dimensions}: ${general} rows read the general way`);
+  }
+});
+
 Deno.test("RowReader reads plain rows as the general split reads them, at their edges", () => {
   for (const [name, text] of EDGES) assertSame(name, encoder.encode(text));
 });
