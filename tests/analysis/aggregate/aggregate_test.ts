@@ -1073,3 +1073,40 @@ Deno.test("TallyWorkers ends a waiting worker after its time, or at stop", async
   await onWorker(bytes, { tallyWorkers: workers });
   assert.equal(workers.idle, false);
 });
+
+/** Waits until `check` holds, up to `ms`. */
+async function until(check: () => boolean, ms: number): Promise<boolean> {
+  const deadline = performance.now() + ms;
+  while (!check() && performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return check();
+}
+
+Deno.test("TallyWorkers.prepare starts a worker that the next run takes up already, and ends one not taken", async () => {
+  const workers = new TallyWorkers(60_000);
+  try {
+    const bytes = await generatedBytes(20_000, 5_000, 4);
+    workers.prepare();
+    workers.prepare(); // one at a time
+    assert.ok(await until(() => workers.idle, 10_000), "the prepared worker is up and waits");
+    // Taken as a kept worker: threaded from its first batch, as a fresh run would answer.
+    await assertKeptRun(bytes, { userSummary: true }, workers, "prepared");
+    workers.stop();
+    // One not taken ends after its time; one still starting ends at stop.
+    const others = new TallyWorkers(60_000);
+    others.prepare(undefined, 30);
+    assert.ok(await until(() => others.idle, 10_000), "up");
+    assert.ok(await until(() => !others.idle, 1_000), "ended after its time");
+    others.prepare();
+    others.stop();
+    assert.equal(others.idle, false);
+    // A module that never says it is up leaves nothing waiting.
+    const silent = new TallyWorkers(60_000);
+    silent.prepare(new URL("data:application/javascript,self.close()"));
+    assert.equal(await until(() => silent.idle, 300), false);
+    silent.stop();
+  } finally {
+    workers.stop();
+  }
+});
