@@ -256,7 +256,9 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     // did when the call began: none takes values again) are looked up at the end, in order.
     const counting = this.#counting;
     const dims = this.dictionaries.length > 0 ? batch.dims : null;
-    if (dims !== null) { for (let k = 0; k < count; k++) counting[k] = this.#counts(k) ? 1 : 0; }
+    if (dims !== null) {
+      for (let k = 0; k < count; k++) counting[k] = this.#counts(k) ? 1 : 0;
+    }
     const pending = this.#pending;
     let waiting = 0;
     // Everything the loop touches, in locals: it calls nothing on its way but the id's hash.
@@ -269,7 +271,7 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     const hasValue = this.hasValue;
     const binary = this.binary;
     const separator = this.#decimalComma ? COMMA : DOT;
-    /** Rows this call may add: the batch is handed over when full, and the next call takes the next. */
+    /** Rows this call may add: a full batch is handed over, and the next call fills the next. */
     const room = this.#batchRows - batch.size;
     let r = batch.size;
     let fill = this.#idFill;
@@ -277,7 +279,7 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     let i = pos;
     // With dimensions tracked, a row may leave as many cells as there are columns.
     const most = dims === null ? 0 : pending.length - 4 * count;
-    rows: while (i < end && taken < room && waiting <= most) {
+    while (i < end && taken < room && waiting <= most) {
       const rowStart = i;
       const rowWaiting = waiting;
       let rowDay = -1;
@@ -303,7 +305,7 @@ export class RowReader implements CsvRowSink, ReaderFindings {
                 decimals++;
                 fraction |= d;
               }
-            } else if (b === separator && decimals < 0 && b !== delimiter) decimals = 0;
+            } else if (b === separator && decimals < 0) decimals = 0;
             else break;
           }
           const cell = i;
@@ -409,18 +411,17 @@ export class RowReader implements CsvRowSink, ReaderFindings {
           }
         }
         i++;
-        if (b === LF) {
-          if (f !== fields - 1) return this.#plainEnd(buf, rowStart, r, fill, taken, rowWaiting); // too few fields
-          break;
+        // As many fields as the header, no fewer, no more.
+        if ((b === LF) !== (f === fields - 1)) {
+          return this.#plainEnd(buf, rowStart, r, fill, taken, rowWaiting);
         }
-        if (f === fields - 1) return this.#plainEnd(buf, rowStart, r, fill, taken, rowWaiting); // too many fields
+        if (b === LF) break;
       }
       if (dayRows[rowDay - dayBase]++ === 0) this.days.push(rowDay);
       days[r] = rowDay;
       fill += words;
       r++;
       taken++;
-      continue rows;
     }
     return this.#plainEnd(buf, i, r, fill, taken, waiting);
   }
