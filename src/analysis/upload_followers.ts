@@ -111,9 +111,6 @@ export class AnalysisFollowers implements UploadFollowers {
 
   /** Starts following the file at `path` (a `declared`-byte body for `target`), or null. */
   follow(target: DatasetTarget, path: string, declared: number): UploadFollower | null {
-    // Its analysis comes next, followed or not: the aggregation's worker starts now, beside the
-    // upload, rather than on the analysis' way (see `TallyWorkers.prepare`).
-    this.#o.tallyWorkers?.prepare();
     if (this.#following > 0) return null;
     let file: Deno.FsFile;
     try {

@@ -40,7 +40,7 @@ import {
 import { releaseBuffers } from "../../buffers.ts";
 import { ValueLog } from "./_value_log.ts";
 import type { WorkerReply, WorkerRequest } from "./_user_worker.ts";
-import { type TallyWorkers, WORKER_URL } from "./tally_workers.ts";
+import type { TallyWorkers } from "./tally_workers.ts";
 
 /** Rows per batch (sent to the worker at once). */
 const BATCH_ROWS = 16384;
@@ -63,6 +63,8 @@ function expectedUsers(options: AggregateOptions): number {
   const size = options.sizeBytes;
   return size === undefined ? users : Math.min(users, Math.floor(size / MIN_ROW_BYTES));
 }
+
+const WORKER_URL = new URL("./_user_worker.ts", import.meta.url);
 
 /**
  * Aggregates `chunks` as `aggregateCsv` does; without a worker when `options.worker` is false.
