@@ -10,11 +10,11 @@
  *
  * Most rows are plain (no quotes, no blanks around the id and variant, a known variant, plain
  * numbers): `plainRows` reads those straight from the chunk in one pass, each cell as its end is
- * found, a number's digits as they are scanned, with nothing called on the way but the id's hash
- * (a dictionary's lookups wait for the end of the call). It stops at the first row that is not
- * plain, which the splitter reads the general way (`row`). Both read a row alike, which
+ * found, a number's digits as they are scanned, a date's bytes where they stand (a dictionary's
+ * lookups, too large for the loop, wait for the end of the call). It stops at the first row that is
+ * not plain, which the splitter reads the general way (`row`). Both read a row alike, which
  * `tests/analysis/aggregate/plain_rows_test.ts` checks on the corpus and mutated files; on the
- * benchmark file the reading took 0.75–0.82 of the general way's time (README, session V).
+ * benchmark file the reading took 0.70–0.84 of the general way's time (README, session V).
  *
  * Full batches go to a `BatchSink`, in the order of the rows: a `UserTally` on this thread, or the
  * aggregation's worker, which keeps every user (on two processors the reading is the longer half
@@ -261,7 +261,7 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     }
     const pending = this.#pending;
     let waiting = 0;
-    // Everything the loop touches, in locals: it calls nothing on its way but the id's hash.
+    // Everything the loop touches, in locals.
     const { hash, idStart, idLength, ids, variant, day: days, values } = batch;
     const bitIds = this.#bitIds;
     const keys = this.#variantKeys;
@@ -376,9 +376,8 @@ export class RowReader implements CsvRowSink, ReaderFindings {
             const length = e - s;
             let v = -1;
             if (length > 0 && length <= 3 && !isBlank(buf[s]) && !isBlank(buf[e - 1])) {
-              // A short name: one integer comparison per known variant (see `shortKey`).
-              let key = length << 24;
-              for (let j = 0; j < length; j++) key |= buf[s + j] << (8 * j);
+              // A short name: one integer comparison per known variant.
+              const key = shortKey(buf, s, e);
               for (let w = 0; w < variants; w++) {
                 if (keys[w] === key) {
                   v = w;
