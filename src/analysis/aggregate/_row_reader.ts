@@ -268,8 +268,6 @@ export class RowReader implements CsvRowSink, ReaderFindings {
     const variants = Math.min(keys.length, LINEAR_VARIANTS);
     const dayRows = this.dayRows;
     const dayBase = this.dayBase;
-    const hasValue = this.hasValue;
-    const binary = this.binary;
     const separator = this.#decimalComma ? COMMA : DOT;
     /** Rows this call may add: a full batch is handed over, and the next call fills the next. */
     const room = this.#batchRows - batch.size;
@@ -321,8 +319,9 @@ export class RowReader implements CsvRowSink, ReaderFindings {
           else {
             const places = decimals < 0 ? 0 : decimals;
             values[at] = places === 0 ? mantissa : mantissa / POWERS_OF_TEN[places];
-            hasValue[role] = 1;
-            if (digits - places !== 1 || buf[s] > ONE || fraction !== 0) binary[role] = 0;
+            // As `numberKind` tells 0/1 from other numbers (no sign here).
+            const one = digits - places === 1 && buf[s] <= ONE && fraction === 0;
+            this.#learn(role, one ? BINARY : NUMBER);
           }
           if (dims !== null) {
             // A lone 0 or 1 whose value id is known has it at once.
