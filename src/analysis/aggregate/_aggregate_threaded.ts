@@ -42,11 +42,8 @@ import { ValueLog } from "./_value_log.ts";
 import type { WorkerReply, WorkerRequest } from "./_user_worker.ts";
 import type { TallyWorkers } from "./tally_workers.ts";
 
-/**
- * Rows per batch (sent to the worker at once). Some six batches are alive at a time, each about
- * 0.4 MB resident at this size: 16,384 rows held 2–5 MB more at a cycle's peak, for the same time.
- */
-const BATCH_ROWS = 8192;
+/** Rows per batch (sent to the worker at once). */
+const BATCH_ROWS = 16384;
 /** Batches at the worker before reading waits for one to come back. */
 const MAX_IN_FLIGHT = 4;
 /** Batches kept while the worker starts before reading waits for it. */
