@@ -813,6 +813,41 @@ Deno.test("aggregateCsv answers on its worker exactly what CsvAggregator answers
   assert.deepEqual(threaded, expected);
 });
 
+Deno.test("aggregateCsv's worker answers what one thread answers for ids that outgrow a batch's room", async () => {
+  // Ids of up to 120 bytes outgrow a batch's room for ids (8 words a row) and take a new array.
+  const lines = (await generatedDataset(40_000)).trimEnd().split("\n");
+  const bytes = encoder.encode(
+    [
+      lines[0],
+      ...lines.slice(1).map((line, i) => {
+        const comma = line.indexOf(",");
+        const id = line.slice(0, comma).replaceAll('"', "");
+        return `${id}-${"x".repeat((i * 7) % 113)}${line.slice(comma)}`;
+      }),
+    ].join("\n") + "\n",
+  );
+  const alone = new CsvAggregator({ userSummary: true });
+  alone.push(bytes);
+  const modes: string[] = [];
+  let started!: () => void;
+  const workerUp = new Promise<void>((resolve) => started = resolve);
+  async function* afterStart() {
+    await workerUp; // so that every batch goes to the worker
+    yield* chunksOf(bytes, 65536);
+  }
+  const threaded = await aggregateThreaded(
+    afterStart(),
+    { userSummary: true },
+    undefined,
+    (mode) => {
+      modes.push(mode);
+      started();
+    },
+  );
+  assert.deepEqual(modes, ["threaded"]);
+  assert.deepEqual(threaded, alone.finish());
+});
+
 Deno.test("aggregateCsv hands its worker the rows read while the worker started", async () => {
   // More rows than are kept back while the worker starts, read without a pause: reading waits
   // for the worker once, which then gets the batches read so far.
