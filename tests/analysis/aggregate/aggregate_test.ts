@@ -792,25 +792,9 @@ Deno.test("aggregateCsv answers on its worker exactly what CsvAggregator answers
   const bytes = encoder.encode(await generatedDataset(60_000));
   const alone = new CsvAggregator({ userSummary: true });
   for (const chunk of chunksOf(bytes, 65536)) alone.push(chunk);
-  const expected = alone.finish();
-  const modes: string[] = [];
-  let started!: () => void;
-  const workerUp = new Promise<void>((resolve) => started = resolve);
-  async function* afterStart() {
-    await workerUp; // so that every batch goes to the worker
-    yield* chunksOf(bytes, 4093);
-  }
-  const threaded = await aggregateThreaded(
-    afterStart(),
-    { userSummary: true },
-    undefined,
-    (mode) => {
-      modes.push(mode);
-      started();
-    },
-  );
+  const { result, modes } = await onWorker(bytes, { userSummary: true }, 4093);
   assert.deepEqual(modes, ["threaded"]);
-  assert.deepEqual(threaded, expected);
+  assert.deepEqual(result, alone.finish());
 });
 
 Deno.test("aggregateCsv's worker answers what one thread answers for ids that outgrow a batch's room", async () => {
@@ -828,24 +812,9 @@ Deno.test("aggregateCsv's worker answers what one thread answers for ids that ou
   );
   const alone = new CsvAggregator({ userSummary: true });
   alone.push(bytes);
-  const modes: string[] = [];
-  let started!: () => void;
-  const workerUp = new Promise<void>((resolve) => started = resolve);
-  async function* afterStart() {
-    await workerUp; // so that every batch goes to the worker
-    yield* chunksOf(bytes, 65536);
-  }
-  const threaded = await aggregateThreaded(
-    afterStart(),
-    { userSummary: true },
-    undefined,
-    (mode) => {
-      modes.push(mode);
-      started();
-    },
-  );
+  const { result, modes } = await onWorker(bytes, { userSummary: true });
   assert.deepEqual(modes, ["threaded"]);
-  assert.deepEqual(threaded, alone.finish());
+  assert.deepEqual(result, alone.finish());
 });
 
 Deno.test("aggregateCsv hands its worker the rows read while the worker started", async () => {
@@ -1013,14 +982,17 @@ async function generatedBytes(rows: number, users: number, seed: number): Promis
   return new Uint8Array(await new Blob(parts as Uint8Array<ArrayBuffer>[]).arrayBuffer());
 }
 
-/** `aggregateThreaded` with every batch on the worker (the input waits until it is up). */
-async function onWorker(bytes: Uint8Array, options: AggregateOptions) {
+/**
+ * `aggregateThreaded` with every batch on the worker (the input, in chunks of `chunk` bytes, waits
+ * until it is up).
+ */
+async function onWorker(bytes: Uint8Array, options: AggregateOptions, chunk = 65536) {
   const modes: string[] = [];
   let up!: () => void;
   const workerUp = new Promise<void>((resolve) => up = resolve);
   async function* afterStart() {
     await workerUp;
-    yield* chunksOf(bytes, 65536);
+    yield* chunksOf(bytes, chunk);
   }
   const result = await aggregateThreaded(afterStart(), options, undefined, (mode) => {
     modes.push(mode);
