@@ -29,9 +29,10 @@ export function markedForHugePages(buffer: ArrayBuffer): boolean {
  * from the checkout's root) in a fresh process with every permission, and fails with its output
  * when it exits non-zero. Where a buffer lands, and so the flags of its mapping, depends on what
  * the process allocated and freed before (the C library places and reuses memory by its history):
- * checks of a mapping's flags run where nothing ran before them.
+ * checks of a mapping's flags run where nothing ran before them. `env` is added to this process's
+ * environment for it.
  */
-export async function runFresh(source: string): Promise<void> {
+export async function runFresh(source: string, env: Record<string, string> = {}): Promise<void> {
   const root = new URL("../", import.meta.url);
   const url = (path: string) => JSON.stringify(new URL(path, root).href);
   const script = await Deno.makeTempFile({ suffix: ".ts" });
@@ -39,6 +40,7 @@ export async function runFresh(source: string): Promise<void> {
     await Deno.writeTextFile(script, source.replaceAll(/url\("([^"]+)"\)/g, (_, p) => url(p)));
     const out = await new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", script],
+      env,
       stdout: "piped",
       stderr: "piped",
     }).output();

@@ -71,45 +71,30 @@ Deno.test({
 });
 
 Deno.test("largeBuffer reserves MAPPED_BYTES, but not under a huge page where glibc asks for huge pages", async () => {
-  const script = await Deno.makeTempFile({ suffix: ".ts" });
-  try {
-    const module = new URL("../src/buffers.ts", import.meta.url).href;
-    await Deno.writeTextFile(
-      script,
-      `import { glibcHugePages, largeBuffer } from ${JSON.stringify(module)};\n` +
-        `const sizes = [1000, 256 * 1024, 1024 * 1024 + 7, 2 * 1024 * 1024, 40 * 1024 * 1024];\n` +
-        `console.log(JSON.stringify([glibcHugePages(), ...sizes.map((n) => largeBuffer(n).byteLength)]));\n`,
+  const MiB = 1024 * 1024;
+  const sizes = [1000, 256 * 1024, MiB + 7, 2 * MiB, 40 * MiB];
+  const reserved = [1000, 32 * MiB, 32 * MiB, 32 * MiB, 40 * MiB];
+  const fromHeap = [1000, 256 * 1024, MiB + 7, 32 * MiB, 40 * MiB];
+  const linux = Deno.build.os === "linux";
+  const cases: [string, boolean][] = [
+    ["", false],
+    [`glibc.malloc.mmap_threshold=${8 * MiB}`, false],
+    ["glibc.malloc.hugetlb=0", false],
+    [`glibc.malloc.mmap_threshold=${8 * MiB}:glibc.malloc.hugetlb=1`, linux],
+    ["glibc.malloc.hugetlb=2", linux],
+  ];
+  for (const [tunables, on] of cases) {
+    await runFresh(
+      `
+      import assert from "node:assert/strict";
+      import { glibcHugePages, largeBuffer } from url("src/buffers.ts");
+      assert.equal(glibcHugePages(), ${on}, ${JSON.stringify(tunables)});
+      const sizes = ${JSON.stringify(sizes)}.map((n) => largeBuffer(n).byteLength);
+      assert.deepEqual(sizes, ${JSON.stringify(on ? fromHeap : reserved)}, ${
+        JSON.stringify(tunables)
+      });
+    `,
+      { GLIBC_TUNABLES: tunables },
     );
-    const run = async (tunables: string | null) => {
-      const out = await new Deno.Command(Deno.execPath(), {
-        args: ["run", "--allow-env", script],
-        env: tunables === null ? {} : { GLIBC_TUNABLES: tunables },
-        clearEnv: true,
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      assertEquals(out.code, 0, new TextDecoder().decode(out.stderr));
-      return JSON.parse(new TextDecoder().decode(out.stdout));
-    };
-    const MiB = 1024 * 1024;
-    const reserved = [1000, 32 * MiB, 32 * MiB, 32 * MiB, 40 * MiB];
-    const linux = Deno.build.os === "linux";
-    assertEquals(await run(null), [false, ...reserved]);
-    assertEquals(await run(`glibc.malloc.mmap_threshold=${8 * MiB}`), [false, ...reserved]);
-    assertEquals(await run("glibc.malloc.hugetlb=0"), [false, ...reserved]);
-    for (
-      const on of [
-        `glibc.malloc.mmap_threshold=${8 * MiB}:glibc.malloc.hugetlb=1`,
-        "glibc.malloc.hugetlb=2",
-      ]
-    ) {
-      assertEquals(
-        await run(on),
-        linux ? [true, 1000, 256 * 1024, MiB + 7, 32 * MiB, 40 * MiB] : [false, ...reserved],
-        on,
-      );
-    }
-  } finally {
-    await Deno.remove(script);
   }
 });
