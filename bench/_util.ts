@@ -6,6 +6,88 @@ export function median(values: number[]): number {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
+/** Processor time (user + system) in a `/proc/…/stat` line, seconds (Linux's 100 ticks a second). */
+function statSeconds(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Processor seconds (user + system) the process used so far; NaN without /proc. */
+export async function cpuSeconds(pid: number): Promise<number> {
+  try {
+    return statSeconds(await Deno.readTextFile(`/proc/${pid}/stat`));
+  } catch {
+    return NaN;
+  }
+}
+
+/** Processor seconds by kind of thread (see `ThreadClock`). */
+export interface ThreadSeconds {
+  /** The process's own thread: the HTTP server, the reading of an analysis, its summary. */
+  main: number;
+  /** JavaScript workers (`worker-N`): the aggregation's tally, the uploads' checks. */
+  workers: number;
+  /** V8's helper threads: concurrent garbage collection and compilation. */
+  v8: number;
+  /** The rest (the runtime's I/O threads). */
+  other: number;
+}
+
+/**
+ * The processor time of a process's threads from one moment on (`start`). `sample` reads every
+ * thread's time (`/proc/PID/task`) and keeps the last figure of each, so that a thread that ends
+ * between two samples (a worker of one analysis) still counts up to its last sample; `used` adds
+ * up what each thread used since `start` (a thread new since then from 0), by kind.
+ */
+export class ThreadClock {
+  readonly #pid: number;
+  #start = new Map<string, number>();
+  readonly #seen = new Map<string, { name: string; seconds: number }>();
+
+  constructor(pid: number) {
+    this.#pid = pid;
+  }
+
+  /** Starts over from now. */
+  async start(): Promise<void> {
+    this.#seen.clear();
+    await this.sample();
+    this.#start = new Map([...this.#seen].map(([tid, { seconds }]) => [tid, seconds]));
+  }
+
+  async sample(): Promise<void> {
+    try {
+      for await (const task of Deno.readDir(`/proc/${this.#pid}/task`)) {
+        try {
+          const stat = await Deno.readTextFile(`/proc/${this.#pid}/task/${task.name}/stat`);
+          const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+          this.#seen.set(task.name, { name, seconds: statSeconds(stat) });
+        } catch {
+          // ended between the listing and the read
+        }
+      }
+    } catch {
+      // no /proc: nothing to count
+    }
+  }
+
+  /** Each thread's time from `start` to its last sample, by kind. */
+  used(): ThreadSeconds {
+    const total: ThreadSeconds = { main: 0, workers: 0, v8: 0, other: 0 };
+    for (const [tid, { name, seconds }] of this.#seen) {
+      const kind = tid === String(this.#pid)
+        ? "main"
+        : name.startsWith("worker-")
+        ? "workers"
+        : name.startsWith("V8 ")
+        ? "v8"
+        : "other";
+      total[kind] += seconds - (this.#start.get(tid) ?? 0);
+    }
+    return total;
+  }
+}
+
 /** Peak resident set (VmHWM) of a process, in MB; null where /proc is missing. */
 export async function peakRssMB(pid: number): Promise<number | null> {
   try {

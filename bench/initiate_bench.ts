@@ -11,7 +11,7 @@
  *
  *   deno run -A bench/initiate_bench.ts [SECONDS]
  */
-import { freePort, printTable, spawnService, startChild } from "./_util.ts";
+import { cpuSeconds, freePort, printTable, spawnService, startChild } from "./_util.ts";
 import { startS3rver } from "../tests/_s3rver.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
@@ -22,17 +22,6 @@ export interface WrkResult {
   errors: number;
   /** Server CPU time per request, microseconds. */
   cpuUs: number;
-}
-
-/** CPU seconds (user + system) the process used so far; NaN without /proc. */
-async function cpuSeconds(pid: number): Promise<number> {
-  try {
-    const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
 }
 
 /** wrk against `url`; `pid` is the server's process, whose CPU time is read before and after. */

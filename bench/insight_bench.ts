@@ -27,7 +27,10 @@
  * file) is read before the first upload and after each delivery once its analysis is ready and
  * the service idled 2 s. Each upload comes on a connection of its own, closed after the answer, as from the upload client or curl (the runtime keeps some 17 MB of
  * buffers with a connection that received a large body while it stays open). The phases of each
- * run come from the service's `analysis finished` log line. Last, the benchmark times a first write
+ * run come from the service's `analysis finished` log line, and its processor time by thread
+ * (`ThreadClock`: the main thread, the workers, V8's helpers) from `/proc`, read at each poll from
+ * the 201 (the event; a paced upload's first byte) to `ready`: which thread was the longer one,
+ * and how many of the processors the run kept busy. Last, the benchmark times a first write
  * to 64 MB just allocated against a second one (`firstTouch`): a machine that charges microseconds
  * a page for it spends a good part of an analysis there, which huge pages save.
  *
@@ -36,7 +39,16 @@
 import { ensureCsv } from "./generate_csv.ts";
 import { LocalStore } from "../src/storage/local_store.ts";
 import { UrlSigner } from "../src/crypto/url_signer.ts";
-import { benchKey, freePort, median, resetPeak, serveArgs, serviceEnv } from "./_util.ts";
+import {
+  benchKey,
+  freePort,
+  median,
+  resetPeak,
+  serveArgs,
+  serviceEnv,
+  ThreadClock,
+  type ThreadSeconds,
+} from "./_util.ts";
 import { checkAgreement, duckdbRunner, queryDuckdb, type Totals } from "./_duckdb.ts";
 import { pacedUpload } from "../tests/_paced_upload.ts";
 
@@ -74,6 +86,8 @@ export interface InsightRun {
   idleRssMB: number;
   /** Its RssAnon then, MB. */
   idleAnonMB: number;
+  /** The service's processor time from the 201 to `ready`, by thread. */
+  threads: ThreadSeconds;
 }
 
 /** A direct upload sent at `PACED_BYTES_PER_SECOND`. */
@@ -86,6 +100,8 @@ export interface PacedRun {
   seconds: number;
   /** Whether its analysis was aggregated while it streamed (its `analysis finished` line). */
   followed: boolean;
+  /** The service's processor time from the body's first byte to `ready`, by thread. */
+  threads: ThreadSeconds;
 }
 
 export interface InsightBenchResult {
@@ -97,6 +113,8 @@ export interface InsightBenchResult {
   twoStepSeconds: number[];
   /** Their `analysis finished` lines' duration_ms and phases. */
   twoStepPhases: Record<string, number>[];
+  /** The service's processor time from the event to `ready`, by thread. */
+  twoStepThreads: ThreadSeconds[];
   /** Paced uploads (`PACED_BYTES_PER_SECOND`; none at 0): times, and whether followed. */
   paced: PacedRun[];
   pacedBytesPerSecond: number;
@@ -254,6 +272,9 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
   const ours: InsightRun[] = [];
   const twoStepSeconds: number[] = [];
   const twoStepPhases: Record<string, number>[] = [];
+  const twoStepThreads: ThreadSeconds[] = [];
+  // Read at each poll: a worker that ends before `ready` is answered still counts.
+  const clock = new ThreadClock(service.pid);
   const paced: PacedRun[] = [];
   const duckdbSeconds: number[] = [];
   let duckdbTotals: Totals | null = null;
@@ -273,6 +294,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
         const poll = await fetch(`${service.url}/api/v1/datasets/${experiment}/analysis/`, {
           headers: auth,
         });
+        await clock.sample();
         const analysis: Record<string, unknown> = await poll.json();
         const current = (analysis.dataset as { etag: string }).etag === etag;
         if (current && analysis.status === "ready") return analysis;
@@ -294,10 +316,12 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
         body,
       });
       const created = performance.now();
+      await clock.start();
       const answer = await res.json();
       if (res.status !== 201) throw new Error(`upload answered ${res.status}`);
       const analysis = await waitReady("insight", answer.etag, created);
       const seconds = (performance.now() - created) / 1000;
+      const threads = clock.used();
       rows = (analysis.dataset as { rows: number }).rows;
       oursTotals = totalsOf(analysis);
       await sleep(IDLE_MS);
@@ -310,6 +334,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
         phases,
         idleRssMB: await rssMB(service.pid),
         idleAnonMB: await rssMB(service.pid, "RssAnon"),
+        threads,
       });
       if (Deno.env.get("ABN_BENCH_VERBOSE")) {
         console.error(
@@ -338,6 +363,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
       const info = await writer.commit();
       await sync();
       await sleep(IDLE_MS);
+      await clock.start();
       const t0 = performance.now();
       const event = await fetch(`${service.url}/api/v1/storage-events/`, {
         method: "POST",
@@ -347,6 +373,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
       if ((await event.json()).accepted !== 1) throw new Error("the event was not accepted");
       await waitReady("insight-two-step", info.etag, t0);
       twoStepSeconds.push((performance.now() - t0) / 1000);
+      twoStepThreads.push(clock.used());
       await sleep(200); // the service's log line
       const line = service.finished.find((l) => l.etag === info.etag) ?? {};
       const phases = Object.fromEntries(
@@ -364,6 +391,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
       if (PACED_BYTES_PER_SECOND <= 0) return;
       const body = new Uint8Array(await new Blob([file, extra(i)]).arrayBuffer());
       await sync();
+      await clock.start();
       const answer = await pacedUpload(
         service.url,
         service.apiKey,
@@ -375,6 +403,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
       if (answer.status !== 201) throw new Error(`the paced upload answered ${answer.status}`);
       await waitReady("insight-paced", answer.json.etag as string, created);
       const seconds = (performance.now() - created) / 1000;
+      const threads = clock.used();
       await sleep(IDLE_MS);
       const line = service.finished.find((l) => l.etag === answer.json.etag) ?? {};
       paced.push({
@@ -382,6 +411,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
         uploadSeconds: answer.seconds,
         seconds,
         followed: line.followed === true,
+        threads,
       });
       if (Deno.env.get("ABN_BENCH_VERBOSE")) {
         console.error(
@@ -430,6 +460,7 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
       ours,
       twoStepSeconds,
       twoStepPhases,
+      twoStepThreads,
       paced,
       pacedBytesPerSecond: PACED_BYTES_PER_SECOND,
       duckdbSeconds,
@@ -494,6 +525,35 @@ function phasesRow(runs: Record<string, number>[]): Record<string, string> {
 }
 
 /**
+ * The service's processor time over `seconds` of each run, by thread (see `ThreadClock`):
+ * which thread was the longer one, and how many of the processors the run kept busy.
+ */
+function threadsRow(
+  span: string,
+  runs: ThreadSeconds[],
+  seconds: number[],
+): Record<string, string> {
+  const kinds = [
+    ["main thread", "main"],
+    ["workers", "workers"],
+    ["V8's helpers", "v8"],
+    ["other", "other"],
+  ] as const;
+  const total = runs.map((run) => run.main + run.workers + run.v8 + run.other);
+  return {
+    benchmark: `… the service's processor time ${span}, by thread, s`,
+    ours: `${
+      kinds.map(([label, key]) => `${label} ${spread(runs.map((run) => run[key]))}`).join(", ")
+    }; in all ${spread(total)}, i.e. ${
+      spread(total.map((t, i) => t / seconds[i]))
+    } processors busy`,
+    baseline: "—",
+    ratio: "—",
+    target: "—",
+  };
+}
+
+/**
  * The paced turn: 201 → ready against DuckDB, and upload start → ready against the body's own
  * time at that pace plus half of DuckDB's (the issue's bound for a direct upload).
  */
@@ -531,6 +591,7 @@ function pacedRows(r: InsightBenchResult): Record<string, string>[] {
         : "—",
       target: "≤ 1.0",
     },
+    threadsRow("from the upload's start to ready", r.paced.map((run) => run.threads), whole),
   ];
 }
 
@@ -576,6 +637,7 @@ export function insightRows(r: InsightBenchResult): Record<string, string>[] {
       target: "≤ 0.5",
     },
     phasesRow(r.ours.map((run) => run.phases)),
+    threadsRow("from the 201 to ready", r.ours.map((run) => run.threads), oursSeconds),
     {
       benchmark: `two-step delivery: storage event → ready (n=${r.twoStepSeconds.length})`,
       ours: `${spread(r.twoStepSeconds)} s`,
@@ -584,6 +646,7 @@ export function insightRows(r: InsightBenchResult): Record<string, string>[] {
       target: "≤ 1.0",
     },
     phasesRow(r.twoStepPhases),
+    threadsRow("from the event to ready", r.twoStepThreads, r.twoStepSeconds),
     ...pacedRows(r),
     {
       benchmark: "service RSS: before, after the 1st, after the last delivery (idle 2 s)",

@@ -19,7 +19,15 @@
  *
  *   deno run -A bench/scale_bench.ts [local|s3|disk ...]
  */
-import { benchKey, freePort, median, printTable, serveArgs, serviceEnv } from "./_util.ts";
+import {
+  benchKey,
+  cpuSeconds,
+  freePort,
+  median,
+  printTable,
+  serveArgs,
+  serviceEnv,
+} from "./_util.ts";
 import { startS3rver } from "../tests/_s3rver.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
@@ -95,13 +103,6 @@ export async function serve(
       await child.status;
     },
   };
-}
-
-/** CPU seconds (user + system) the process used so far. */
-async function cpuSeconds(pid: number): Promise<number> {
-  const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 async function metrics(url: string): Promise<string> {
