@@ -6,9 +6,17 @@
  * buffer only when it runs (an idle service runs none), and the system allocator, which keeps
  * freed blocks of a few MB in its heaps (glibc also raises, at each such free, the size below
  * which later blocks go there: a freed 10 MB buffer makes every block under 10 MB a heap one).
- * So the analysis allocates its large arrays with `largeBuffer` (at least `MAPPED_BYTES`: always
+ * So the analysis allocates its large arrays with `largeBuffer` (at least `mappedBytes()`: always
  * mapped by the allocator on its own, resident only where written, and given back whole when
  * freed, without moving that size) and frees them with `releaseBuffers` as soon as it is done.
+ *
+ * V8 counts each buffer's whole length as memory held outside its heap, and runs a full garbage
+ * collection each time that count grew by some tens of MB: a reservation is no larger than it
+ * must be. Where glibc's threshold is fixed (`GLIBC_TUNABLES`, as the tasks and the deployment
+ * files set it to 8 MiB), a block of that size is mapped on its own, and a reservation takes that
+ * much; otherwise 32 MiB, the most glibc's moving threshold reaches. Reservations of 8 MiB instead
+ * of 32 MiB halved the main thread's full collections during an analysis (28 against 16 over three
+ * deliveries) and took a third less processor time from V8's helper threads (README, session X).
  *
  * Freeing this way detaches the buffer. Session H measured a price for that: once a buffer was
  * detached in a thread (freed so, or transferred to another thread), V8 ran that thread's
@@ -19,7 +27,10 @@
 
 import { FALSE_WORDS } from "./config.ts";
 
-/** Bytes from which the system allocator maps a block on its own (glibc, 64-bit: 32 MiB). */
+/**
+ * Bytes from which glibc maps a block on its own whatever its threshold did (64-bit: 32 MiB, the
+ * most its moving threshold reaches, and the largest it accepts as a fixed one).
+ */
 export const MAPPED_BYTES = 32 * 1024 * 1024;
 
 /** Buffers of this size and more are allocated by `largeBuffer` as mapped ones. */
@@ -29,6 +40,41 @@ export const LARGE_BYTES = 256 * 1024;
 export const HUGE_PAGE_BYTES = 2 * 1024 * 1024;
 
 let glibcHuge: boolean | undefined;
+let mapped: number | undefined;
+
+/** `GLIBC_TUNABLES`'s settings, or none where the environment may not be read. */
+function tunables(): string[] {
+  try {
+    return (Deno.env.get("GLIBC_TUNABLES") ?? "").split(":").map((t) => t.trim());
+  } catch {
+    return []; // the environment may not be read: glibc's defaults
+  }
+}
+
+/**
+ * Bytes from which glibc maps a block on its own in this process: its fixed threshold
+ * (`glibc.malloc.mmap_threshold=N` in `GLIBC_TUNABLES`, or the older `MALLOC_MMAP_THRESHOLD_`)
+ * where one is set, up to `MAPPED_BYTES`; else `MAPPED_BYTES`. Read once a thread.
+ */
+export function mappedBytes(): number {
+  if (mapped !== undefined) return mapped;
+  let fixed = NaN;
+  for (const t of tunables()) {
+    const match = /^glibc\.malloc\.mmap_threshold=(\d+)$/.exec(t);
+    if (match) fixed = Number(match[1]);
+  }
+  if (Number.isNaN(fixed)) {
+    try {
+      const old = Deno.env.get("MALLOC_MMAP_THRESHOLD_") ?? "";
+      if (/^\d+$/.test(old)) fixed = Number(old);
+    } catch {
+      // the environment may not be read: glibc's default
+    }
+  }
+  return mapped = Deno.build.os === "linux" && fixed > 0 && fixed <= MAPPED_BYTES
+    ? fixed
+    : MAPPED_BYTES;
+}
 
 /**
  * Whether glibc asks for huge pages for every block it maps on its own (`glibc.malloc.hugetlb=1`,
@@ -36,18 +82,12 @@ let glibcHuge: boolean | undefined;
  */
 export function glibcHugePages(): boolean {
   if (glibcHuge !== undefined) return glibcHuge;
-  let tunables = "";
-  try {
-    tunables = Deno.env.get("GLIBC_TUNABLES") ?? "";
-  } catch {
-    // the environment may not be read: glibc's default, none
-  }
   return glibcHuge = Deno.build.os === "linux" &&
-    tunables.split(":").some((t) => /^glibc\.malloc\.hugetlb=[12]$/.test(t.trim()));
+    tunables().some((t) => /^glibc\.malloc\.hugetlb=[12]$/.test(t));
 }
 
 /**
- * A zeroed buffer of at least `bytes` bytes: from `LARGE_BYTES` on, at least `MAPPED_BYTES` long
+ * A zeroed buffer of at least `bytes` bytes: from `LARGE_BYTES` on, at least `mappedBytes()` long
  * (pages never written cost no memory), below that a plain one of `bytes`. When glibc asks for
  * huge pages for its mappings (`glibcHugePages`), such a reservation holds a whole 2 MiB page (or
  * two) where a megabyte of it is written: a buffer under `HUGE_PAGE_BYTES` (a batch of rows, a
@@ -55,10 +95,11 @@ export function glibcHugePages(): boolean {
  * cycles peaked 2–15 MB lower with it, 9 by the median (README, "Benchmarks", session W).
  */
 export function largeBuffer(bytes: number): ArrayBuffer {
-  if (bytes < LARGE_BYTES || bytes >= MAPPED_BYTES) return new ArrayBuffer(bytes);
+  const reserve = mappedBytes();
+  if (bytes < LARGE_BYTES || bytes >= reserve) return new ArrayBuffer(bytes);
   if (bytes < HUGE_PAGE_BYTES && glibcHugePages()) return new ArrayBuffer(bytes);
   try {
-    return new ArrayBuffer(MAPPED_BYTES);
+    return new ArrayBuffer(reserve);
   } catch {
     // A system that refuses to promise the address space (strict overcommit): just the bytes.
     return new ArrayBuffer(bytes);
@@ -163,6 +204,26 @@ function hugePages(): Advise | null {
 /** True when `adviseHugePages` can ask for huge pages in this thread (see `hugePages`). */
 export function canAdviseHugePages(): boolean {
   return hugePages() !== null;
+}
+
+/**
+ * `largeBuffer(bytes)`, and from `LARGE_BYTES` on, where `adviseHugePages` can ask for huge pages,
+ * at least `HUGE_PAGE_MIN_BYTES` long and asked for them: for the user table's records and slots.
+ */
+export function hugeBuffer(bytes: number): ArrayBuffer {
+  if (bytes < LARGE_BYTES || bytes >= HUGE_PAGE_MIN_BYTES || !canAdviseHugePages()) {
+    const buffer = largeBuffer(bytes);
+    adviseHugePages(buffer);
+    return buffer;
+  }
+  let buffer: ArrayBuffer;
+  try {
+    buffer = new ArrayBuffer(HUGE_PAGE_MIN_BYTES);
+  } catch {
+    return largeBuffer(bytes); // strict overcommit (see `largeBuffer`)
+  }
+  adviseHugePages(buffer);
+  return buffer;
 }
 
 /**

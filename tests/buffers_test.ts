@@ -24,6 +24,27 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "hugeBuffer: a table of 8 MiB gets a reservation marked for huge pages where they may be asked for, else largeBuffer's",
+  ignore: !linuxWithLibc,
+  async fn() {
+    for (const [hugePages, reserved, marked] of [["on", 32, true], ["off", 8, false]] as const) {
+      await runFresh(
+        `
+        import assert from "node:assert/strict";
+        import { hugeBuffer } from url("src/buffers.ts");
+        import { markedForHugePages } from url("tests/_smaps.ts");
+        const buffer = hugeBuffer(8 * 1024 * 1024);
+        assert.equal(buffer.byteLength, ${reserved} * 1024 * 1024);
+        assert.equal(markedForHugePages(buffer), ${marked});
+      `,
+        { GLIBC_TUNABLES: "glibc.malloc.mmap_threshold=8388608", ABN_HUGE_PAGES: hugePages },
+      );
+    }
+  },
+});
+
 Deno.test("adviseHugePages: buffers under HUGE_PAGE_MIN_BYTES are left alone", () => {
   assertEquals(adviseHugePages(new ArrayBuffer(HUGE_PAGE_MIN_BYTES - 1)), false);
   assertEquals(adviseHugePages(new ArrayBuffer(0)), false);
@@ -70,31 +91,43 @@ Deno.test({
   },
 });
 
-Deno.test("largeBuffer reserves MAPPED_BYTES, but not under a huge page where glibc asks for huge pages", async () => {
+Deno.test("largeBuffer reserves glibc's fixed threshold (else 32 MiB), but not under a huge page where glibc asks for huge pages", async () => {
   const MiB = 1024 * 1024;
-  const sizes = [1000, 256 * 1024, MiB + 7, 2 * MiB, 40 * MiB];
-  const reserved = [1000, 32 * MiB, 32 * MiB, 32 * MiB, 40 * MiB];
-  const fromHeap = [1000, 256 * 1024, MiB + 7, 32 * MiB, 40 * MiB];
+  const sizes = [1000, 256 * 1024, MiB + 7, 2 * MiB, 8 * MiB + 1, 40 * MiB];
+  // What each size gets: with glibc's moving threshold, with it fixed at 8 MiB, with huge pages.
+  const moving = [1000, 32 * MiB, 32 * MiB, 32 * MiB, 32 * MiB, 40 * MiB];
+  const fixed = [1000, 8 * MiB, 8 * MiB, 8 * MiB, 8 * MiB + 1, 40 * MiB];
+  const fromHeap = [1000, 256 * 1024, MiB + 7, 8 * MiB, 8 * MiB + 1, 40 * MiB];
   const linux = Deno.build.os === "linux";
-  const cases: [string, boolean][] = [
-    ["", false],
-    [`glibc.malloc.mmap_threshold=${8 * MiB}`, false],
-    ["glibc.malloc.hugetlb=0", false],
-    [`glibc.malloc.mmap_threshold=${8 * MiB}:glibc.malloc.hugetlb=1`, linux],
-    ["glibc.malloc.hugetlb=2", linux],
+  const cases: [Record<string, string>, boolean, number[]][] = [
+    [{}, false, moving],
+    [{ GLIBC_TUNABLES: `glibc.malloc.mmap_threshold=${8 * MiB}` }, false, linux ? fixed : moving],
+    [{ MALLOC_MMAP_THRESHOLD_: `${8 * MiB}` }, false, linux ? fixed : moving],
+    // Above what glibc takes as a fixed threshold: its moving one, as without.
+    [{ GLIBC_TUNABLES: `glibc.malloc.mmap_threshold=${64 * MiB}` }, false, moving],
+    [{ GLIBC_TUNABLES: "glibc.malloc.hugetlb=0" }, false, moving],
+    [
+      { GLIBC_TUNABLES: `glibc.malloc.mmap_threshold=${8 * MiB}:glibc.malloc.hugetlb=1` },
+      linux,
+      linux ? fromHeap : moving,
+    ],
+    [
+      { GLIBC_TUNABLES: "glibc.malloc.hugetlb=2" },
+      linux,
+      linux ? [1000, 256 * 1024, MiB + 7, 32 * MiB, 32 * MiB, 40 * MiB] : moving,
+    ],
   ];
-  for (const [tunables, on] of cases) {
+  for (const [env, on, expected] of cases) {
     await runFresh(
       `
       import assert from "node:assert/strict";
       import { glibcHugePages, largeBuffer } from url("src/buffers.ts");
-      assert.equal(glibcHugePages(), ${on}, ${JSON.stringify(tunables)});
+      assert.equal(glibcHugePages(), ${on}, ${JSON.stringify(env)});
       const sizes = ${JSON.stringify(sizes)}.map((n) => largeBuffer(n).byteLength);
-      assert.deepEqual(sizes, ${JSON.stringify(on ? fromHeap : reserved)}, ${
-        JSON.stringify(tunables)
-      });
+      assert.deepEqual(sizes, ${JSON.stringify(expected)}, ${JSON.stringify(env)});
     `,
-      { GLIBC_TUNABLES: tunables },
+      // Both set here, so that the test's own environment does not count.
+      { GLIBC_TUNABLES: "", MALLOC_MMAP_THRESHOLD_: "", ...env },
     );
   }
 });

@@ -10,7 +10,7 @@
  * Random memory reads are what the aggregation waits for (a few hundred nanoseconds each when they
  * depend on each other), so a user's fields and id share one record, and callers `warm` a batch
  * of lookups first, letting the cache misses of many rows overlap. Fresh memory is the other cost
- * (each page's first touch is a page fault): a large arena is a `largeBuffer` of the size the
+ * (each page's first touch is a page fault): a large arena is a `hugeBuffer` of the size the
  * caller expects (`reserveBytes`, from the input's size), so that it seldom has to be copied into
  * a larger one (only the pages written cost memory), and the slots fill to 70 % before doubling.
  * Replaced arenas and slots are freed at once, and `release` frees the rest (see `buffers.ts`).
@@ -23,13 +23,12 @@
  * when it doubles (`hashWords`), walking the records in order.
  */
 
-import {
-  adviseHugePages,
-  LARGE_BYTES,
-  largeBuffer,
-  largeInt32Array,
-  releaseBuffers,
-} from "../../buffers.ts";
+import { hugeBuffer, LARGE_BYTES, releaseBuffers } from "../../buffers.ts";
+
+/** `length` zeroed slots, over a `hugeBuffer`. */
+function newSlots(length: number): Int32Array<ArrayBuffer> {
+  return new Int32Array(hugeBuffer(4 * length), 0, length);
+}
 
 /** Memory an earlier table used, zeroed, for a new one (see the `UserTable` constructor). */
 export interface TableSpare {
@@ -167,10 +166,7 @@ export class UserTable {
       this.#slots = given;
     } else {
       releaseBuffers(given);
-      if (slots > INITIAL_SLOTS) {
-        this.#slots = largeInt32Array(slots);
-        adviseHugePages(this.#slots.buffer);
-      }
+      if (slots > INITIAL_SLOTS) this.#slots = newSlots(slots);
     }
     this.#mask = slots - 1;
     this.#limit = Math.floor(slots * 0.7);
@@ -319,11 +315,10 @@ export class UserTable {
     while (size < bytes) size *= 2;
     let arena: ArrayBuffer;
     try {
-      arena = largeBuffer(size < LARGE_BYTES ? size : Math.max(size, this.#reserveBytes));
+      arena = hugeBuffer(size < LARGE_BYTES ? size : Math.max(size, this.#reserveBytes));
     } catch {
-      arena = largeBuffer(size); // the reservation refused (strict overcommit): what is needed
+      arena = hugeBuffer(size); // the reservation refused (strict overcommit): what is needed
     }
-    adviseHugePages(arena);
     new Uint8Array(arena).set(new Uint8Array(this.#arena, 0, 8 * this.top));
     releaseBuffers(this.#arena);
     this.#arena = arena;
@@ -358,8 +353,7 @@ export class UserTable {
    */
   #refill(count: number, fromPairs: boolean): void {
     const old = this.#slots;
-    const slots = largeInt32Array(this.#wide ? 2 * count : count);
-    adviseHugePages(slots.buffer);
+    const slots = newSlots(this.#wide ? 2 * count : count);
     const mask = count - 1;
     this.#slots = slots;
     this.#mask = mask;
