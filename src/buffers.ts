@@ -15,8 +15,9 @@
  * must be. Where glibc's threshold is fixed (`GLIBC_TUNABLES`, as the tasks and the deployment
  * files set it to 8 MiB), a block of that size is mapped on its own, and a reservation takes that
  * much; otherwise 32 MiB, the most glibc's moving threshold reaches. Reservations of 8 MiB instead
- * of 32 MiB halved the main thread's full collections during an analysis (28 against 16 over three
- * deliveries) and took a third less processor time from V8's helper threads (README, session X).
+ * of 32 MiB nearly halved the main isolate's full collections during analyses (16 against 28 over
+ * three deliveries), and V8's helper threads took a fifth to two fifths less processor time
+ * (README, session X).
  *
  * Freeing this way detaches the buffer. Session H measured a price for that: once a buffer was
  * detached in a thread (freed so, or transferred to another thread), V8 ran that thread's
