@@ -43,35 +43,45 @@ export const HUGE_PAGE_BYTES = 2 * 1024 * 1024;
 let glibcHuge: boolean | undefined;
 let mapped: number | undefined;
 
-/** `GLIBC_TUNABLES`'s settings, or none where the environment may not be read. */
-function tunables(): string[] {
+/** The variables glibc's allocator reads, or none where the environment may not be read. */
+function allocatorEnv(): Record<string, string | undefined> {
   try {
-    return (Deno.env.get("GLIBC_TUNABLES") ?? "").split(":").map((t) => t.trim());
+    return {
+      GLIBC_TUNABLES: Deno.env.get("GLIBC_TUNABLES"),
+      MALLOC_MMAP_THRESHOLD_: Deno.env.get("MALLOC_MMAP_THRESHOLD_"),
+    };
   } catch {
-    return []; // the environment may not be read: glibc's defaults
+    return {}; // the environment may not be read: glibc's defaults
   }
+}
+
+/** `GLIBC_TUNABLES`'s settings in `env`. */
+function tunables(env: Record<string, string | undefined>): string[] {
+  return (env.GLIBC_TUNABLES ?? "").split(":").map((t) => t.trim());
+}
+
+/**
+ * The threshold `env` fixes for the blocks glibc maps on their own, in bytes, or null: through
+ * `GLIBC_TUNABLES` (`glibc.malloc.mmap_threshold=N` among its `:`-joined settings) or the older
+ * `MALLOC_MMAP_THRESHOLD_`.
+ */
+export function fixedMmapThreshold(env: Record<string, string | undefined>): number | null {
+  for (const t of tunables(env)) {
+    const match = /^glibc\.malloc\.mmap_threshold=(\d+)$/.exec(t);
+    if (match) return Number(match[1]);
+  }
+  const old = env.MALLOC_MMAP_THRESHOLD_ ?? "";
+  return /^\d+$/.test(old) ? Number(old) : null;
 }
 
 /**
  * Bytes from which glibc maps a block on its own in this process: its fixed threshold
- * (`glibc.malloc.mmap_threshold=N` in `GLIBC_TUNABLES`, or the older `MALLOC_MMAP_THRESHOLD_`)
- * where one is set, up to `MAPPED_BYTES`; else `MAPPED_BYTES`. Read once a thread.
+ * (`fixedMmapThreshold`) where one is set, up to `MAPPED_BYTES`; else `MAPPED_BYTES`. Read once
+ * a thread.
  */
 export function mappedBytes(): number {
   if (mapped !== undefined) return mapped;
-  let fixed = NaN;
-  for (const t of tunables()) {
-    const match = /^glibc\.malloc\.mmap_threshold=(\d+)$/.exec(t);
-    if (match) fixed = Number(match[1]);
-  }
-  if (Number.isNaN(fixed)) {
-    try {
-      const old = Deno.env.get("MALLOC_MMAP_THRESHOLD_") ?? "";
-      if (/^\d+$/.test(old)) fixed = Number(old);
-    } catch {
-      // the environment may not be read: glibc's default
-    }
-  }
+  const fixed = fixedMmapThreshold(allocatorEnv()) ?? 0;
   return mapped = Deno.build.os === "linux" && fixed > 0 && fixed <= MAPPED_BYTES
     ? fixed
     : MAPPED_BYTES;
@@ -84,7 +94,7 @@ export function mappedBytes(): number {
 export function glibcHugePages(): boolean {
   if (glibcHuge !== undefined) return glibcHuge;
   return glibcHuge = Deno.build.os === "linux" &&
-    tunables().some((t) => /^glibc\.malloc\.hugetlb=[12]$/.test(t));
+    tunables(allocatorEnv()).some((t) => /^glibc\.malloc\.hugetlb=[12]$/.test(t));
 }
 
 /**

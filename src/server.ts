@@ -6,7 +6,7 @@ import type { Config } from "./config.ts";
 import { createService } from "./wiring.ts";
 import type { ControlPlane } from "./db/control_plane.ts";
 import { errorResponse } from "./http/errors.ts";
-import { canAdviseHugePages } from "./buffers.ts";
+import { canAdviseHugePages, fixedMmapThreshold } from "./buffers.ts";
 
 export interface ServeOptions {
   /** First start creates an organization `dev` and prints its key once. */
@@ -34,15 +34,12 @@ export async function bootstrapDev(db: ControlPlane, dataDir: string): Promise<v
 export const MMAP_THRESHOLD_TUNABLE = "glibc.malloc.mmap_threshold=8388608";
 
 /**
- * Whether `env` fixes glibc's threshold for the blocks it maps on their own: through
- * `GLIBC_TUNABLES` (`glibc.malloc.mmap_threshold=…` among its `:`-joined settings) or the older
- * `MALLOC_MMAP_THRESHOLD_`. Unless fixed, glibc raises it each time it frees such a block, and
+ * Whether `env` fixes glibc's threshold for the blocks it maps on their own (see
+ * `fixedMmapThreshold`). Unless fixed, glibc raises it each time it frees such a block, and
  * memory freed after a large upload stays with the process.
  */
 export function mmapThresholdFixed(env: Record<string, string | undefined>): boolean {
-  const tunables = (env.GLIBC_TUNABLES ?? "").split(":");
-  if (tunables.some((t) => /^glibc\.malloc\.mmap_threshold=\d+$/.test(t))) return true;
-  return /^\d+$/.test(env.MALLOC_MMAP_THRESHOLD_ ?? "");
+  return fixedMmapThreshold(env) !== null;
 }
 
 export async function serve(config: Readonly<Config>, options: ServeOptions = {}): Promise<number> {
