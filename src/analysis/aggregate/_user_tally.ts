@@ -35,16 +35,19 @@ const WARM_ROWS = 256;
  * and with a 1, and for columns read as conversion by the setting the first day with a 0; then,
  * with dimensions tracked, per metric column a dimension byte (`DIM_VALUE_MASK`,
  * `DIM_INCONSISTENT`), four to a word; then the id. For two metric columns and a 20-byte id that
- * makes 64 bytes (68 with dimensions).
+ * makes 64 bytes (68 with dimensions) with 32-bit day fields.
  *
  * Days are stored as `dayLimit - day`, so that 0 (a fresh record) means "none" and a later
  * day is a smaller number: "first day" is a plain maximum. A word of -1 means "not kept".
  *
  * The day fields are 16 bits each (`narrowDays`) for days from 1950 to 2126 (`NARROW_DAYS`),
  * read through the arena's `Uint16Array` view, else 32 bits through its `Int32Array` view: field
- * `at` of record `record` is `days[dayScale * record + at]`. Narrow, the benchmark's records take
- * 56 bytes instead of 64. A narrow tally refuses a day outside its span (`DaysOutOfRange`); the
- * caller then aggregates again with wide days.
+ * `at` of record `record` is `days[dayScale * record + at]`. Narrow, the dimension bytes follow
+ * the day fields in their words, where a word has room left (the bytes are only ever or-ed into
+ * their word, so the fields beside them stay as written). The benchmark's records (two metric
+ * columns, five day fields, two dimension bytes, a 20-byte id) then take 56 bytes instead of 64.
+ * A narrow tally refuses a day outside its span (`DaysOutOfRange`); the caller then aggregates
+ * again with wide days.
  */
 export interface RecordLayout {
   /** Per metric column: 1 when read as conversion by the caller (maximum and first 0 kept). */
@@ -101,18 +104,23 @@ export function recordLayout(
   const next = (size: number) => (words += size) - size;
   const sumWord = Int32Array.from(forced, () => next(2));
   const maxWord = Int32Array.from(forced, (flag) => flag ? next(2) : -1);
-  // The day fields, in the units of the day view.
+  // The day fields, in the units of the day view. Narrow, the dimension bytes follow them in the
+  // same words (a 16-bit field's word often has room for two), else in words of their own.
   const fieldCount = 1 + 2 * forced.length + forced.filter((flag) => flag).length;
   const dayScale = narrowDays ? 4 : 2;
-  let at = (dayScale / 2) * next(narrowDays ? (fieldCount + 1) >> 1 : fieldCount);
+  const sharedBytes = narrowDays ? 2 * fieldCount + (dimensions ? forced.length : 0) : 0;
+  const dayWords = narrowDays ? next((sharedBytes + 3) >> 2) : next(fieldCount);
+  let at = (dayScale / 2) * dayWords;
   const field = () => at++;
   const firstDayAt = field();
   const firstValueAt = Int32Array.from(forced, field);
   const firstOneAt = Int32Array.from(forced, field);
   const firstZeroAt = Int32Array.from(forced, (flag) => flag ? field() : -1);
-  const dimWords = dimensions ? next((forced.length + 3) >> 2) : -1;
-  const dimWord = Int32Array.from(forced, (_, k) => dimensions ? dimWords + (k >> 2) : -1);
-  const dimShift = Int32Array.from(forced, (_, k) => 8 * (k & 3));
+  // Dimension byte k: its byte from the first day word (narrow) or from its own words (wide).
+  const dimStart = !dimensions ? -1 : narrowDays ? dayWords : next((forced.length + 3) >> 2);
+  const dimByte = (k: number) => (narrowDays ? 2 * fieldCount : 0) + k;
+  const dimWord = Int32Array.from(forced, (_, k) => dimensions ? dimStart + (dimByte(k) >> 2) : -1);
+  const dimShift = Int32Array.from(forced, (_, k) => 8 * (dimByte(k) & 3));
   return {
     forcedConversion,
     words,

@@ -9,6 +9,7 @@ import type {
   AggregateOptions,
 } from "../../../src/analysis/aggregate/aggregate_types.ts";
 import { sortByHash } from "../../../src/analysis/aggregate/_user_hashes.ts";
+import { recordLayout, VARIANT_WORD } from "../../../src/analysis/aggregate/_user_tally.ts";
 
 const encoder = new TextEncoder();
 
@@ -257,4 +258,71 @@ Deno.test("sortByHash: the same order for few users (compared) and many (radix),
     sortByHash(hi, lo, variant);
     assert.deepEqual([[...hi], [...lo], [...variant]], want, `n = ${n}`);
   }
+});
+
+Deno.test("narrow records keep the dimension bytes beside the day fields, none overlapping", () => {
+  for (let metrics = 1; metrics <= 9; metrics++) {
+    for (const pattern of [0, 1, 0b101, 0x1ff]) {
+      const forced = Uint8Array.from({ length: metrics }, (_, k) => (pattern >> k) & 1);
+      const layout = recordLayout(forced, true, true);
+      // Every byte a field takes, by the views `UserTally` reads it through (little-endian).
+      const owner = new Array<string>(4 * layout.words).fill("");
+      const take = (from: number, bytes: number, name: string) => {
+        for (let b = from; b < from + bytes; b++) {
+          assert.ok(b >= 0 && b < owner.length, `${name} lies outside the record's words`);
+          assert.equal(owner[b], "", `${name} overlaps ${owner[b]} (${metrics} columns)`);
+          owner[b] = name;
+        }
+      };
+      take(0, 4, "length");
+      take(4 * VARIANT_WORD, 4, "variant");
+      forced.forEach((flag, k) => {
+        take(4 * layout.sumWord[k], 8, `sum ${k}`);
+        if (flag) take(4 * layout.maxWord[k], 8, `max ${k}`);
+      });
+      const day = (at: number, name: string) => take(2 * at, 2, name);
+      day(layout.firstDayAt, "first day");
+      forced.forEach((flag, k) => {
+        day(layout.firstValueAt[k], `first value ${k}`);
+        day(layout.firstOneAt[k], `first one ${k}`);
+        if (flag) day(layout.firstZeroAt[k], `first zero ${k}`);
+      });
+      forced.forEach((_, k) => take(4 * layout.dimWord[k] + layout.dimShift[k] / 8, 1, `dim ${k}`));
+    }
+  }
+  // Two metric columns as the benchmark's file has: 36 bytes before the id, 56 with a 20-byte one
+  // (the dimension bytes in a word of their own made it 40, and 64).
+  assert.equal(recordLayout(new Uint8Array(2), true, true).words, 9);
+  assert.equal(recordLayout(new Uint8Array(2), false, true).words, 9);
+});
+
+Deno.test("aggregateCsv: the same dimensions and figures with narrow and wide day fields", async () => {
+  // Dates from 1950 (narrow fields near 65,535, every bit set) to 2120, users in several rows,
+  // some with another dimension value later, a column read as conversion (its first-0 field).
+  // The dimension columns first: theirs are the first dimension bytes, right after the days.
+  const rows = ["user_id,variant,date,plan,device,converted,revenue,flag"];
+  const dates = ["1950-01-03", "1969-12-31", "2026-02-28", "2099-07-15", "2120-12-31"];
+  for (let i = 0; i < 600; i++) {
+    const user = `user-${i % 211}`;
+    const variant = (i % 211) % 3 === 0 ? "B" : "A";
+    rows.push(
+      [
+        user,
+        i === 599 ? "C" : variant, // user-177 in two variants
+        dates[(i * 7) % dates.length],
+        ["free", "paid", "team"][(i >> 3) % 3],
+        ["mobile", "desktop"][i % 2],
+        i % 4 === 0 ? 1 : 0,
+        i % 5 === 0 ? "" : (i % 13) * 1.5,
+        i % 3,
+      ].join(","),
+    );
+  }
+  const text = rows.join("\n") + "\n";
+  const options = { metricKinds: { flag: "conversion" as const }, userSummary: true };
+  const narrow = await aggregateText(text, options);
+  const wide = await aggregateText(text, { ...options, wideDays: true });
+  assert.deepEqual(narrow, wide);
+  assert.equal(narrow.dimensions!.length, 2);
+  assert.ok(narrow.dimensions!.some((d) => d.inconsistentUsers > 0));
 });
