@@ -35,7 +35,7 @@ const WARM_ROWS = 256;
  * and with a 1, and for columns read as conversion by the setting the first day with a 0; then,
  * with dimensions tracked, per metric column a dimension byte (`DIM_VALUE_MASK`,
  * `DIM_INCONSISTENT`), four to a word; then the id. For two metric columns and a 20-byte id that
- * makes 64 bytes (68 with dimensions) with 32-bit day fields.
+ * makes 64 bytes (72 with dimensions, padded to 8) with 32-bit day fields.
  *
  * Days are stored as `dayLimit - day`, so that 0 (a fresh record) means "none" and a later
  * day is a smaller number: "first day" is a plain maximum. A word of -1 means "not kept".
