@@ -13,6 +13,9 @@
  *   deno run -A bench/memory_map.ts [FILE] [DELIVERIES] [two-step | paced]
  *     (default /tmp/bench.csv, generated when missing; 4 deliveries)
  *
+ * With `ABN_BENCH_VERBOSE=1`, each cycle also lists its large mappings at the peak (size and
+ * resident MB each): the user table's records and slots, the value logs, the runtime's buffers.
+ *
  * With `two-step`, each delivery is written straight into the service's storage (as a PUT to the
  * bucket would) and announced by `POST /api/v1/storage-events/`; its cycle is sampled from the
  * event until `ready` (the service then checks and hashes the bytes beside the reading). With
@@ -184,6 +187,14 @@ export async function benchMemoryMap(path: string, deliveries = 4, mode: Deliver
       await sampler;
       await sleep(2000);
       const parts = composition(peak, executable);
+      if (Deno.env.get("ABN_BENCH_VERBOSE")) {
+        // The large mappings at the peak, as size:resident MB (adjacent ones merged by the kernel).
+        const large = peak.filter((m) => kindOf(m, executable) === "large" && m.rssKB >= 512);
+        const listed = large.map((m) =>
+          `${(m.sizeKB / 1024).toFixed(0)}:${(m.rssKB / 1024).toFixed(1)}`
+        );
+        console.error(`delivery ${i + 1}, large mappings at the peak: ${listed.join(" ")}`);
+      }
       rows.push({
         "": `delivery ${i + 1}`,
         "RSS MB": total(await readMap(service.pid)).toFixed(0),
