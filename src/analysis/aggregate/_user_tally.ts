@@ -44,8 +44,9 @@ const WARM_ROWS = 256;
  * read through the arena's `Uint16Array` view, else 32 bits through its `Int32Array` view: field
  * `at` of record `record` is `days[dayScale * record + at]`. Narrow, the dimension bytes follow
  * the day fields in their words, where a word has room left (the bytes are only ever or-ed into
- * their word, so the fields beside them stay as written). The benchmark's records (two metric
- * columns, five day fields, two dimension bytes, a 20-byte id) then take 56 bytes instead of 64.
+ * their word, so the fields beside them stay as written). A record of the benchmark's file read
+ * with dimensions tracked (two metric columns, five day fields, two dimension bytes, a 20-byte id;
+ * a two-step delivery) then takes 56 bytes instead of 64, as it does without them.
  * A narrow tally refuses a day outside its span (`DaysOutOfRange`); the caller then aggregates
  * again with wide days.
  */
