@@ -39,13 +39,11 @@ COPY --from=build /out/abn /usr/local/bin/abn
 COPY --from=build --chown=65532:65532 /out/data /data
 
 # GLIBC_TUNABLES: a fixed threshold for the allocator's own mappings, so that memory freed after a
-# large upload goes back to the system (docs/operations.md, "The system allocator's threshold"),
-# and huge pages for them and its heap, where the system hands them out on request (ditto, "Huge
-# pages").
+# large upload goes back to the system (docs/operations.md, "The system allocator's threshold").
 ENV ABN_DATA_DIR=/data \
     ABN_HOST=0.0.0.0 \
     ABN_PORT=8080 \
-    GLIBC_TUNABLES=glibc.malloc.mmap_threshold=8388608:glibc.malloc.hugetlb=1
+    GLIBC_TUNABLES=glibc.malloc.mmap_threshold=8388608
 
 VOLUME ["/data"]
 EXPOSE 8080

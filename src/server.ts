@@ -30,14 +30,8 @@ export async function bootstrapDev(db: ControlPlane, dataDir: string): Promise<v
   );
 }
 
-/** glibc's fixed threshold (docs/operations.md, "The system allocator's threshold"). */
+/** What the deployment files set (docs/operations.md, "The system allocator's threshold"). */
 export const MMAP_THRESHOLD_TUNABLE = "glibc.malloc.mmap_threshold=8388608";
-
-/**
- * What the tasks and the deployment files set: the fixed threshold, and glibc's huge pages for
- * its mappings and heap (docs/operations.md, "Huge pages"), joined as `GLIBC_TUNABLES` joins them.
- */
-export const GLIBC_TUNABLES_SETTING = `${MMAP_THRESHOLD_TUNABLE}:glibc.malloc.hugetlb=1`;
 
 /**
  * Whether `env` fixes glibc's threshold for the blocks it maps on their own (see
@@ -105,7 +99,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
       });
       if (Deno.build.os === "linux" && !mmapThresholdFixed(Deno.env.toObject())) {
         log.warn("the system allocator keeps memory freed after large uploads", {
-          hint: `start the service with GLIBC_TUNABLES=${GLIBC_TUNABLES_SETTING} ` +
+          hint: `start the service with GLIBC_TUNABLES=${MMAP_THRESHOLD_TUNABLE} ` +
             `(docs/operations.md, "The system allocator's threshold")`,
         });
       }

@@ -6,7 +6,7 @@
 import { assert, assertEquals } from "./_assert.ts";
 import { freePort, startTestServer } from "./_server.ts";
 import { localHealthUrl, runHealthcheck } from "../src/cli/healthcheck.ts";
-import { GLIBC_TUNABLES_SETTING } from "../src/server.ts";
+import { MMAP_THRESHOLD_TUNABLE } from "../src/server.ts";
 import { LIBC_PATHS } from "../src/buffers.ts";
 
 const ROOT = new URL("../", import.meta.url);
@@ -232,8 +232,8 @@ Deno.test("the systemd unit waits out the shutdown grace and names only known va
   }
 });
 
-Deno.test("the start and dev tasks, the image and the unit fix glibc's mmap threshold and ask for huge pages", async () => {
-  const wanted = `GLIBC_TUNABLES=${GLIBC_TUNABLES_SETTING}`;
+Deno.test("the start and dev tasks, the image and the unit fix glibc's mmap threshold", async () => {
+  const wanted = `GLIBC_TUNABLES=${MMAP_THRESHOLD_TUNABLE}`;
   for (const task of ["start", "dev"]) {
     const args = words(denoJson.tasks[task]);
     assertEquals(args[0], wanted, `deno task ${task}`);
