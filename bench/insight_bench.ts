@@ -30,8 +30,9 @@
  * the service idled 2 s; the settled figure, 30 s after the last delivery, is read against the
  * same 30 s after a 40 MiB delivery of another experiment made before the first (steady state:
  * the program's pages that a delivery reads in, and the heaps' working size, are in both), and
- * against the start. Each upload comes on a connection of its own, closed after the answer, as from the upload client or curl (the runtime keeps some 17 MB of
- * buffers with a connection that received a large body while it stays open). The phases of each
+ * against the start. Each upload comes on a connection of its own, closed after the answer, as
+ * from the upload client or curl (the runtime keeps some 17 MB of buffers with a connection that
+ * received a large body while it stays open). The phases of each
  * run come from the service's `analysis finished` log line, and its processor time by thread
  * (`ThreadClock`: the main thread, the workers, V8's helpers) from `/proc`, read at each poll from
  * the 201 (the event; a paced upload's first byte) to `ready`: which thread was the longer one,
@@ -309,6 +310,24 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
     await sleep(IDLE_MS);
     const rssBeforeMB = await rssMB(service.pid);
     const anonBeforeMB = await rssMB(service.pid, "RssAnon");
+    /**
+     * A direct upload of `body` to `experiment` (on a connection of its own): its ETag, and the
+     * moment its 201 arrived.
+     */
+    const upload = async (experiment: string, body: BodyInit) => {
+      const res = await fetch(
+        `${service.url}/api/v1/datasets/upload/?experiment_id=${experiment}`,
+        {
+          method: "POST",
+          headers: { ...auth, "content-type": "text/csv", connection: "close" },
+          body,
+        },
+      );
+      const at = performance.now();
+      const answer = await res.json();
+      if (res.status !== 201) throw new Error(`upload to ${experiment} answered ${res.status}`);
+      return { etag: answer.etag as string, at };
+    };
     /** Polls `experiment`'s analysis until `etag`'s is ready (timed out from `since`). */
     const waitReady = async (experiment: string, etag: string, since: number) => {
       for (;;) {
@@ -331,14 +350,8 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
     // figure the settled one is read against in steady state.
     {
       const cut = file.lastIndexOf(0x0a, WARM_BYTES) + 1;
-      const res = await fetch(`${service.url}/api/v1/datasets/upload/?experiment_id=insight-warm`, {
-        method: "POST",
-        headers: { ...auth, "content-type": "text/csv", connection: "close" },
-        body: file.slice(0, cut),
-      });
-      const answer = await res.json();
-      if (res.status !== 201) throw new Error(`the warm-up upload answered ${res.status}`);
-      await waitReady("insight-warm", answer.etag, performance.now());
+      const { etag } = await upload("insight-warm", file.subarray(0, cut));
+      await waitReady("insight-warm", etag, performance.now());
       await sleep(SETTLE_MS);
     }
     const warmRssMB = await rssMB(service.pid);
@@ -347,15 +360,9 @@ export async function benchInsight(path: string, runs = 5): Promise<InsightBench
       await sync();
       const body = new Blob([file, extra(i)]);
       const t0 = performance.now();
-      const res = await fetch(`${service.url}/api/v1/datasets/upload/?experiment_id=insight`, {
-        method: "POST",
-        headers: { ...auth, "content-type": "text/csv", connection: "close" },
-        body,
-      });
-      const created = performance.now();
+      const answer = await upload("insight", body);
+      const created = answer.at;
       await clock.start();
-      const answer = await res.json();
-      if (res.status !== 201) throw new Error(`upload answered ${res.status}`);
       const analysis = await waitReady("insight", answer.etag, created);
       const seconds = (performance.now() - created) / 1000;
       const threads = clock.used();

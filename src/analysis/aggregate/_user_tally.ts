@@ -109,8 +109,11 @@ export function recordLayout(
   // same words (a 16-bit field's word often has room for two), else in words of their own.
   const fieldCount = 1 + 2 * forced.length + forced.filter((flag) => flag).length;
   const dayScale = narrowDays ? 4 : 2;
-  const sharedBytes = narrowDays ? 2 * fieldCount + (dimensions ? forced.length : 0) : 0;
-  const dayWords = narrowDays ? next((sharedBytes + 3) >> 2) : next(fieldCount);
+  // Narrow, dimension byte 0 is this many bytes into the day words.
+  const dimOffset = narrowDays ? 2 * fieldCount : 0;
+  const dayWords = narrowDays
+    ? next((dimOffset + (dimensions ? forced.length : 0) + 3) >> 2)
+    : next(fieldCount);
   let at = (dayScale / 2) * dayWords;
   const field = () => at++;
   const firstDayAt = field();
@@ -119,7 +122,7 @@ export function recordLayout(
   const firstZeroAt = Int32Array.from(forced, (flag) => flag ? field() : -1);
   // Dimension byte k: its byte from the first day word (narrow) or from its own words (wide).
   const dimStart = !dimensions ? -1 : narrowDays ? dayWords : next((forced.length + 3) >> 2);
-  const dimByte = (k: number) => (narrowDays ? 2 * fieldCount : 0) + k;
+  const dimByte = (k: number) => dimOffset + k;
   const dimWord = Int32Array.from(forced, (_, k) => dimensions ? dimStart + (dimByte(k) >> 2) : -1);
   const dimShift = Int32Array.from(forced, (_, k) => 8 * (dimByte(k) & 3));
   return {
