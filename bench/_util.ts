@@ -6,10 +6,20 @@ export function median(values: number[]): number {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
+/** The fields of a `/proc/…/stat` line after the name, from its third (the state) on. */
+function statFields(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+}
+
 /** Processor time (user + system) in a `/proc/…/stat` line, seconds (Linux's 100 ticks a second). */
 function statSeconds(stat: string): number {
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const fields = statFields(stat);
   return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Minor page faults in a `/proc/…/stat` line: mostly first touches of fresh pages. */
+function statFaults(stat: string): number {
+  return Number(statFields(stat)[7]);
 }
 
 /** Processor seconds (user + system) the process used so far; NaN without /proc. */
@@ -31,6 +41,8 @@ export interface ThreadSeconds {
   v8: number;
   /** The rest (the runtime's I/O threads). */
   other: number;
+  /** Minor page faults of all threads (not seconds): each a first touch of a page, mostly. */
+  faults: number;
 }
 
 /**
@@ -42,7 +54,8 @@ export interface ThreadSeconds {
 export class ThreadClock {
   readonly #pid: number;
   #start = new Map<string, number>();
-  readonly #seen = new Map<string, { name: string; seconds: number }>();
+  #startFaults = new Map<string, number>();
+  readonly #seen = new Map<string, { name: string; seconds: number; faults: number }>();
 
   constructor(pid: number) {
     this.#pid = pid;
@@ -53,6 +66,7 @@ export class ThreadClock {
     this.#seen.clear();
     await this.sample();
     this.#start = new Map([...this.#seen].map(([tid, { seconds }]) => [tid, seconds]));
+    this.#startFaults = new Map([...this.#seen].map(([tid, { faults }]) => [tid, faults]));
   }
 
   async sample(): Promise<void> {
@@ -61,7 +75,11 @@ export class ThreadClock {
         try {
           const stat = await Deno.readTextFile(`/proc/${this.#pid}/task/${task.name}/stat`);
           const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-          this.#seen.set(task.name, { name, seconds: statSeconds(stat) });
+          this.#seen.set(task.name, {
+            name,
+            seconds: statSeconds(stat),
+            faults: statFaults(stat),
+          });
         } catch {
           // ended between the listing and the read
         }
@@ -73,8 +91,9 @@ export class ThreadClock {
 
   /** Each thread's time from `start` to its last sample, by kind. */
   used(): ThreadSeconds {
-    const total: ThreadSeconds = { main: 0, workers: 0, v8: 0, other: 0 };
-    for (const [tid, { name, seconds }] of this.#seen) {
+    const total: ThreadSeconds = { main: 0, workers: 0, v8: 0, other: 0, faults: 0 };
+    for (const [tid, { name, seconds, faults }] of this.#seen) {
+      total.faults += faults - (this.#startFaults.get(tid) ?? 0);
       const kind = tid === String(this.#pid)
         ? "main"
         : name.startsWith("worker-")

@@ -573,7 +573,9 @@ function phasesRow(runs: Record<string, number>[]): Record<string, string> {
 
 /**
  * The service's processor time over `seconds` of each run, by thread (see `ThreadClock`):
- * which thread was the longer one, and how many of the processors the run kept busy.
+ * which thread was the longer one, and how many of the processors the run kept busy; and its
+ * minor page faults, each mostly the first touch of a fresh page (the machine's row says what
+ * one costs here).
  */
 function threadsRow(
   span: string,
@@ -593,7 +595,9 @@ function threadsRow(
       kinds.map(([label, key]) => `${label} ${spread(runs.map((run) => run[key]))}`).join(", ")
     }; in all ${spread(total)}, i.e. ${
       spread(total.map((t, i) => t / seconds[i]))
-    } processors busy`,
+    } processors busy; minor page faults ${
+      spread(runs.map((run) => run.faults / 1000), 0)
+    } thousand`,
     baseline: "—",
     ratio: "—",
     target: "—",
