@@ -45,6 +45,13 @@ export interface ThreadSeconds {
   faults: number;
 }
 
+/** What `ThreadClock` reads of a thread: its name, processor seconds and minor page faults so far. */
+interface ThreadSample {
+  name: string;
+  seconds: number;
+  faults: number;
+}
+
 /**
  * The processor time of a process's threads from one moment on (`start`). `sample` reads every
  * thread's time (`/proc/PID/task`) and keeps the last figure of each, so that a thread that ends
@@ -53,9 +60,9 @@ export interface ThreadSeconds {
  */
 export class ThreadClock {
   readonly #pid: number;
-  #start = new Map<string, number>();
-  #startFaults = new Map<string, number>();
-  readonly #seen = new Map<string, { name: string; seconds: number; faults: number }>();
+  /** Each thread's last sample at `start`. */
+  #start = new Map<string, ThreadSample>();
+  readonly #seen = new Map<string, ThreadSample>();
 
   constructor(pid: number) {
     this.#pid = pid;
@@ -65,8 +72,7 @@ export class ThreadClock {
   async start(): Promise<void> {
     this.#seen.clear();
     await this.sample();
-    this.#start = new Map([...this.#seen].map(([tid, { seconds }]) => [tid, seconds]));
-    this.#startFaults = new Map([...this.#seen].map(([tid, { faults }]) => [tid, faults]));
+    this.#start = new Map(this.#seen);
   }
 
   async sample(): Promise<void> {
@@ -89,11 +95,12 @@ export class ThreadClock {
     }
   }
 
-  /** Each thread's time from `start` to its last sample, by kind. */
+  /** Each thread's time from `start` to its last sample, by kind, and the faults of them all. */
   used(): ThreadSeconds {
     const total: ThreadSeconds = { main: 0, workers: 0, v8: 0, other: 0, faults: 0 };
     for (const [tid, { name, seconds, faults }] of this.#seen) {
-      total.faults += faults - (this.#startFaults.get(tid) ?? 0);
+      const start = this.#start.get(tid);
+      total.faults += faults - (start?.faults ?? 0);
       const kind = tid === String(this.#pid)
         ? "main"
         : name.startsWith("worker-")
@@ -101,7 +108,7 @@ export class ThreadClock {
         : name.startsWith("V8 ")
         ? "v8"
         : "other";
-      total[kind] += seconds - (this.#start.get(tid) ?? 0);
+      total[kind] += seconds - (start?.seconds ?? 0);
     }
     return total;
   }
