@@ -11,6 +11,38 @@ export const DUCKDB = "npm:@duckdb/node-api@1.5.5-r.5";
 /** Per variant: users, converted users and revenue, to check both sides agree. */
 export type Totals = Record<string, { users: number; converted: number; revenue: number }>;
 
+/**
+ * The baseline the analysis and insight benchmarks time: DuckDB's per-user, then per-variant
+ * aggregation of the benchmark file, by the analysis's own rules (the README's "The analysis").
+ * Per user, `converted` is the maximum over the user's rows and `revenue` the sum, and a user seen
+ * in two variants is left out; per variant, the users, and per metric the users with a value, the
+ * sum and the sum of squares. `{path}` stands for the file (see `sqlString`). A user's rows are in
+ * one variant when `min(variant) = max(variant)`: the same users as `count(DISTINCT variant) = 1`,
+ * which took DuckDB 1.3 times as long here (docs/performance.md, session AB).
+ */
+export const AGGREGATION_QUERY = `
+  WITH per_user AS (
+    SELECT user_id, min(variant) AS variant, max(converted) AS converted, sum(revenue) AS revenue
+    FROM read_csv({path})
+    GROUP BY user_id
+    HAVING min(variant) = max(variant)
+  )
+  SELECT variant, count(*) AS users,
+    count(converted) AS converted_users, sum(converted) AS converted_sum,
+    sum(converted * converted) AS converted_squares,
+    count(revenue) AS revenue_users, sum(revenue) AS revenue_sum,
+    sum(revenue * revenue) AS revenue_squares
+  FROM per_user GROUP BY variant ORDER BY variant`;
+
+/** The `Totals` of `AGGREGATION_QUERY`'s rows. */
+export function queryTotals(rows: Record<string, unknown>[]): Totals {
+  return Object.fromEntries(rows.map((row) => [String(row.variant), {
+    users: Number(row.users),
+    converted: Number(row.converted_sum),
+    revenue: Number(row.revenue_sum),
+  }]));
+}
+
 /** `text` as an SQL string literal. */
 export function sqlString(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;

@@ -17,7 +17,15 @@
 import { aggregateCsv } from "../src/analysis/aggregate/aggregate.ts";
 import { ensureCsv } from "./generate_csv.ts";
 import { readChunks } from "./_util.ts";
-import { checkAgreement, child, duckdbRunner, queryDuckdb, type Totals } from "./_duckdb.ts";
+import {
+  AGGREGATION_QUERY,
+  checkAgreement,
+  child,
+  duckdbRunner,
+  queryDuckdb,
+  queryTotals,
+  type Totals,
+} from "./_duckdb.ts";
 
 const RUNS = 3;
 
@@ -39,21 +47,6 @@ interface ChildResult {
   variants: Totals;
 }
 
-/** The DuckDB query; `{path}` is replaced by the file as an SQL string literal. */
-const QUERY = `
-  WITH per_user AS (
-    SELECT user_id, min(variant) AS variant, max(converted) AS converted, sum(revenue) AS revenue
-    FROM read_csv({path})
-    GROUP BY user_id
-    HAVING count(DISTINCT variant) = 1
-  )
-  SELECT variant, count(*) AS users,
-    count(converted) AS converted_users, sum(converted) AS converted_sum,
-    sum(converted * converted) AS converted_squares,
-    count(revenue) AS revenue_users, sum(revenue) AS revenue_sum,
-    sum(revenue * revenue) AS revenue_squares
-  FROM per_user GROUP BY variant ORDER BY variant`;
-
 function peakRssMB(): number {
   const status = Deno.readTextFileSync("/proc/self/status");
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) / 1024;
@@ -72,13 +65,8 @@ async function runOurs(path: string): Promise<ChildResult> {
 }
 
 async function runDuckdbUnderDeno(path: string): Promise<ChildResult> {
-  const { rows, seconds } = await queryDuckdb(QUERY, path);
-  const variants = Object.fromEntries(rows.map((row) => [String(row.variant), {
-    users: Number(row.users),
-    converted: Number(row.converted_sum),
-    revenue: Number(row.revenue_sum),
-  }]));
-  return { seconds, peakRssMB: peakRssMB(), variants };
+  const { rows, seconds } = await queryDuckdb(AGGREGATION_QUERY, path);
+  return { seconds, peakRssMB: peakRssMB(), variants: queryTotals(rows) };
 }
 
 /** The same measurement as `runDuckdbUnderDeno`, as a Node script. */
@@ -89,7 +77,7 @@ const path = process.argv[2];
 const start = performance.now();
 const instance = await DuckDBInstance.create(":memory:");
 const connection = await instance.connect();
-const reader = await connection.runAndReadAll(${JSON.stringify(QUERY)}.replace("{path}",
+const reader = await connection.runAndReadAll(${JSON.stringify(AGGREGATION_QUERY)}.replace("{path}",
   "'" + path.replaceAll("'", "''") + "'"));
 const rows = reader.getRowObjectsJS();
 const seconds = (performance.now() - start) / 1000;
