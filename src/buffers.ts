@@ -17,13 +17,13 @@
  * much; otherwise 32 MiB, the most glibc's moving threshold reaches. Reservations of 8 MiB instead
  * of 32 MiB nearly halved the main isolate's full collections during analyses (16 against 28 over
  * three deliveries), and V8's helper threads took a fifth to two fifths less processor time
- * (README, session X).
+ * (docs/performance.md, session X).
  *
  * Freeing this way detaches the buffer. Session H measured a price for that: once a buffer was
  * detached in a thread (freed so, or transferred to another thread), V8 ran that thread's
  * typed-array code slower for good (the aggregation about 15% slower). Session W found none in
  * Deno 2.9.6: loops timed before and after a detach, and the aggregation with its batches in
- * shared memory (never detached by the worker), took the same time (README, "Benchmarks").
+ * shared memory (never detached by the worker), took the same time (docs/performance.md, session W).
  */
 
 import { FALSE_WORDS } from "./config.ts";
@@ -103,7 +103,7 @@ export function glibcHugePages(): boolean {
  * huge pages for its mappings (`glibcHugePages`), such a reservation holds a whole 2 MiB page (or
  * two) where a megabyte of it is written: a buffer under `HUGE_PAGE_BYTES` (a batch of rows, a
  * read buffer) is then a plain one, from the allocator's heap. Measured: the insight benchmark's
- * cycles peaked 2–15 MB lower with it, 9 by the median (README, "Benchmarks", session W).
+ * cycles peaked 2–15 MB lower with it, 9 by the median (docs/performance.md, session W).
  */
 export function largeBuffer(bytes: number): ArrayBuffer {
   const reserve = mappedBytes();

@@ -7,7 +7,7 @@
  * The checks (and the caller's hashing, `onChunk`) run on the reading thread, the first of the
  * aggregation's two, not on a third one: on two processors a third busy thread made a
  * two-step delivery of 193 MB slower (1.92-2.21 of DuckDB's time against 1.60-1.78) and its
- * cycle's peak some 20 MB higher (README, session O).
+ * cycle's peak some 20 MB higher (docs/performance.md, session O).
  *
  * The body is read by `BodyChunks` (a stored file into two reused buffers, reading ahead). With
  * `waited`, the time spent awaiting its chunks (the storage's part of the run) is added to
