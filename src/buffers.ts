@@ -21,9 +21,9 @@
  *
  * Freeing this way detaches the buffer. Session H measured a price for that: once a buffer was
  * detached in a thread (freed so, or transferred to another thread), V8 ran that thread's
- * typed-array code slower for good (the aggregation about 15% slower). Session W found none in
- * Deno 2.9.6: loops timed before and after a detach, and the aggregation with its batches in
- * shared memory (never detached by the worker), took the same time (docs/performance.md, session W).
+ * typed-array code slower for good (the aggregation about 15% slower). Session W found none in Deno
+ * 2.9.6: loops timed before and after a detach, and the aggregation with its batches in shared
+ * memory (never detached by the worker), took the same time (docs/performance.md, session W).
  */
 
 import { FALSE_WORDS } from "./config.ts";

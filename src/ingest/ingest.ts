@@ -15,9 +15,9 @@
  *   time (`MAX_CHECKED_HERE`) is validated and hashed on the request's thread, each MiB while its
  *   write is under way: this thread's code is warm from the uploads before, where the validator
  *   thread is started afresh for a large upload and runs its first hundreds of MB unoptimized
- *   (docs/performance.md, session U). The other's file is read back by the validator thread as it grows. The
- *   analysis may read that file as it grows too (an `UploadFollower`), and is told whether the
- *   upload was stored.
+ *   (docs/performance.md, session U). The other's file is read back by the validator thread as
+ *   it grows. The analysis may read that file as it grows too (an `UploadFollower`), and is told
+ *   whether the upload was stored.
  *
  * The request's log line says where the checks ran: `checks` is `request` or `validator`.
  */

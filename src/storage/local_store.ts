@@ -101,9 +101,9 @@ const COPY_BYTES = 1024 * 1024;
 /**
  * Copies `body` to `file` (at its offset): read into one reused buffer (a byte stream, such as a
  * request's body) or chunk by chunk (any other stream), each read written whole before the next.
- * The runtime's own `pipeTo` from a request body into a file held a buffer of the body that grew
- * to 16 MiB and stayed until the body's end, and was no quicker (docs/performance.md, session P). Reads of
- * up to 1 MiB: the runtime serves each through a buffer of the view's size, but at most
+ * The runtime's own `pipeTo` from a request body into a file held a buffer of the body that grew to
+ * 16 MiB and stayed until the body's end, and was no quicker (docs/performance.md, session P).
+ * Reads of up to 1 MiB: the runtime serves each through a buffer of the view's size, but at most
  * `MAX_SPOOLING` bodies are copied so at once (`ingest.ts`). `see` is shown each chunk while its
  * write is under way (the write runs off this thread); it refuses the body by aborting `signal`.
  * Rejects with the body's or the file's error (the body is then cancelled), or with `signal`'s

@@ -14,7 +14,8 @@
  * lookups, too large for the loop, wait for the end of the call). It stops at the first row that is
  * not plain, which the splitter reads the general way (`row`). Both read a row alike, which
  * `tests/analysis/aggregate/plain_rows_test.ts` checks on the corpus and mutated files; on the
- * benchmark file the reading took 0.70–0.84 of the general way's time (docs/performance.md, session V).
+ * benchmark file the reading took 0.70–0.84 of the general way's time (docs/performance.md, session
+ * V).
  *
  * Full batches go to a `BatchSink`, in the order of the rows: a `UserTally` on this thread, or the
  * aggregation's worker, which keeps every user (on two processors the reading is the longer half
