@@ -10,6 +10,9 @@
  *   ABN_BENCH_ONLY=insight deno task bench           (201 → analysis ready, and a two-step
  *                                                     delivery's event → ready, against DuckDB;
  *                                                     ABN_BENCH_RUNS=N turns, default 5)
+ *   ABN_BENCH_ONLY=parts deno task bench             (the aggregation's parts timed apart:
+ *                                                     what bounds the time to insight; not in
+ *                                                     the default set, it holds ~700 MB)
  *   deno run -A bench/memory_map.ts [FILE] [N] [two-step]
  *                                                    (standalone: what each delivery's cycle
  *                                                     holds at its peak, by kind of mapping)
@@ -25,12 +28,13 @@ import { benchScale } from "./scale_bench.ts";
 import { benchDimensions } from "./dimensions_bench.ts";
 import { benchHistory } from "./history_bench.ts";
 import { benchInsight, insightRows } from "./insight_bench.ts";
+import { benchParts, partsRows } from "./parts_bench.ts";
 import { median } from "./_util.ts";
 
 const only = (Deno.env.get("ABN_BENCH_ONLY") ??
   "validator,upload,initiate,analysis,insight,dimensions,history,scale,scale-out").split(",");
 /** The sections that read the ~200 MB dataset. */
-const needsFile = ["validator", "upload", "analysis", "insight"].some((name) =>
+const needsFile = ["validator", "upload", "analysis", "insight", "parts"].some((name) =>
   only.includes(name)
 );
 const work = await Deno.makeTempDir({ prefix: "abn-bench-" });
@@ -118,6 +122,9 @@ try {
     rows.push(
       ...insightRows(await benchInsight(file, Number(Deno.env.get("ABN_BENCH_RUNS") ?? 5))),
     );
+  }
+  if (only.includes("parts")) {
+    rows.push(...partsRows(await benchParts(file, Number(Deno.env.get("ABN_BENCH_RUNS") ?? 5))));
   }
   if (only.includes("dimensions")) {
     const dimensionsFile = `${work}/bench-dimensions.csv`;
