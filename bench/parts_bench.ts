@@ -23,6 +23,7 @@ import { batchBuffers, newBatch, type RowBatch } from "../src/analysis/aggregate
 import { logBatch, UserTally } from "../src/analysis/aggregate/_user_tally.ts";
 import { ValueLog } from "../src/analysis/aggregate/_value_log.ts";
 import { summarize, summaryOptions } from "../src/analysis/aggregate/_summary.ts";
+import { releaseBuffers } from "../src/buffers.ts";
 import { ensureCsv } from "./generate_csv.ts";
 import { median } from "./_util.ts";
 import { AGGREGATION_QUERY, duckdbRunner, queryDuckdb } from "./_duckdb.ts";
@@ -179,6 +180,7 @@ async function round(bytes: Uint8Array, expectedUsers: number) {
   const summarySeconds = (performance.now() - start) / 1000;
   const users = state.users;
   tally.release();
+  releaseBuffers(aggregate.userSummary?.hi);
 
   const one = await tallyInWorkers([batches], forced, bytes.length, users);
   const two = await tallyInWorkers(lists, forced, bytes.length, users);
