@@ -26,6 +26,7 @@ import { summarize, summaryOptions } from "../src/analysis/aggregate/_summary.ts
 import { releaseBuffers } from "../src/buffers.ts";
 import { ensureCsv } from "./generate_csv.ts";
 import { median } from "./_util.ts";
+import { spread } from "./insight_bench.ts";
 import { AGGREGATION_QUERY, duckdbRunner, queryDuckdb } from "./_duckdb.ts";
 import type { TallyReply, TallyRequest } from "./_tally_worker.ts";
 
@@ -241,8 +242,7 @@ export async function benchParts(path: string, runs = 3): Promise<PartsBenchResu
 
 /** `values` as "median [min–max] s". */
 function seconds(values: number[]): string {
-  const f = (x: number) => x.toFixed(2);
-  return `${f(median(values))} [${f(Math.min(...values))}–${f(Math.max(...values))}] s`;
+  return `${spread(values)} s`;
 }
 
 /** The benchmark table's rows of a result. */
