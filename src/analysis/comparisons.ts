@@ -99,11 +99,16 @@ export function armMoments(s: MetricVariantStats, x: CovariateMoments | undefine
   };
 }
 
-function decide(ci: [number, number], lowerIsBetter: boolean): Decision {
+/**
+ * The verdict of the sequential interval `ci` of the relative lift over a control whose mean is
+ * `controlMean`. The lift is m_B − m_A divided by m_A: below a negative control mean, a lift above 0
+ * means a lower value, so that `better` always means a better value.
+ */
+function decide(ci: [number, number], lowerIsBetter: boolean, controlMean: number): Decision {
   const up = ci[0] > 0;
   const down = ci[1] < 0;
   if (!up && !down) return "inconclusive";
-  return up !== lowerIsBetter ? "better" : "worse";
+  return up !== lowerIsBetter !== controlMean < 0 ? "better" : "worse";
 }
 
 /** Compares every non-control variant with the control on one metric. */
@@ -147,6 +152,12 @@ export function metricComparisons(input: MetricComparisonsInput): MetricComparis
     pairs.set(name, { control: a, variant: b });
     return { name, found, cuped };
   });
+  if ([...pairs.values()].some((pair) => pair.control.mean < 0)) {
+    warnings.push(
+      `The control "${control}" has a negative mean of "${input.metric}": a positive lift means a ` +
+        "lower value than the control's",
+    );
+  }
   const adjustedP = holmAdjust(entries.map((e) => e.found?.pValue ?? null));
   const comparisons = entries.map(({ name, found, cuped }, i): ComparisonReport => {
     const entry: ComparisonReport = {
@@ -161,7 +172,9 @@ export function metricComparisons(input: MetricComparisonsInput): MetricComparis
       cuped,
     };
     if (input.decide) {
-      entry.decision = found === null ? null : decide(found.sequentialCi, input.lowerIsBetter);
+      entry.decision = found === null
+        ? null
+        : decide(found.sequentialCi, input.lowerIsBetter, pairs.get(name)!.control.mean);
     }
     return entry;
   });

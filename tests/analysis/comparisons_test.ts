@@ -85,6 +85,39 @@ Deno.test("metricComparisons decides on the sequential interval, flipped when lo
   assertClose(b.sequential_p_value, 0.004695160479118316);
 });
 
+Deno.test("metricComparisons: below a negative control mean, a positive lift is a lower value", () => {
+  // Numeric, 2,000 users an arm, variance 9: A's mean −10, B's −11 (lower), C's −9 (higher).
+  // Δ = (m_B − m_A) / m_A = 0.1 for B, −0.1 for C, each with the sequential interval on its side.
+  const numeric = (mean: number): MetricVariantStats => ({
+    users: 2000,
+    sum: 2000 * mean,
+    sumSquares: 1999 * 9 + 2000 * mean * mean,
+  });
+  const stats = { A: numeric(-10), B: numeric(-11), C: numeric(-9) };
+  const run = (lowerIsBetter: boolean) =>
+    metricComparisons(
+      input(stats, { metric: "balance", kind: "numeric", decide: true, lowerIsBetter }),
+    );
+  const { comparisons, warnings } = run(false);
+  const [b, c] = comparisons;
+  assertClose(b.lift, 0.1, 1e-12);
+  assertClose(c.lift, -0.1, 1e-12);
+  assert.ok(b.sequential_ci![0] > 0 && c.sequential_ci![1] < 0);
+  assert.deepEqual(comparisons.map((e) => e.decision), ["worse", "better"]);
+  assert.deepEqual(run(true).comparisons.map((e) => e.decision), ["better", "worse"]);
+  assert.deepEqual(warnings, [
+    'The control "A" has a negative mean of "balance": a positive lift means a lower value than ' +
+    "the control's",
+  ]);
+  // A positive control mean: no warning, the decision as the interval says.
+  const positive = metricComparisons(input({ A: numeric(10), B: numeric(11) }, {
+    kind: "numeric",
+    decide: true,
+  }));
+  assert.deepEqual(positive.warnings, []);
+  assert.equal(positive.comparisons[0].decision, "better");
+});
+
 Deno.test("metricComparisons lists variants it cannot compare with null figures and a warning", () => {
   const { comparisons, warnings, pairs } = metricComparisons(input({
     A: conversions(100, 0),
