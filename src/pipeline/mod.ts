@@ -5,10 +5,10 @@
  * blank lines, cells, limits) are those of `src/csv/`, shared with the analysis reader. What is
  * the pipeline's own:
  *
- * - Signatures are looked for in the first 262 bytes (tar's `ustar` sits at offset 257). Archives
- *   and compressed streams answer `archive_detected` naming the format; UTF-16/32 byte order
- *   marks and NUL bytes answer `binary_content`; bad UTF-8 `invalid_utf8`, naming the byte where
- *   the sequence starts. Signature errors carry no line.
+ * - Signatures are looked for in the first 265 bytes (tar's `ustar\0` or `ustar  \0` sits at
+ *   offset 257). Archives and compressed streams answer `archive_detected` naming the format;
+ *   UTF-16/32 byte order marks and NUL bytes answer `binary_content`; bad UTF-8 `invalid_utf8`,
+ *   naming the byte where the sequence starts. Signature errors carry no line.
  * - A row's errors name the line the row starts on; a cell's errors the line the cell ends on;
  *   an unclosed quote the line where it opened.
  * - The line limit applies to a whole row, line end excluded (a quoted newline does not reset

@@ -40,11 +40,14 @@ export const SIGNATURES: readonly Signature[] = [
   encoding("UTF-32 BE", [0x00, 0x00, 0xfe, 0xff]),
   encoding("UTF-16 LE", [0xff, 0xfe]),
   encoding("UTF-16 BE", [0xfe, 0xff]),
-  archive("tar", [0x75, 0x73, 0x74, 0x61, 0x72], 257),
+  // tar's magic at offset 257 with the byte(s) that end it: POSIX `ustar\0`, GNU `ustar  \0`.
+  // Its NUL keeps text that merely holds "ustar" there (a cell "mustard") from matching.
+  archive("tar", [0x75, 0x73, 0x74, 0x61, 0x72, 0x20, 0x20, 0x00], 257),
+  archive("tar", [0x75, 0x73, 0x74, 0x61, 0x72, 0x00], 257),
 ];
 
-/** Bytes needed to rule out every signature: the end of tar's `ustar` at offset 257. */
-export const SIGNATURE_BYTES = 262;
+/** Bytes needed to rule out every signature: the end of GNU tar's `ustar  \0` at offset 257. */
+export const SIGNATURE_BYTES = 265;
 
 const MATCH = 0;
 const MISMATCH = 1;

@@ -95,6 +95,21 @@ Deno.test("DatasetValidator names tar rather than its NUL bytes for a tar archiv
   assert.match(rejects(tarHeader(), "archive_detected", null, { chunk: 1 }).message, /^tar/);
 });
 
+Deno.test("DatasetValidator names a GNU tar archive, and takes text holding ustar at 257 as text", () => {
+  const gnu = tarHeader();
+  gnu.set(bytes("ustar  \x00"), 257);
+  assert.match(rejects(gnu, "archive_detected", null, { chunk: 1 }).message, /^tar/);
+  // A cell "mustard" puts "ustar" at offset 257, followed by "d": a dataset, not an archive.
+  let text = "user_id,variant,date,converted,topping\n";
+  for (let i = 0; text.length < 200; i++) text += `u${i},A,2026-01-01,1,ketchup\n`;
+  // The last row's id fills the line up to its "mustard" at offset 256 (16 bytes between them).
+  text += `u${"x".repeat(256 - 16 - text.length - 1)},B,2026-01-02,0,mustard\n`;
+  assert.equal(text.indexOf("ustar"), 257);
+  for (const chunk of [1, 7, 4096]) {
+    assert.equal(validate(text, { chunk }).rows, text.split("\n").length - 2);
+  }
+});
+
 Deno.test("DatasetValidator accepts a dataset whose header merely starts like a signature", () => {
   const summary = validate("PKid,user_id,variant,date\n1,u1,A,2026-01-01\n", { chunk: 1 });
   assert.equal(summary.rows, 1);
