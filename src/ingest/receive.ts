@@ -4,7 +4,7 @@
  * that stops arriving. Nothing is committed here: the caller commits once every check passed,
  * and on any error the writer is aborted so the previous object stays as it was.
  */
-import { ApiError } from "../http/errors.ts";
+import { ApiError, megabytes } from "../http/errors.ts";
 import type { FileSpool, ObjectWriter } from "../storage/object_store.ts";
 import { StorageError } from "../storage/object_store.ts";
 
@@ -123,12 +123,17 @@ function copySource(body: ReadableStream<Uint8Array>): BodySource {
   };
 }
 
+/**
+ * 408s close the connection after the answer: the rest of the body may still come, and the
+ * connection cannot carry another request before it has.
+ */
 function idleError(idleTimeoutMs: number): ApiError {
   return new ApiError(
     "body_timeout",
     `The request body stopped arriving for ${
       Math.round(idleTimeoutMs / 1000)
     } s; the upload was abandoned`,
+    { connection: "close" },
   );
 }
 
@@ -138,6 +143,7 @@ function slowError(bytes: number, elapsedMs: number, minBytesPerSecond: number):
     `The request body arrived at ${
       Math.floor(bytes * 1000 / elapsedMs)
     } bytes/s, below the minimum of ${minBytesPerSecond} bytes/s; the upload was abandoned`,
+    { connection: "close" },
   );
 }
 
@@ -145,9 +151,7 @@ function slowError(bytes: number, elapsedMs: number, minBytesPerSecond: number):
 export function tooLargeError(maxBytes: number): ApiError {
   return new ApiError(
     "payload_too_large",
-    `The file is larger than the limit of ${maxBytes} bytes (${
-      (maxBytes / 1048576).toFixed(0)
-    } MB)`,
+    `The file is larger than the limit of ${maxBytes} bytes (${megabytes(maxBytes)} MB)`,
     { connection: "close" },
   );
 }
