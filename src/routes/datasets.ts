@@ -8,7 +8,7 @@
  */
 import type { AppCtx, AppRoutes } from "./deps.ts";
 import { json } from "../http/context.ts";
-import { ApiError } from "../http/errors.ts";
+import { ApiError, megabytes } from "../http/errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
 import type { ObjectInfo } from "../storage/object_store.ts";
 import { Buffer } from "node:buffer";
@@ -30,8 +30,8 @@ export function notFound(experimentId: string): ApiError {
 export function tooLarge(experimentId: string, size: number, limit: number): ApiError {
   return new ApiError(
     "dataset_too_large",
-    `The dataset of ${experimentId} is ${(size / 1048576).toFixed(1)} MB, above the ${
-      (limit / 1048576).toFixed(0)
+    `The dataset of ${experimentId} is ${megabytes(size, 1)} MB, above the ${
+      megabytes(limit)
     } MB limit: shrink the dataset, drop unneeded columns, or split it over several experiment_ids. It will be deleted automatically.`,
   );
 }

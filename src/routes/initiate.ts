@@ -4,7 +4,7 @@
  */
 import type { AppCtx, AppRoutes } from "./deps.ts";
 import { json } from "../http/context.ts";
-import { ApiError } from "../http/errors.ts";
+import { ApiError, megabytes } from "../http/errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
 import { datasetKey } from "../storage/object_store.ts";
 
@@ -71,7 +71,7 @@ async function initiate(ctx: AppCtx): Promise<Response> {
       throw new ApiError(
         "payload_too_large",
         `size_bytes ${body.size_bytes} is above the limit of ${config.maxUploadBytes} bytes (${
-          (config.maxUploadBytes / 1048576).toFixed(0)
+          megabytes(config.maxUploadBytes)
         } MB): shrink the dataset, drop unneeded columns, or split it over several experiment_ids`,
       );
     }

@@ -148,7 +148,9 @@ driverTest(
     assertEquals((await upload(server, "keep", VALID)).status, 201);
     const big = new Uint8Array(2048).fill(0x41);
     const res = await upload(server, "keep", big);
-    await assertApiError(res, 413, "payload_too_large");
+    const error = await assertApiError(res, 413, "payload_too_large");
+    // The limit in bytes and in MB, a small one with its significant digits rather than "0".
+    assert(error.message.includes("limit of 1024 bytes (0.00098 MB)"), error.message);
     assertEquals(await server.stored(server.orgId, "keep"), VALID);
   },
   { ABN_MAX_UPLOAD_BYTES: "1024" },
