@@ -286,20 +286,23 @@ export class Ingest {
         let bytes = 0;
         const started = performance.now();
         try {
+          const bound = exactBytes !== undefined && exactBytes < maxUploadBytes;
+          const otherLength = (received: string) =>
+            new ApiError(
+              "invalid_signature",
+              `This upload URL only accepts a body of ${exactBytes} bytes; received ${received}`,
+            );
           bytes = await receiveBody(req.body, writer, {
             ...this.#bodyLimits(),
             batchBytes: batchBytesFor(Number(declared ?? 0)),
-            maxBytes: exactBytes !== undefined
-              ? Math.min(exactBytes, maxUploadBytes)
-              : maxUploadBytes,
+            maxBytes: bound ? exactBytes : maxUploadBytes,
             onChunk: (chunk) => metrics.bytesReceived.inc({ route: "presigned_put" }, chunk.length),
+          }).catch((error) => {
+            // Past the bound size (a body without a Content-Length): another length, not the limit.
+            const past = bound && error instanceof ApiError && error.code === "payload_too_large";
+            throw past ? otherLength("more") : error;
           });
-          if (exactBytes !== undefined && bytes !== exactBytes) {
-            throw new ApiError(
-              "invalid_signature",
-              `This upload URL only accepts a body of ${exactBytes} bytes; received ${bytes}`,
-            );
-          }
+          if (exactBytes !== undefined && bytes !== exactBytes) throw otherLength(String(bytes));
           const received = performance.now();
           const info = await writer.commit();
           const committed = performance.now();

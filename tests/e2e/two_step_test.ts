@@ -266,6 +266,12 @@ Deno.test("a local upload URL altered to another key, expiry or method answers 4
     // A bound size refuses another length.
     const sized = await grant(server, "sized", { size_bytes: VALID.length });
     await assertApiError(await put(sized.upload_url, VALID.subarray(1)), 403, "invalid_signature");
+    // Also sent chunked (no Content-Length), shorter or longer than bound.
+    for (const body of [VALID.subarray(1), new Uint8Array([...VALID, 0x0a])]) {
+      const chunked = ReadableStream.from([body.subarray(0, 10), body.subarray(10)]);
+      await assertApiError(await put(sized.upload_url, chunked), 403, "invalid_signature");
+    }
+    assertEquals(await server.stored(server.orgId, "sized"), null);
     assertEquals((await put(sized.upload_url, VALID)).status, 200);
     // An organization deactivated since the grant cannot use it.
     const later = await grant(server, "later");
