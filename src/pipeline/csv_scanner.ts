@@ -298,6 +298,7 @@ export class CsvScanner {
     const state = this.#state;
     const field = this.#field;
     if (state === QUOTED) throw unclosedQuoteError(this.#quoteLine);
+    if (state === CR_SEEN) throw loneCarriageReturnError(line);
     const empty = new Uint8Array(0);
     if (state === UNQUOTED || state === QUOTE_SEEN || (state === FIELD && field !== 0)) {
       if (this.#cells.kinds[field] !== 0) this.#cells.cell(field, empty, 0, 0, line);

@@ -244,6 +244,7 @@ const ONCE_APART: [string, string][] = [
     "user_id,variant,date,m\nu1,A,2026-01-01,1\ru2,A,2026-01-01,1\n",
   ],
   ["a lone carriage return inside a cell", "user_id,variant,date,m,d\nu1,A,2026-01-01,1,x\ry\n"],
+  ["a lone carriage return ending the file", "user_id,variant,date,m\nu1,A,2026-01-01,1\r"],
   ["a header in UTF-8 with a broken byte", "user_id,variant,date,m\xff\nu1,A,2026-01-01,1\n"],
   ["a BOM on the second line", "\n\uFEFFuser_id,variant,date,m\nu1,A,2026-01-01,1\n"],
   ["a BOM alone on the first line", "\uFEFF\r\nuser_id,variant,date,m\nu1,A,2026-01-01,1\n"],

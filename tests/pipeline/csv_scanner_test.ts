@@ -136,6 +136,11 @@ for (const fastPath of [true, false]) {
         scanError("u1,A,2026-01-01,1,2\ru2,B,2026-01-01,1,2\n", size, { fastPath }).message,
         /line 2: carriage return not followed by a line feed/,
       );
+      // Also when it ends the file.
+      assert.match(
+        scanError("u1,A,2026-01-01,1,2\r", size, { fastPath }).message,
+        /line 2: carriage return not followed by a line feed/,
+      );
     }
   });
 
