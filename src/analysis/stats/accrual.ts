@@ -51,10 +51,10 @@ export const PROVISIONAL_WINDOW = 7;
 export const PROVISIONAL_MIN_DATES = 3;
 
 /**
- * Whether the newest date of a cumulative series looks incomplete (docs/api.md, "Changes
- * since the previous delivery": `provisional`): in every variant whose earlier dates had new users, its new users are
- * under half the median of that variant's new users over the previous `PROVISIONAL_WINDOW` dates
- * (at least `PROVISIONAL_MIN_DATES` of them). `cumulative[v][d]` is variant v's users up to date d.
+ * Whether the newest date of a cumulative series looks incomplete (docs/api.md, "Daily series"):
+ * in every variant whose new users over the previous `PROVISIONAL_WINDOW` dates (at least
+ * `PROVISIONAL_MIN_DATES` of them) have a median above 0, and in at least one, its new users are
+ * under half that median. `cumulative[v][d]` is variant v's users up to date d.
  */
 export function newestLooksIncomplete(cumulative: readonly (readonly number[])[]): boolean {
   let judged = 0;
