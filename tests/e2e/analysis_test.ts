@@ -80,6 +80,19 @@ async function ready(server: DriverServer, id: string, etag?: string) {
   throw new Error(`analysis of ${id} stayed pending`);
 }
 
+/** Polls `id`'s analysis until it is ready with `control` as its control (a settings re-run). */
+async function readyWithControl(server: DriverServer, id: string, control: string) {
+  const deadline = Date.now() + 10_000;
+  let analysis;
+  do {
+    analysis = await (await analysisOf(server, id)).json();
+    if (analysis.status === "ready" && analysis.control === control) break;
+    await new Promise((r) => setTimeout(r, 100));
+  } while (Date.now() < deadline);
+  assertEquals(analysis.control, control);
+  return analysis;
+}
+
 function upload(server: DriverServer, id: string, body: Uint8Array<ArrayBuffer>) {
   return fetch(`${server.api}/datasets/upload/?experiment_id=${id}`, {
     method: "POST",
@@ -184,14 +197,7 @@ driverTest(
       body: JSON.stringify({ control: "B", target_users_per_variant: 100 }),
     });
     assertEquals(put.status, 200, await put.text());
-    const deadline = Date.now() + 10_000;
-    let r3;
-    do {
-      r3 = await (await analysisOf(server, "exp")).json();
-      if (r3.status === "ready" && r3.control === "B") break;
-      await new Promise((r) => setTimeout(r, 100));
-    } while (Date.now() < deadline);
-    assertEquals(r3.control, "B");
+    const r3 = await readyWithControl(server, "exp", "B");
     assertEquals(r3.sample.target_users_per_variant, 100);
     assertEquals(
       r3.win_probability.variants.find((v: { name: string }) => v.name === "B")
@@ -234,14 +240,7 @@ driverTest(
     assertEquals(await saved.json(), {});
     const good = await put({ control: "B" });
     assertEquals(good.status, 200, await good.text());
-    const deadline = Date.now() + 10_000;
-    let analysis;
-    do {
-      analysis = await (await analysisOf(server, "fresh")).json();
-      if (analysis.status === "ready" && analysis.control === "B") break;
-      await new Promise((r) => setTimeout(r, 100));
-    } while (Date.now() < deadline);
-    assertEquals(analysis.control, "B");
+    await readyWithControl(server, "fresh", "B");
   },
   { ABN_SCAN_INTERVAL_SECONDS: "3600" },
 );
