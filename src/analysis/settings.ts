@@ -291,6 +291,22 @@ function quoteList(names: string[]): string {
   return names.length === 0 ? "none" : names.map((n) => `"${n}"`).join(", ");
 }
 
+/** The settings fields that name variants or columns: what {@linkcode checkSettingsAgainstData} checks. */
+const NAMING_DATA = [
+  "key_metric",
+  "control",
+  "expected_split",
+  "metric_kinds",
+  "covariates",
+  "winsorize",
+  "lower_is_better",
+] as const;
+
+/** Whether `settings` name variants or columns, so that only the data can tell if they fit. */
+export function namesData(settings: Settings): boolean {
+  return NAMING_DATA.some((field) => settings[field] !== undefined);
+}
+
 /**
  * Checks settings against an aggregated dataset: the key metric, the control and every
  * metric_kinds column must exist; a column holding other values than 0 and 1 cannot be declared a

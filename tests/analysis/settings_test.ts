@@ -3,6 +3,7 @@ import { ApiError } from "../../src/http/errors.ts";
 import type { Aggregate } from "../../src/analysis/aggregate/aggregate_types.ts";
 import {
   checkSettingsAgainstData,
+  namesData,
   type Settings,
   validateSettings,
 } from "../../src/analysis/settings.ts";
@@ -262,5 +263,32 @@ Deno.test("validateSettings takes the alert minimums as whole numbers of 0 or mo
       () => validateSettings({ min_users_per_variant: bad }),
       /^Invalid settings: min_users_per_variant must be a whole number of 0 or more/,
     );
+  }
+});
+
+Deno.test("namesData: the settings a PUT checks against the stored data, and only those", () => {
+  const plain = validateSettings({ mde: 0.1, alpha: 0.01, power: 0.9, inference: "frequentist" });
+  assert.equal(namesData(plain), false);
+  for (
+    const field of [
+      { key_metric: "revenue" },
+      { control: "B" },
+      { expected_split: { A: 0.5, B: 0.5 } },
+      { metric_kinds: { visits: "numeric" } },
+      { covariates: { revenue: "revenue_pre" } },
+      { winsorize: { revenue: 0.99 } },
+      { lower_is_better: ["time"] },
+    ]
+  ) {
+    const settings = validateSettings({ mde: 0.1, ...field });
+    assert.equal(namesData(settings), true, JSON.stringify(field));
+    // Each of them is refused by data that lacks what it names.
+    const none: Aggregate = {
+      ...data,
+      variants: ["X", "Y"],
+      users: { X: 2, Y: 2 },
+      metrics: [{ name: "other", kind: "numeric", detectedKind: "numeric" }],
+    };
+    assert.throws(() => checkSettingsAgainstData(settings, none), ApiError, JSON.stringify(field));
   }
 });

@@ -220,6 +220,32 @@ driverTest(
 );
 
 driverTest(
+  "settings sent right after a two-step delivery are checked against its data",
+  async (server) => {
+    // The scan never comes within the test: the PUT itself has the delivery analysed, waits for
+    // it and checks the settings against its variants and metrics.
+    await deliverTwoStep(server, "fresh", await bytesOf(2000, 3));
+    const put = (settings: Record<string, unknown>) =>
+      fetch(`${server.api}/datasets/fresh/settings/`, {
+        method: "PUT",
+        headers: { authorization: `Bearer ${server.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify(settings),
+      });
+    const control = await assertApiError(await put({ control: "ZZ" }), 400, "invalid_settings");
+    assert(control.message.includes("ZZ"), control.message);
+    await assertApiError(await put({ key_metric: "nope" }), 400, "invalid_settings");
+    const saved = await fetch(`${server.api}/datasets/fresh/settings/`, {
+      headers: { authorization: `Bearer ${server.apiKey}` },
+    });
+    assertEquals(await saved.json(), {});
+    const good = await put({ control: "B" });
+    assertEquals(good.status, 200, await good.text());
+    await readyWithControl(server, "fresh", "B");
+  },
+  { ABN_SCAN_INTERVAL_SECONDS: "3600" },
+);
+
+driverTest(
   "comparisons, CUPED and capping over HTTP; inference settings that do not fit are refused",
   async (server) => {
     const csv = await Deno.readFile(new URL("../testdata/heavy_tail.csv", import.meta.url));
