@@ -12,7 +12,7 @@ import type { DimensionAggregate, MetricVariantStats } from "./aggregate/aggrega
 import { armStatistics } from "./comparisons.ts";
 import type { MetricKind } from "./settings.ts";
 import { compareArms } from "./stats/inference.ts";
-import { srm, SRM_P_THRESHOLD } from "./stats/srm.ts";
+import { pValueText, srm, SRM_P_THRESHOLD } from "./stats/srm.ts";
 
 /** Values held by fewer than this share of a dimension's users are pooled. */
 export const POOL_SHARE = 0.01;
@@ -167,7 +167,7 @@ export function dimensionReports(
     if (failing.length > 0) {
       warnings.push(
         `Sample ratio mismatch within dimension "${d.name}": ${
-          failing.map((v) => `${v.value} (p = ${v.srm.p_value.toPrecision(3)})`).join(", ")
+          failing.map((v) => `${v.value} (${pValueText(v.srm.p_value)})`).join(", ")
         } below the Bonferroni threshold ${threshold.toPrecision(3)} (0.001 ÷ ${values.length} ` +
           `values)`,
       );

@@ -23,7 +23,7 @@ import {
   type Settings,
   SETTINGS_DEFAULTS,
 } from "./settings.ts";
-import { srm, type SrmResult } from "./stats/srm.ts";
+import { pValueText, srm, type SrmResult } from "./stats/srm.ts";
 import {
   type AdjustedNormals,
   chancesToBeatControl,
@@ -230,7 +230,7 @@ export function buildReport(
   if (srmResult.mismatch) {
     warnings.push(
       `Sample ratio mismatch: the users per variant do not fit the expected split ` +
-        `(chi-square p = ${srmResult.p_value.toPrecision(3)})`,
+        `(chi-square ${pValueText(srmResult.p_value)})`,
     );
   }
 

@@ -82,3 +82,11 @@ export function srm(
     expected_split: split,
   };
 }
+
+/**
+ * A p-value for a warning's text: `p = 3.96e-10`, or `p < 5e-324` for one below the smallest
+ * double (reported as 0 in the JSON), where three digits of 0 would read "p = 0.00".
+ */
+export function pValueText(p: number): string {
+  return p === 0 ? "p < 5e-324" : `p = ${p.toPrecision(3)}`;
+}

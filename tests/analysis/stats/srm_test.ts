@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { srm } from "../../../src/analysis/stats/srm.ts";
+import { pValueText, srm } from "../../../src/analysis/stats/srm.ts";
 
 function assertClose(actual: number, expected: number, relative: number): void {
   assert.ok(
@@ -48,6 +48,9 @@ Deno.test("srm reports 0 for a p-value below the smallest double", () => {
   assert.equal(result.chi_square, 10_000);
   assert.equal(result.p_value, 0);
   assert.equal(result.mismatch, true);
+  // Warnings say so, where three digits of 0 read "p = 0.00".
+  assert.equal(pValueText(result.p_value), "p < 5e-324");
+  assert.equal(pValueText(1.0365190862301917e-199), "p = 1.04e-199");
 });
 
 Deno.test("srm with fewer than 8 users in a variant never flags a mismatch", () => {
