@@ -43,7 +43,7 @@ export function mmapThresholdFixed(env: Record<string, string | undefined>): boo
 }
 
 export async function serve(config: Readonly<Config>, options: ServeOptions = {}): Promise<number> {
-  let service;
+  let service: Awaited<ReturnType<typeof createService>>;
   try {
     service = await createService(config);
   } catch (error) {
@@ -78,33 +78,48 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
   };
 
   const controller = new AbortController();
-  const tls = config.tlsCert && config.tlsKey
-    ? { cert: await Deno.readTextFile(config.tlsCert), key: await Deno.readTextFile(config.tlsKey) }
-    : {};
-  const server = Deno.serve({
-    hostname: config.host,
-    port: config.port,
-    signal: controller.signal,
-    ...tls,
-    onListen({ hostname, port }) {
-      const scheme = config.tlsCert ? "https" : "http";
-      const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-      log.info("listening", {
-        url: `${scheme}://${host}:${port}`,
-        public_url: config.publicUrl,
-        storage: config.storage,
-        database: service.db.driver,
-        // The user tables ask for huge pages (needs the C library: docs/operations.md).
-        huge_pages: config.hugePages && canAdviseHugePages(),
-      });
-      if (Deno.build.os === "linux" && !mmapThresholdFixed(Deno.env.toObject())) {
-        log.warn("the system allocator keeps memory freed after large uploads", {
-          hint: `start the service with GLIBC_TUNABLES=${MMAP_THRESHOLD_TUNABLE} ` +
-            `(docs/operations.md, "The system allocator's threshold")`,
+  let tls = {};
+  let server: Deno.HttpServer;
+  try {
+    if (config.tlsCert && config.tlsKey) {
+      tls = {
+        cert: await readSetting("ABN_TLS_CERT", config.tlsCert),
+        key: await readSetting("ABN_TLS_KEY", config.tlsKey),
+      };
+    }
+    server = listen();
+  } catch (error) {
+    console.error(`Cannot start: ${listenError(error, config)}`);
+    await service.close();
+    return 1;
+  }
+
+  function listen(): Deno.HttpServer {
+    return Deno.serve({
+      hostname: config.host,
+      port: config.port,
+      signal: controller.signal,
+      ...tls,
+      onListen({ hostname, port }) {
+        const scheme = config.tlsCert ? "https" : "http";
+        const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+        log.info("listening", {
+          url: `${scheme}://${host}:${port}`,
+          public_url: config.publicUrl,
+          storage: config.storage,
+          database: service.db.driver,
+          // The user tables ask for huge pages (needs the C library: docs/operations.md).
+          huge_pages: config.hugePages && canAdviseHugePages(),
         });
-      }
-    },
-  }, handler);
+        if (Deno.build.os === "linux" && !mmapThresholdFixed(Deno.env.toObject())) {
+          log.warn("the system allocator keeps memory freed after large uploads", {
+            hint: `start the service with GLIBC_TUNABLES=${MMAP_THRESHOLD_TUNABLE} ` +
+              `(docs/operations.md, "The system allocator's threshold")`,
+          });
+        }
+      },
+    }, handler);
+  }
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -138,4 +153,31 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
   log.info("stopped");
   log.flush();
   return 0;
+}
+
+/** A file named by a setting, or an error naming the setting. */
+async function readSetting(variable: string, path: string): Promise<string> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch (error) {
+    throw new Error(`${variable}: cannot read ${path}: ${(error as Error).message}`);
+  }
+}
+
+/** Why the server could not listen, in one line naming the setting to look at. */
+function listenError(error: unknown, config: Readonly<Config>): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof Deno.errors.AddrInUse) {
+    return `ABN_PORT: ${config.host}:${config.port} is already in use (${message})`;
+  }
+  if (error instanceof Deno.errors.AddrNotAvailable || /lookup address/i.test(message)) {
+    return `ABN_HOST: cannot listen on ${config.host} (${message})`;
+  }
+  if (error instanceof Deno.errors.PermissionDenied) {
+    return `ABN_PORT: no permission to listen on ${config.host}:${config.port} (${message})`;
+  }
+  if (error instanceof Deno.errors.InvalidData || /certificate|private key/i.test(message)) {
+    return `ABN_TLS_CERT / ABN_TLS_KEY: not a usable PEM certificate and key (${message})`;
+  }
+  return message;
 }

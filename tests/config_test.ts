@@ -82,3 +82,37 @@ Deno.test("loadConfig keeps ABN_DATABASE_URL and never repeats its password when
     "postgres://abn:***@db.internal:5432/abn?sslmode=verify-full",
   );
 });
+
+Deno.test("serve refuses a port in use and unreadable TLS files in one line naming the setting", async () => {
+  const { freePort, runMain } = await import("./_server.ts");
+  const dataDir = await Deno.makeTempDir({ prefix: "abn-listen-" });
+  const port = freePort();
+  const taken = Deno.listen({ hostname: "127.0.0.1", port });
+  try {
+    const env = { ABN_DATA_DIR: dataDir, GLIBC_TUNABLES: "glibc.malloc.mmap_threshold=8388608" };
+    const inUse = await runMain(["serve"], { ...env, ABN_PORT: String(port) });
+    assertEquals(inUse.code, 1);
+    assertEquals(inUse.stderr.trim().split("\n").length, 1, inUse.stderr);
+    assertEquals(
+      inUse.stderr.startsWith(`Cannot start: ABN_PORT: 127.0.0.1:${port} is already in use`),
+      true,
+      inUse.stderr,
+    );
+    const tls = await runMain(["serve"], {
+      ...env,
+      ABN_PORT: String(freePort()),
+      ABN_TLS_CERT: `${dataDir}/no-such.pem`,
+      ABN_TLS_KEY: `${dataDir}/no-such-key.pem`,
+    });
+    assertEquals(tls.code, 1);
+    assertEquals(tls.stderr.trim().split("\n").length, 1, tls.stderr);
+    assertEquals(
+      tls.stderr.startsWith(`Cannot start: ABN_TLS_CERT: cannot read ${dataDir}/no-such.pem`),
+      true,
+      tls.stderr,
+    );
+  } finally {
+    taken.close();
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
