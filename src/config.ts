@@ -101,6 +101,11 @@ function url(env: Env, name: string): string | undefined {
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
     throw new ConfigError(`Invalid ${name}=${JSON.stringify(raw)}: expected an http(s) URL`);
   }
+  if (raw.includes("?") || raw.includes("#")) {
+    throw new ConfigError(
+      `Invalid ${name}=${JSON.stringify(raw)}: expected a base URL without a query or fragment`,
+    );
+  }
   return raw.replace(/\/+$/, "");
 }
 
@@ -149,8 +154,15 @@ export function loadConfig(env: Env): Readonly<Config> {
   }
   const scheme = tlsCert ? "https" : "http";
   const hostPart = publicHost.includes(":") ? `[${publicHost}]` : publicHost;
-  const publicUrl = url(env, "ABN_PUBLIC_URL") ?? `${scheme}://${hostPart}:${port}`;
-  if (/\/api\/v1$/.test(publicUrl)) {
+  const givenUrl = url(env, "ABN_PUBLIC_URL");
+  if (givenUrl === undefined && port === 0) {
+    throw new ConfigError(
+      "Invalid ABN_PORT=0: a port chosen by the system needs ABN_PUBLIC_URL, which upload URLs " +
+        "are built from",
+    );
+  }
+  const publicUrl = givenUrl ?? `${scheme}://${hostPart}:${port}`;
+  if (/\/api\/v1(\/|$)/i.test(new URL(publicUrl).pathname)) {
     throw new ConfigError(
       `Invalid ABN_PUBLIC_URL=${JSON.stringify(publicUrl)}: give the base URL without /api/v1`,
     );
