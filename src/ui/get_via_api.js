@@ -244,6 +244,8 @@ export class GetViaApiPage {
     } catch (error) {
       if (token !== this.#token) return;
       this.#lastReady = null;
+      // No dataset yet: the next list that has one reloads it, even before a list saw it absent.
+      if (error instanceof ApiError && error.status === 404) this.#seen.set(id, "none");
       renderLoadError(this.#result, id, error);
       this.#say(`${id}: ${error instanceof ApiError ? error.message : String(error)}`);
       // A network failure or a 5xx is retried; 4xx answers wait for the list to change.

@@ -471,6 +471,21 @@ Deno.test({
         );
       });
 
+      await t.step(
+        "an experiment loaded before its delivery shows its analysis once it arrives",
+        async () => {
+          // Delivered at once, before the list polled again: the page still picks it up.
+          await loadByField(page, "arrives_later");
+          await waitForText(page, "#result .problem .error-title", "No dataset for this");
+          await upload(
+            server,
+            "arrives_later",
+            await csv({ rows: 400, users: 200, variants: ["A", "B"], days: 5, seed: 9 }),
+          );
+          await waitReady(page, "arrives_later");
+        },
+      );
+
       await t.step("a dataset over the limit shows the 400 message and the remedy", async () => {
         const writer = await server.service.store.createWriter(
           datasetKey(server.orgId, "huge_export"),
