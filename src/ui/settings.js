@@ -226,8 +226,9 @@ export function settingsCard(a, saved, flash, onSaved) {
     if (Math.abs(sum - 100) > 0.01) {
       return `The expected shares add up to ${round(sum, 4)} %, not 100 %.`;
     }
+    // Equal as shown: the form writes shares with 4 decimals (33.3333 for three variants).
     const equal = shares.every((/** @type {number} */ x) =>
-      Math.abs(x - 100 / shares.length) < 1e-6
+      Math.abs(x - 100 / shares.length) < 5e-4
     );
     if (!equal || "expected_split" in saved) {
       next.expected_split = Object.fromEntries(
@@ -237,7 +238,8 @@ export function settingsCard(a, saved, flash, onSaved) {
     if (inference.value !== "sequential" || "inference" in saved) {
       next.inference = inference.value;
     }
-    if (tuning.value.trim() === "") {
+    // Text the field cannot read as a number (`12e`) leaves its value empty: refused, not cleared.
+    if (tuning.value.trim() === "" && !tuning.validity.badInput) {
       delete next.sequential_tuning;
     } else {
       const value = tuning.valueAsNumber;
@@ -262,7 +264,7 @@ export function settingsCard(a, saved, flash, onSaved) {
     for (const p of perMetric) {
       const column = p.covariate.value.trim();
       if (column !== "") covariates[p.name] = column;
-      if (p.cap && p.cap.value.trim() !== "") {
+      if (p.cap && (p.cap.value.trim() !== "" || p.cap.validity.badInput)) {
         const percent = p.cap.valueAsNumber;
         if (!Number.isFinite(percent) || percent <= 50 || percent >= 100) {
           return `The cap of ${p.name} must be a percentile above 50 and below 100 (e.g. 99).`;
