@@ -233,6 +233,7 @@ function downloads(a) {
  * @param {any} previous the last ready analysis of the same experiment, or null
  */
 export function renderPending(root, a, previous) {
+  keepDirtyForm(root, a.experiment_id);
   if (previous && previous.experiment_id === a.experiment_id) {
     const view = readyView({ ...previous, status: "pending" }, null);
     view.classList.add("stale");
@@ -306,13 +307,32 @@ export function renderFailed(root, a, options) {
 }
 
 /**
+ * A settings form with unsaved edits, kept while the re-analysing view (without a form) is shown,
+ * for the ready view that follows.
+ * @type {HTMLFormElement | null}
+ */
+let keptForm = null;
+
+/**
+ * @param {HTMLElement} root
+ * @param {string} experimentId
+ */
+function keepDirtyForm(root, experimentId) {
+  const form = root.querySelector("form.settings-form");
+  if (form instanceof HTMLFormElement && form.dataset.dirty === "true") keptForm = form;
+  else if (keptForm?.dataset.experiment !== experimentId) keptForm = null;
+}
+
+/**
  * @param {HTMLElement} root
  * @param {any} a a ready analysis
  * @param {{ saved: Record<string, unknown>, flash: string, onSaved: (message: string) => void }} options
  */
 export function renderReady(root, a, options) {
-  // A re-render (new delivery, settings saved) keeps unsaved edits and the reader's place.
-  const oldForm = root.querySelector("form.settings-form");
+  // A re-render (new delivery, settings saved) keeps unsaved edits and the reader's place, also
+  // across the re-analysing view between them, which has no form.
+  const oldForm = root.querySelector("form.settings-form") ?? keptForm;
+  keptForm = null;
   const sameExperiment = oldForm instanceof HTMLFormElement &&
     oldForm.dataset.experiment === a.experiment_id;
   const focusedId = root.contains(document.activeElement) ? document.activeElement?.id : "";

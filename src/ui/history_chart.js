@@ -97,7 +97,18 @@ function render(options, width) {
       ),
     );
   }
-  const every = Math.max(1, Math.ceil(n / Math.max(1, Math.floor(plotW / 64))));
+  // Deliveries of one day are told apart by their time (UTC, as the ISO stamps are).
+  const days = options.deliveries.map((d) => d.slice(0, 10));
+  const shared = new Set(days.filter((day, i) => days.indexOf(day) !== i));
+  /** @param {number} i */
+  const label = (i) =>
+    shared.has(days[i])
+      ? `${formatDay(days[i])} ${options.deliveries[i].slice(11, 16)}`
+      : formatDay(days[i]);
+  const every = Math.max(
+    1,
+    Math.ceil(n / Math.max(1, Math.floor(plotW / (shared.size > 0 ? 96 : 64)))),
+  );
   for (let i = 0; i < n; i += every) {
     grid.append(
       s(
@@ -108,7 +119,7 @@ function render(options, width) {
           // The last label ends at the plot's edge instead of running past it.
           "text-anchor": n > 1 && i === n - 1 ? "end" : "middle",
         },
-        formatDay(options.deliveries[i].slice(0, 10)),
+        label(i),
       ),
     );
   }
@@ -178,8 +189,9 @@ function niceTicks(low, high) {
   const magnitude = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 2.5, 5, 10].map((k) => k * magnitude).find((k) => k >= raw) ?? raw;
   const out = [];
-  for (let t = Math.ceil(low / step) * step; t <= high; t += step) {
-    out.push(Number(t.toPrecision(12)));
+  // Multiples of the step counted, not summed: 0 is 0, not −2.8e−17.
+  for (let i = Math.ceil(low / step); i * step <= high; i++) {
+    out.push(Number((i * step).toPrecision(12)));
   }
   return out;
 }

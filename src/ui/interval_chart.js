@@ -60,6 +60,8 @@ function domain(rows) {
   const core = Math.max(coreHigh - coreLow, 0.01);
   const low = Math.max(Math.min(outerLow, coreLow), coreLow - 0.75 * core);
   const high = Math.min(Math.max(outerHigh, coreHigh), coreHigh + 0.75 * core);
+  // Nothing to show (no variant compared): a small span around 0, so that 0 has a place.
+  if (!(high > low)) return [-0.05, 0.05];
   const pad = 0.06 * (high - low);
   return [low - pad, high + pad];
 }
@@ -75,8 +77,9 @@ function ticks(low, high, count) {
   const magnitude = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 2.5, 5, 10].map((m) => m * magnitude).find((m) => m >= raw) ?? raw;
   const out = [];
-  for (let v = Math.ceil(low / step) * step; v <= high; v += step) {
-    out.push(Number(v.toPrecision(12)));
+  // Multiples of the step counted, not summed: 0 is 0, not −2.8e−17.
+  for (let i = Math.ceil(low / step); i * step <= high; i++) {
+    out.push(Number((i * step).toPrecision(12)));
   }
   return out;
 }

@@ -29,6 +29,10 @@ export function overTimeCard(a, colors) {
   const meanFormat = kind === "conversion"
     ? (/** @type {number} */ y) => formatShare(y, y < 0.1 && y > 0 ? 1 : 0)
     : formatStat;
+  // The table reads as the chart does (a conversion rate in %), two decimals more precise.
+  const tableMean = kind === "conversion"
+    ? (/** @type {number | null | undefined} */ y) => formatShare(y, 2)
+    : formatStat;
   const series = (/** @type {"cumulative_users" | "mean"} */ field) =>
     names.map((/** @type {string} */ name) => ({
       name,
@@ -104,12 +108,12 @@ export function overTimeCard(a, colors) {
               h(
                 "tr",
                 {},
-                h("th", { scope: "row" }, d.date),
+                h("th", { scope: "row" }, d.provisional ? `${d.date} (provisional)` : d.date),
                 names.map((/** @type {string} */ n) => {
                   const v = (d.variants ?? []).find((/** @type {any} */ x) => x.name === n);
                   return [
                     h("td", {}, formatInteger(v?.cumulative_users)),
-                    h("td", {}, formatStat(v?.mean)),
+                    h("td", {}, tableMean(v?.mean)),
                   ];
                 }),
               )
