@@ -542,6 +542,19 @@ Deno.test("S3Store open fails with StorageError when the bucket cannot be reache
   }, () => failing(injected));
 });
 
+Deno.test("S3Store open names the credential settings when the SDK finds no credentials", async () => {
+  // What the SDK throws when neither the settings nor its own sources give credentials.
+  const injected = Object.assign(new Error("Could not load credentials from any providers"), {
+    name: "CredentialsProviderError",
+  });
+  await withS3("s3rver", async ({ store }) => {
+    const error = await store.open().then(() => null, (error) => error);
+    assert.ok(error instanceof StorageError);
+    assert.match(error.message, /ABN_S3_ACCESS_KEY_ID and ABN_S3_SECRET_ACCESS_KEY/);
+    assert.equal(error.cause, injected);
+  }, () => failing(injected));
+});
+
 function storeOptions(s3: S3Fixture): S3StoreOptions {
   return {
     endpoint: s3.endpoint,

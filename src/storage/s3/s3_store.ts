@@ -190,6 +190,13 @@ export class S3Store implements ObjectStore {
       await this.#client.send(new HeadBucketCommand({ Bucket: bucket }));
       return;
     } catch (error) {
+      if (error instanceof Error && error.name === "CredentialsProviderError") {
+        throw new StorageError(
+          `No S3 credentials for bucket "${bucket}": set ABN_S3_ACCESS_KEY_ID and ` +
+            `ABN_S3_SECRET_ACCESS_KEY (or the AWS SDK's own credentials, e.g. an instance role)`,
+          { cause: error },
+        );
+      }
       if (!isNotFound(error)) throw storageFailure(`cannot reach bucket ${bucket}`, error);
     }
     if (!createBucket) {
