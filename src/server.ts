@@ -18,16 +18,20 @@ export interface ServeOptions {
 /** Creates the `dev` organization and its key on first start; answers the key file's path. */
 export async function bootstrapDev(db: ControlPlane, dataDir: string): Promise<void> {
   const keyFile = `${dataDir}/dev-api-key`;
-  if (await db.orgs.findByName("dev")) {
+  const existing = await db.orgs.findByName("dev");
+  const hasKeyFile = await Deno.stat(keyFile).then((s) => s.isFile, () => false);
+  if (existing && hasKeyFile) {
     console.log(`Development organization 'dev' exists; its API key is in ${keyFile}`);
     return;
   }
-  const org = await db.orgs.create("dev");
+  // Made by `admin org create dev`, or its key file deleted: a new key, so that one is at hand.
+  const org = existing ?? await db.orgs.create("dev");
   const { api_key } = await db.keys.create(org.id);
   await Deno.writeTextFile(keyFile, api_key + "\n", { mode: 0o600 });
-  console.log(
-    `Created organization 'dev' (${org.id}). Its API key, shown once and saved to ${keyFile}:\n\n  ${api_key}\n`,
-  );
+  const intro = existing
+    ? "Organization 'dev' had no key file; a new API key"
+    : `Created organization 'dev' (${org.id}). Its API key`;
+  console.log(`${intro}, shown once and saved to ${keyFile}:\n\n  ${api_key}\n`);
 }
 
 /** What the deployment files set (docs/operations.md, "The system allocator's threshold"). */

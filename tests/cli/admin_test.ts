@@ -122,6 +122,20 @@ Deno.test("serve --dev creates the dev organization once and writes its key file
       (await runMain(["admin", "org", "list", "--json"], { ABN_DATA_DIR: dataDir })).stdout,
     );
     assertEquals(orgs.length, 1);
+    // An organization `dev` made by hand, or a key file deleted: a new key is written and shown.
+    await Deno.remove(`${dataDir}/dev-api-key`);
+    const rekeyed = await spawnServer({ ABN_DATA_DIR: dataDir }, ["serve", "--dev"]);
+    const newKey = (await Deno.readTextFile(`${dataDir}/dev-api-key`)).trim();
+    assert(newKey !== key && rekeyed.output().includes(newKey), rekeyed.output());
+    const works = await fetch(`${rekeyed.url}/api/v1/keys/`, {
+      headers: { authorization: `Bearer ${newKey}` },
+    });
+    assertEquals((await works.json()).organization.name, "dev");
+    await rekeyed.stop();
+    const still = JSON.parse(
+      (await runMain(["admin", "org", "list", "--json"], { ABN_DATA_DIR: dataDir })).stdout,
+    );
+    assertEquals(still.length, 1);
   } finally {
     await Deno.remove(dataDir, { recursive: true });
   }
