@@ -162,7 +162,7 @@ export function loadConfig(env: Env): Readonly<Config> {
     );
   }
   const publicUrl = givenUrl ?? `${scheme}://${hostPart}:${port}`;
-  if (/\/api\/v1(\/|$)/i.test(new URL(publicUrl).pathname)) {
+  if (givenUrl !== undefined && /\/api\/v1(\/|$)/i.test(new URL(givenUrl).pathname)) {
     throw new ConfigError(
       `Invalid ABN_PUBLIC_URL=${JSON.stringify(publicUrl)}: give the base URL without /api/v1`,
     );
