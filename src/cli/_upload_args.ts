@@ -11,7 +11,7 @@ export const UPLOAD_USAGE =
   --history             append _YYYYMMDD (today, UTC) to the id, keeping one dataset per day
   --url URL             the service's base URL, without /api/v1 (default: ABN_PUBLIC_URL)
   --key KEY             the API key (default: ABN_API_KEY; prefer the variable: flags show in ps)
-  --json                print the server's final answer as JSON
+  --json                print the server's final answer as JSON (a refusal as {"error": …})
   --retries N           retries after a 5xx, 429 or network error (default 4)
 
 exit status: 0 stored, 1 refused or failed, 2 usage error`;

@@ -13,6 +13,7 @@ import {
 } from "./_upload_args.ts";
 import type { UploadOptions } from "./_upload_dataset.ts";
 import { uploadDataset } from "./_upload_dataset.ts";
+import { UploadFailed } from "./_answers.ts";
 
 export type { UploadOptions, UploadResult } from "./_upload_dataset.ts";
 export { uploadDataset } from "./_upload_dataset.ts";
@@ -135,7 +136,20 @@ export async function runUpload(
   } catch (error) {
     // UploadFailed carries the server's answer; anything else (a file that vanished, a missing
     // permission) is reported the same way rather than as a stack trace.
-    err(`error: ${error instanceof Error ? error.message : String(error)}`);
+    const message = error instanceof Error ? error.message : String(error);
+    err(`error: ${message}`);
+    if (asJson) {
+      // With --json, a refusal is an answer too: the server's status and code, and the message.
+      const failed = error instanceof UploadFailed ? error : null;
+      out(JSON.stringify({
+        error: {
+          status: failed?.status ?? null,
+          code: failed?.code ?? null,
+          message,
+          request_id: failed?.requestId ?? null,
+        },
+      }));
+    }
     return 1;
   }
 }

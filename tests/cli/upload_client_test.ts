@@ -231,6 +231,13 @@ for (const driver of DRIVERS) {
         assertEquals(wrongKey.code, 1);
         assertMatch(wrongKey.stderr, /HTTP 401 unauthorized/);
         assert(!wrongKey.stderr.includes("abn_wrong"), wrongKey.stderr);
+        // With --json the refusal is printed as JSON on standard output too.
+        const asJson = await runClient(server, [invalid, "--experiment-id", "cli-bad", "--json"]);
+        assertEquals(asJson.code, 1, asJson.stderr);
+        const { error } = JSON.parse(asJson.stdout);
+        assertEquals([error.status, error.code], [400, "invalid_csv"]);
+        assertMatch(error.message, /line 2/);
+        assertMatch(error.request_id, /^[0-9a-f-]{36}$/);
       });
 
       await t.step("--history appends today's UTC date as _YYYYMMDD", async () => {
