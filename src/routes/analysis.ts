@@ -9,7 +9,7 @@ import { checkSettingsAgainstData, namesData, validateSettings } from "../analys
 import type { Aggregate } from "../analysis/aggregate/aggregate_types.ts";
 import { datasetKey, type ObjectInfo } from "../storage/object_store.ts";
 import { requireDataset } from "./datasets.ts";
-import { readJsonObject } from "./initiate.ts";
+import { readJson } from "./json_body.ts";
 import { csvResponse, responseFormat } from "./history.ts";
 import { analysisCsv } from "../analysis/csv_export.ts";
 
@@ -117,7 +117,7 @@ async function analysedData(
 async function writeSettings(ctx: AppCtx): Promise<Response> {
   const principal = await ctx.auth();
   const experimentId = parseExperimentId(ctx.params.experiment_id);
-  const body = await readJsonObject(ctx.req);
+  const body = await readJson(ctx);
   const settings = validateSettings(body);
   const key = datasetKey(principal.orgId, experimentId);
   const info = await ctx.deps.store.head(key);

@@ -7,56 +7,12 @@ import { json } from "../http/context.ts";
 import { ApiError, megabytes } from "../http/errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
 import { datasetKey } from "../storage/object_store.ts";
-
-const MAX_JSON_BYTES = 16 * 1024;
-
-/** Reads a small JSON object body (400 `invalid_json` otherwise). */
-export async function readJsonObject(req: Request): Promise<Record<string, unknown>> {
-  const length = req.headers.get("content-length");
-  const declared = Number(length ?? 0);
-  if (declared > MAX_JSON_BYTES) {
-    req.body?.cancel().catch(() => {});
-    throw new ApiError("invalid_json", `The JSON body is larger than ${MAX_JSON_BYTES} bytes`);
-  }
-  let text: string;
-  try {
-    if (length !== null) {
-      // A declared small body: read it as text (invalid UTF-8 cannot form a valid request).
-      text = await req.text();
-      return parseJsonObject(text);
-    }
-    const bytes = new Uint8Array(await req.arrayBuffer());
-    if (bytes.length > MAX_JSON_BYTES) {
-      throw new ApiError("invalid_json", `The JSON body is larger than ${MAX_JSON_BYTES} bytes`);
-    }
-    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch (error) {
-    if (error instanceof ApiError) throw error;
-    throw new ApiError("invalid_json", "The request body is not valid UTF-8 JSON");
-  }
-  return parseJsonObject(text);
-}
-
-function parseJsonObject(text: string): Record<string, unknown> {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new ApiError(
-      "invalid_json",
-      'The request body is not valid JSON: send {"experiment_id": "…"} with Content-Type: application/json',
-    );
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new ApiError("invalid_json", "The request body must be a JSON object");
-  }
-  return value as Record<string, unknown>;
-}
+import { readJson } from "./json_body.ts";
 
 async function initiate(ctx: AppCtx): Promise<Response> {
   const { config, store } = ctx.deps;
   const principal = await ctx.auth();
-  const body = await readJsonObject(ctx.req);
+  const body = await readJson(ctx);
   const experimentId = parseExperimentId(body.experiment_id);
   ctx.logFields.experiment_id = experimentId;
   let sizeBytes: number | undefined;

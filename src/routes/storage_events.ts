@@ -9,7 +9,7 @@ import type { AppCtx, AppRoutes } from "./deps.ts";
 import { json } from "../http/context.ts";
 import { ApiError } from "../http/errors.ts";
 import { parseDatasetKey } from "../storage/object_store.ts";
-import { readJsonObject } from "./initiate.ts";
+import { readJson } from "./json_body.ts";
 import { nowIso } from "../db/control_plane.ts";
 
 async function storageEvents(ctx: AppCtx): Promise<Response> {
@@ -24,7 +24,7 @@ async function storageEvents(ctx: AppCtx): Promise<Response> {
   if (!timingSafeEqualText(given, expected)) {
     throw new ApiError("unauthorized", "Invalid storage events token");
   }
-  const body = await readJsonObject(ctx.req);
+  const body = await readJson(ctx);
   const records = Array.isArray(body.Records) ? body.Records : [];
   let accepted = 0;
   for (const record of records) {

@@ -1,0 +1,154 @@
+/**
+ * The limits every request body the service reads is held to, as one stream stage: a byte limit
+ * (refused at the first byte past it), an idle timeout (the body sent nothing for that long while
+ * it was asked for more), a minimum average rate once a grace period has passed, and an optional
+ * deadline for the whole body. `limitBody(body, options)` answers a stream of the same chunks
+ * that errors with the first limit broken and cancels the body then.
+ *
+ * Time counts only while the stage waits for the body: a slow consumer (storage applying
+ * backpressure) never makes the client look idle.
+ *
+ * @module
+ */
+import { ApiError, megabytes } from "../http/errors.ts";
+
+/** Options of `limitBody`. */
+export interface BodyLimitsOptions {
+  /** Largest body accepted, in bytes. */
+  maxBytes: number;
+  /** A body that sends nothing for this long while it is read is abandoned (408). */
+  idleTimeoutMs: number;
+  /**
+   * A body whose average rate falls below this, once `minRateAfterMs` have passed, is abandoned
+   * (408). 0 or absent: no minimum.
+   */
+  minBytesPerSecond?: number;
+  /** When the minimum rate starts to apply; default 60 000 ms. */
+  minRateAfterMs?: number;
+  /** The whole body must have arrived within this long (408); absent: no deadline. */
+  deadlineMs?: number;
+  /** The error of a body past `maxBytes`; default `tooLargeError(maxBytes)`. */
+  tooLarge?: () => Error;
+  /** Sees the size of every chunk as it passes (counters). */
+  onBytes?: (bytes: number) => void;
+}
+
+/** 413: the body is over the limit (the connection is closed after the answer). */
+export function tooLargeError(maxBytes: number): ApiError {
+  return new ApiError(
+    "payload_too_large",
+    `The file is larger than the limit of ${maxBytes} bytes (${megabytes(maxBytes)} MB)`,
+    { connection: "close" },
+  );
+}
+
+/**
+ * 408s close the connection after the answer: the rest of the body may still come, and the
+ * connection cannot carry another request before it has.
+ */
+function idleError(idleTimeoutMs: number): ApiError {
+  return new ApiError(
+    "body_timeout",
+    `The request body stopped arriving for ${
+      Math.round(idleTimeoutMs / 1000)
+    } s; the request was abandoned`,
+    { connection: "close" },
+  );
+}
+
+function deadlineError(deadlineMs: number): ApiError {
+  return new ApiError(
+    "body_timeout",
+    `The request body did not arrive within ${
+      Math.round(deadlineMs / 1000)
+    } s; the request was abandoned`,
+    { connection: "close" },
+  );
+}
+
+function slowError(bytes: number, elapsedMs: number, minBytesPerSecond: number): ApiError {
+  return new ApiError(
+    "body_timeout",
+    `The request body arrived at ${
+      Math.floor(bytes * 1000 / elapsedMs)
+    } bytes/s, below the minimum of ${minBytesPerSecond} bytes/s; the upload was abandoned`,
+    { connection: "close" },
+  );
+}
+
+/** The client went away (or the connection broke) before the body ended. */
+export function abortedError(): ApiError {
+  return new ApiError("request_aborted", "The request body could not be read to its end");
+}
+
+/** `body` held to `options`' limits (see the module's documentation). */
+export function limitBody(
+  body: ReadableStream<Uint8Array>,
+  options: BodyLimitsOptions,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  const minRate = options.minBytesPerSecond ?? 0;
+  const minRateAfter = options.minRateAfterMs ?? 60_000;
+  const started = performance.now();
+  let total = 0;
+  let broken: Error | null = null;
+
+  /** Breaks the body with `error`: the read under way ends, and the stream errors with it. */
+  const breakWith = (error: Error) => {
+    broken ??= error;
+    reader.cancel(error).catch(() => {});
+  };
+  const deadline = options.deadlineMs === undefined
+    ? undefined
+    : setTimeout(() => breakWith(deadlineError(options.deadlineMs!)), options.deadlineMs);
+  const settle = () => clearTimeout(deadline);
+
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const idle = setTimeout(
+        () => breakWith(idleError(options.idleTimeoutMs)),
+        options.idleTimeoutMs,
+      );
+      let result: ReadableStreamReadResult<Uint8Array>;
+      try {
+        result = await reader.read();
+      } catch {
+        result = { done: true, value: undefined };
+        broken ??= abortedError();
+      } finally {
+        clearTimeout(idle);
+      }
+      if (broken !== null) {
+        settle();
+        controller.error(broken);
+        return;
+      }
+      if (result.done) {
+        settle();
+        controller.close();
+        return;
+      }
+      const chunk = result.value;
+      total += chunk.length;
+      options.onBytes?.(chunk.length);
+      if (total > options.maxBytes) {
+        breakWith(options.tooLarge?.() ?? tooLargeError(options.maxBytes));
+      } else if (minRate > 0) {
+        const elapsed = performance.now() - started;
+        if (elapsed > minRateAfter && total < minRate * elapsed / 1000) {
+          breakWith(slowError(total, elapsed, minRate));
+        }
+      }
+      if (broken !== null) {
+        settle();
+        controller.error(broken);
+        return;
+      }
+      controller.enqueue(chunk);
+    },
+    cancel(reason) {
+      settle();
+      return reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
+}
