@@ -5,7 +5,8 @@
 import { DatabaseUnavailable } from "./db/control_plane.ts";
 import { StorageError } from "./storage/object_store.ts";
 import { Router } from "./http/router.ts";
-import { ApiError, errorResponse } from "./http/errors.ts";
+import { ApiError, errorHeaders, errorResponse } from "./http/errors.ts";
+import { ServiceError } from "./errors.ts";
 import type { AppHandler, Ctx } from "./http/context.ts";
 import { authenticate } from "./http/auth.ts";
 import type { Logger } from "./log.ts";
@@ -70,7 +71,7 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
       }
     } catch (error) {
       response = toErrorResponse(error, requestId, log);
-      logFields.error_code = (error instanceof ApiError) ? error.code : "internal_error";
+      logFields.error_code = (error instanceof ServiceError) ? error.code : "internal_error";
     }
     if (bodyBytes(req, logFields) >= CLOSE_AFTER_BODY_BYTES) {
       response = withHeader(response, "connection", "close");
@@ -134,8 +135,8 @@ function withHeader(response: Response, name: string, value: string): Response {
 
 /** The error boundary: known errors answer their JSON; anything else a logged, generic 500. */
 export function toErrorResponse(error: unknown, requestId: string, log: Logger): Response {
-  if (error instanceof ApiError) {
-    return errorResponse(error.code, error.message, requestId, error.headers);
+  if (error instanceof ServiceError) {
+    return errorResponse(error.code, error.message, requestId, errorHeaders(error));
   }
   if (error instanceof StorageError) {
     log.error(error.message, { request_id: requestId, cause: String(error.cause ?? "") });

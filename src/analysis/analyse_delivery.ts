@@ -21,7 +21,7 @@ import type { Delivery } from "../deliveries.ts";
 import type { Metrics } from "../metrics.ts";
 import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
-import { ApiError } from "../http/errors.ts";
+import { ServiceError } from "../errors.ts";
 import { aggregateDelivery } from "./aggregate_delivery.ts";
 import { DaysOutOfRange } from "./aggregate/aggregate.ts";
 import { ANALYSIS_VERSION, buildReport } from "./report.ts";
@@ -274,7 +274,7 @@ export async function analyseDelivery(
       });
       return { kind: "postponed" };
     }
-    if (error instanceof ApiError) {
+    if (error instanceof ServiceError) {
       outcome = {
         status: "failed",
         error: error.message,

@@ -3,7 +3,7 @@
  * done when they are saved, and the check against the data done when a dataset is analysed.
  */
 
-import { ApiError } from "../http/errors.ts";
+import { ServiceError } from "../errors.ts";
 import type { Aggregate } from "./aggregate/aggregate_types.ts";
 import { covariatePairs } from "./covariates.ts";
 
@@ -69,8 +69,16 @@ const FIELDS = [
   "min_days",
 ];
 
-function invalid(message: string): ApiError {
-  return new ApiError("invalid_settings", message);
+/** Settings that cannot be saved or applied: `invalid_settings`, naming the offending field. */
+export class SettingsError extends ServiceError {
+  constructor(message: string) {
+    super("invalid_settings", message);
+    this.name = "SettingsError";
+  }
+}
+
+function invalid(message: string): SettingsError {
+  return new SettingsError(message);
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -211,7 +219,7 @@ function metricList(field: string, value: unknown): string[] {
  * Checks the shape of settings JSON and returns a clean copy. All fields are optional; a field set
  * to null counts as absent; an unknown field is refused (it is most likely a misspelt one).
  *
- * @throws {ApiError} `invalid_settings` naming the offending field.
+ * @throws {SettingsError} `invalid_settings` naming the offending field.
  */
 export function validateSettings(input: unknown): Settings {
   if (!isPlainObject(input)) {
@@ -312,7 +320,7 @@ export function namesData(settings: Settings): boolean {
  * metric_kinds column must exist; a column holding other values than 0 and 1 cannot be declared a
  * conversion; the expected split must name exactly the variants present.
  *
- * @throws {ApiError} `invalid_settings` with a message naming what does not match.
+ * @throws {SettingsError} `invalid_settings` with a message naming what does not match.
  */
 export function checkSettingsAgainstData(settings: Settings, aggregate: Aggregate): void {
   const metricNames = aggregate.metrics.map((m) => m.name);

@@ -1,11 +1,15 @@
 /**
- * The error-code table: every error the service answers with has a stable code, an HTTP status
- * and a human message. One error type carries its response; the error boundary in `app.ts` turns
- * it into JSON and turns everything else into a generic 500.
+ * The error-code table: every error code (`src/errors.ts`) has its HTTP status here, and only
+ * here. `ApiError` is the HTTP layer's own `ServiceError`, which may carry response headers; the
+ * error boundary in `app.ts` answers every `ServiceError` as JSON (`errorHeaders` adds what its
+ * code implies) and everything else as a generic 500.
  */
+import { type ErrorCode, ServiceError } from "../errors.ts";
 import { jsonResponse } from "./json.ts";
 
-export const ERROR_STATUS = {
+export type { ErrorCode };
+
+export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   unauthorized: 401,
   org_deactivated: 403,
   invalid_experiment_id: 400,
@@ -32,23 +36,38 @@ export const ERROR_STATUS = {
   storage_error: 500,
   internal_error: 500,
   service_unavailable: 503,
-} as const;
+};
 
-export type ErrorCode = keyof typeof ERROR_STATUS;
-
-/** An error that carries its HTTP answer: a stable code, its status and a human sentence. */
-export class ApiError extends Error {
-  readonly code: ErrorCode;
+/** An error of the HTTP layer that carries headers of its answer besides its code. */
+export class ApiError extends ServiceError {
   readonly status: number;
   readonly headers: Record<string, string>;
 
   constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
-    super(message);
+    super(code, message);
     this.name = "ApiError";
-    this.code = code;
     this.status = ERROR_STATUS[code];
     this.headers = headers;
   }
+}
+
+/**
+ * Codes answered before the whole request body was read: the connection is closed after the
+ * answer, since the rest of the body may still come.
+ */
+const CLOSING_CODES: ReadonlySet<ErrorCode> = new Set([
+  "payload_too_large",
+  "body_timeout",
+]);
+
+/** The headers `error`'s answer carries: its own, `Retry-After`, `Connection: close`. */
+export function errorHeaders(error: ServiceError): Record<string, string> {
+  const headers: Record<string, string> = error instanceof ApiError ? { ...error.headers } : {};
+  if (error.retryAfterSeconds !== undefined) {
+    headers["retry-after"] ??= String(error.retryAfterSeconds);
+  }
+  if (CLOSING_CODES.has(error.code)) headers.connection ??= "close";
+  return headers;
 }
 
 /** Builds the JSON error response `{"error": {"code", "message", "request_id"}}`. */

@@ -7,7 +7,7 @@
 /// <reference lib="deno.worker" />
 import { createHash, type Hash } from "node:crypto";
 import { DatasetValidator, ValidationError } from "../pipeline/mod.ts";
-import { ApiError } from "../http/errors.ts";
+import { ServiceError } from "../errors.ts";
 import type { ValidatorReply, ValidatorRequest } from "./off_thread_validator.ts";
 
 const validators = new Map<number, DatasetValidator | null>();
@@ -19,7 +19,7 @@ function reply(message: ValidatorReply, transfer: Transferable[] = []): void {
 
 function failure(id: number, error: unknown): void {
   validators.set(id, null);
-  if (error instanceof ApiError) {
+  if (error instanceof ServiceError) {
     const line = error instanceof ValidationError ? error.line : null;
     reply({ id, type: "error", code: error.code, message: error.message, line });
   } else {

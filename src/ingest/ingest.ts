@@ -24,6 +24,7 @@
 import { createHash } from "node:crypto";
 import { sha256Hex } from "../crypto/sha256.ts";
 import { ApiError } from "../http/errors.ts";
+import { ServiceError } from "../errors.ts";
 import type { DeliveryHub } from "../deliveries.ts";
 import type { Metrics } from "../metrics.ts";
 import { DatasetValidator, type ValidationSummary } from "../pipeline/mod.ts";
@@ -187,7 +188,7 @@ function logSteps(fields: IngestLogFields, marks: StepMarks): void {
 
 /** The error code a refused or failed delivery is counted under. */
 export function rejectionReason(error: unknown): string {
-  if (error instanceof ApiError) return error.code;
+  if (error instanceof ServiceError) return error.code;
   return error instanceof StorageError ? "storage_error" : "internal_error";
 }
 
@@ -299,7 +300,8 @@ export class Ingest {
             onChunk: (chunk) => metrics.bytesReceived.inc({ route: "presigned_put" }, chunk.length),
           }).catch((error) => {
             // Past the bound size (a body without a Content-Length): another length, not the limit.
-            const past = bound && error instanceof ApiError && error.code === "payload_too_large";
+            const past = bound && error instanceof ServiceError &&
+              error.code === "payload_too_large";
             throw past ? otherLength("more") : error;
           });
           if (exactBytes !== undefined && bytes !== exactBytes) throw otherLength(String(bytes));

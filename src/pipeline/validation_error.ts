@@ -1,9 +1,8 @@
 import { CsvError, withLine } from "../csv/csv_error.ts";
-import type { ErrorCode } from "../http/errors.ts";
-import { ApiError } from "../http/errors.ts";
+import { type ErrorCode, ServiceError } from "../errors.ts";
 
 /** A dataset that failed a check: the code names the check, `line` the first offending line. */
-export class ValidationError extends ApiError {
+export class ValidationError extends ServiceError {
   readonly line: number | null;
 
   /**

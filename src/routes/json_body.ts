@@ -23,11 +23,7 @@ export interface JsonBodyOptions {
 }
 
 function tooLarge(maxBytes: number): ApiError {
-  return new ApiError(
-    "payload_too_large",
-    `The JSON body is larger than ${maxBytes} bytes`,
-    { connection: "close" },
-  );
+  return new ApiError("payload_too_large", `The JSON body is larger than ${maxBytes} bytes`);
 }
 
 /** Reads a small JSON object body: 400 `invalid_json` when it is not one, 413 and 408 as above. */

@@ -10,7 +10,8 @@
  *
  * @module
  */
-import { ApiError, megabytes } from "../http/errors.ts";
+import { ServiceError } from "../errors.ts";
+import { megabytes } from "../http/errors.ts";
 
 /** Options of `limitBody`. */
 export interface BodyLimitsOptions {
@@ -33,52 +34,45 @@ export interface BodyLimitsOptions {
   onBytes?: (bytes: number) => void;
 }
 
-/** 413: the body is over the limit (the connection is closed after the answer). */
-export function tooLargeError(maxBytes: number): ApiError {
-  return new ApiError(
+/** `payload_too_large`: the body is over the limit. */
+export function tooLargeError(maxBytes: number): ServiceError {
+  return new ServiceError(
     "payload_too_large",
     `The file is larger than the limit of ${maxBytes} bytes (${megabytes(maxBytes)} MB)`,
-    { connection: "close" },
   );
 }
 
-/**
- * 408s close the connection after the answer: the rest of the body may still come, and the
- * connection cannot carry another request before it has.
- */
-function idleError(idleTimeoutMs: number): ApiError {
-  return new ApiError(
+/** `body_timeout`: the body went silent. */
+function idleError(idleTimeoutMs: number): ServiceError {
+  return new ServiceError(
     "body_timeout",
     `The request body stopped arriving for ${
       Math.round(idleTimeoutMs / 1000)
     } s; the request was abandoned`,
-    { connection: "close" },
   );
 }
 
-function deadlineError(deadlineMs: number): ApiError {
-  return new ApiError(
+function deadlineError(deadlineMs: number): ServiceError {
+  return new ServiceError(
     "body_timeout",
     `The request body did not arrive within ${
       Math.round(deadlineMs / 1000)
     } s; the request was abandoned`,
-    { connection: "close" },
   );
 }
 
-function slowError(bytes: number, elapsedMs: number, minBytesPerSecond: number): ApiError {
-  return new ApiError(
+function slowError(bytes: number, elapsedMs: number, minBytesPerSecond: number): ServiceError {
+  return new ServiceError(
     "body_timeout",
     `The request body arrived at ${
       Math.floor(bytes * 1000 / elapsedMs)
     } bytes/s, below the minimum of ${minBytesPerSecond} bytes/s; the upload was abandoned`,
-    { connection: "close" },
   );
 }
 
 /** The client went away (or the connection broke) before the body ended. */
-export function abortedError(): ApiError {
-  return new ApiError("request_aborted", "The request body could not be read to its end");
+export function abortedError(): ServiceError {
+  return new ServiceError("request_aborted", "The request body could not be read to its end");
 }
 
 /** `body` held to `options`' limits (see the module's documentation). */

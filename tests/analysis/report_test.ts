@@ -8,7 +8,7 @@
  */
 
 import assert from "node:assert/strict";
-import { ApiError } from "../../src/http/errors.ts";
+import { ServiceError } from "../../src/errors.ts";
 import type { Aggregate } from "../../src/analysis/aggregate/aggregate_types.ts";
 import { ANALYSIS_VERSION, buildReport } from "../../src/analysis/report.ts";
 import { normalCdf } from "../../src/analysis/stats/_math.ts";
@@ -380,7 +380,7 @@ Deno.test("buildReport rejects settings that do not fit the data", () => {
     assert.throws(
       () => buildReport(aggregate(), settings),
       (error: unknown) =>
-        error instanceof ApiError && error.code === "invalid_settings" &&
+        error instanceof ServiceError && error.code === "invalid_settings" &&
         message.test(error.message),
     );
   }
@@ -419,7 +419,7 @@ Deno.test("buildReport: a _pre column is a covariate, not a metric nor the defau
     0.91644232063534796069,
   );
   // Naming the covariate as key metric is refused.
-  assert.throws(() => buildReport(data, { key_metric: "converted_pre" }), ApiError);
+  assert.throws(() => buildReport(data, { key_metric: "converted_pre" }), ServiceError);
 });
 
 Deno.test("buildReport: lower is better flips the decision and the chances; alpha sets the level", () => {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { ApiError } from "../../src/http/errors.ts";
+import { ServiceError } from "../../src/errors.ts";
+import { ERROR_STATUS } from "../../src/http/errors.ts";
 import type { Aggregate } from "../../src/analysis/aggregate/aggregate_types.ts";
 import {
   checkSettingsAgainstData,
@@ -10,9 +11,9 @@ import {
 
 function assertInvalid(run: () => unknown, message: RegExp): void {
   assert.throws(run, (error: unknown) => {
-    assert.ok(error instanceof ApiError, `expected an ApiError, got ${error}`);
+    assert.ok(error instanceof ServiceError, `expected a ServiceError, got ${error}`);
     assert.equal(error.code, "invalid_settings");
-    assert.equal(error.status, 400);
+    assert.equal(ERROR_STATUS[error.code], 400);
     assert.match(error.message, message);
     return true;
   });
@@ -289,6 +290,10 @@ Deno.test("namesData: the settings a PUT checks against the stored data, and onl
       users: { X: 2, Y: 2 },
       metrics: [{ name: "other", kind: "numeric", detectedKind: "numeric" }],
     };
-    assert.throws(() => checkSettingsAgainstData(settings, none), ApiError, JSON.stringify(field));
+    assert.throws(
+      () => checkSettingsAgainstData(settings, none),
+      ServiceError,
+      JSON.stringify(field),
+    );
   }
 });

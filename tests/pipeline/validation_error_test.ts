@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { CsvError, fieldCountError } from "../../src/csv/csv_error.ts";
+import { ERROR_STATUS } from "../../src/http/errors.ts";
 import { toValidationError, ValidationError } from "../../src/pipeline/validation_error.ts";
 
 Deno.test("ValidationError.fromCsvError keeps the code, message and line", () => {
   const error = ValidationError.fromCsvError(fieldCountError(3, 5, 4));
   assert.equal(error.code, "invalid_csv");
-  assert.equal(error.status, 400);
+  assert.equal(ERROR_STATUS[error.code], 400);
   assert.equal(error.line, 3);
   assert.equal(error.message, "Cannot parse line 3: expected 5 fields, got 4");
 });

@@ -1,6 +1,6 @@
 import { assert, assertEquals, assertRejects } from "../_assert.ts";
 import { limitBody } from "../../src/upload/limits.ts";
-import { ApiError } from "../../src/http/errors.ts";
+import { ServiceError } from "../../src/errors.ts";
 
 /** A body of `chunks` chunks of `size` bytes; `pulled` counts the bytes handed out so far. */
 function countingBody(chunks: number, size: number) {
@@ -27,8 +27,8 @@ async function drain(stream: ReadableStream<Uint8Array>): Promise<number> {
 }
 
 async function codeOf(promise: Promise<unknown>): Promise<string> {
-  const error = await assertRejects(() => promise, ApiError);
-  return (error as ApiError).code;
+  const error = await assertRejects(() => promise, ServiceError);
+  return (error as ServiceError).code;
 }
 
 Deno.test("limitBody passes a body within its limits through unchanged", async () => {
