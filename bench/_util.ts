@@ -181,6 +181,13 @@ export function serveArgs(main: string): string[] {
 }
 
 /**
+ * The `main.ts` the benchmarks run: this checkout's, or `ABN_BENCH_MAIN` (another checkout's,
+ * so that one harness times two versions of the service in turns).
+ */
+export const SERVICE_MAIN = Deno.env.get("ABN_BENCH_MAIN") ??
+  new URL("../main.ts", import.meta.url).pathname;
+
+/**
  * The service (`main.ts serve`) as a child process on a free port, started as `deno task start`
  * starts it (`serveArgs`, `serviceEnv`) with `env` besides; ready as `startChild` waits for
  * `readyText`.
@@ -191,7 +198,7 @@ export async function spawnService(
   onLine?: (line: string) => void,
 ): Promise<Child> {
   const port = freePort();
-  const main = new URL("../main.ts", import.meta.url).pathname;
+  const main = SERVICE_MAIN;
   const childEnv = { ...env, ...serviceEnv(), ABN_PORT: String(port) };
   return await startChild(serveArgs(main), childEnv, readyText, port, onLine);
 }
@@ -328,7 +335,7 @@ export async function* readChunks(path: string): AsyncGenerator<Uint8Array> {
   }
 }
 
-const MAIN = new URL("../main.ts", import.meta.url).pathname;
+const MAIN = SERVICE_MAIN;
 
 /** Runs `main.ts admin ARGS --json` (at most a minute) with `env` and answers its JSON. */
 export async function adminJson(

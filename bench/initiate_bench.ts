@@ -11,10 +11,17 @@
  *
  *   deno run -A bench/initiate_bench.ts [SECONDS]
  */
-import { cpuSeconds, freePort, printTable, spawnService, startChild } from "./_util.ts";
+import {
+  cpuSeconds,
+  freePort,
+  printTable,
+  SERVICE_MAIN,
+  spawnService,
+  startChild,
+} from "./_util.ts";
 import { startS3rver } from "../tests/_s3rver.ts";
 
-const MAIN = new URL("../main.ts", import.meta.url).pathname;
+const MAIN = SERVICE_MAIN;
 
 export interface WrkResult {
   rps: number;

@@ -49,6 +49,7 @@ import {
   median,
   resetPeak,
   serveArgs,
+  SERVICE_MAIN,
   serviceEnv,
   ThreadClock,
   type ThreadSeconds,
@@ -63,7 +64,7 @@ import {
 } from "./_duckdb.ts";
 import { pacedUpload } from "../tests/_paced_upload.ts";
 
-const MAIN = new URL("../main.ts", import.meta.url).pathname;
+const MAIN = SERVICE_MAIN;
 const POLL_MS = 50;
 const IDLE_MS = 2000;
 /**

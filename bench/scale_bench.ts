@@ -26,11 +26,12 @@ import {
   median,
   printTable,
   serveArgs,
+  SERVICE_MAIN,
   serviceEnv,
 } from "./_util.ts";
 import { startS3rver } from "../tests/_s3rver.ts";
 
-const MAIN = new URL("../main.ts", import.meta.url).pathname;
+const MAIN = SERVICE_MAIN;
 const BODY = "user_id,variant,date,m\nu1,A,2026-01-01,1\nu2,B,2026-01-01,0\n";
 
 /** wrk stops each thread after its share of `limit` answers. */

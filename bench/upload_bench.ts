@@ -6,9 +6,17 @@
  *   deno run -A bench/upload_bench.ts [FILE]
  */
 import { writeCsv } from "./generate_csv.ts";
-import { curl, freePort, median, printTable, spawnService, startChild } from "./_util.ts";
+import {
+  curl,
+  freePort,
+  median,
+  printTable,
+  SERVICE_MAIN,
+  spawnService,
+  startChild,
+} from "./_util.ts";
 
-const MAIN = new URL("../main.ts", import.meta.url).pathname;
+const MAIN = SERVICE_MAIN;
 
 /** The steps a stored upload's request log line times (`src/ingest/ingest.ts`). */
 export const UPLOAD_STEPS = ["receive_ms", "check_ms", "commit_ms", "record_ms"] as const;
