@@ -66,6 +66,20 @@ function text(env: Env, name: string): string | undefined {
   return value === undefined || value === "" ? undefined : value;
 }
 
+/** The shortest storage events token accepted (a guessable one would open the route). */
+export const MIN_TOKEN_LENGTH = 24;
+
+/** A secret of at least `minLength` characters; the message never repeats it. */
+function secret(env: Env, name: string, minLength: number): string | undefined {
+  const raw = text(env, name);
+  if (raw !== undefined && raw.length < minLength) {
+    throw new ConfigError(
+      `Invalid ${name}: a token of ${raw.length} characters is too easy to guess; use at least ${minLength} (e.g. openssl rand -hex 24)`,
+    );
+  }
+  return raw;
+}
+
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
   const raw = text(env, name);
   if (raw === undefined) return fallback;
@@ -109,9 +123,20 @@ function url(env: Env, name: string): string | undefined {
   return raw.replace(/\/+$/, "");
 }
 
-/** The database URL with its password replaced by `***`, for messages and logs. */
+/**
+ * The database URL with its password replaced by `***`, for messages and logs: the user
+ * information's password (everything between the user's `:` and the last `@`, so a password
+ * holding `@` or `/` is hidden whole) and a `password=` query parameter.
+ */
 export function redactDatabaseUrl(raw: string): string {
-  return raw.replace(/^([a-z]+:\/\/[^:@/]*:)[^@]*@/i, "$1***@");
+  const query = raw.replace(/([?&]password=)[^&#]*/gi, "$1***");
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(query);
+  if (!scheme) return query;
+  const rest = query.slice(scheme[0].length);
+  const at = rest.lastIndexOf("@");
+  const colon = rest.indexOf(":");
+  if (at < 0 || colon < 0 || colon > at) return query;
+  return `${scheme[0]}${rest.slice(0, colon)}:***${rest.slice(at)}`;
 }
 
 function databaseUrl(env: Env): string | undefined {
@@ -217,7 +242,7 @@ export function loadConfig(env: Env): Readonly<Config> {
     rateLimitPerMinute: integer(env, "ABN_RATE_LIMIT_PER_MINUTE", 0, 0, 1_000_000),
     tlsCert,
     tlsKey,
-    storageEventsToken: text(env, "ABN_STORAGE_EVENTS_TOKEN"),
+    storageEventsToken: secret(env, "ABN_STORAGE_EVENTS_TOKEN", MIN_TOKEN_LENGTH),
     databaseUrl: databaseUrl(env),
     analysisLeaseSeconds: integer(env, "ABN_ANALYSIS_LEASE_SECONDS", 60, 1, 3600),
     historyMaxSnapshots: integer(env, "ABN_HISTORY_MAX_SNAPSHOTS", 1000, 1, 1_000_000),

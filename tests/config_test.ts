@@ -87,6 +87,28 @@ Deno.test("loadConfig keeps ABN_DATABASE_URL and never repeats its password when
   );
 });
 
+Deno.test("redactDatabaseUrl hides a password holding @ or / whole, and a password= parameter", () => {
+  const cases: [string, string][] = [
+    ["postgres://abn:p@ss@db:5432/abn", "postgres://abn:***@db:5432/abn"],
+    ["postgres://abn:a/b@c@db/abn?x=1", "postgres://abn:***@db/abn?x=1"],
+    [
+      "postgres://abn@db/abn?password=t0p@secret&sslmode=require",
+      "postgres://abn@db/abn?password=***&sslmode=require",
+    ],
+    ["postgres://abn:pw@db/abn?PASSWORD=x", "postgres://abn:***@db/abn?PASSWORD=***"],
+    ["postgres://db/abn", "postgres://db/abn"],
+  ];
+  for (const [url, expected] of cases) assertEquals(redactDatabaseUrl(url), expected);
+  for (const secret of ["p@ss", "t0p@secret"]) {
+    const bad = secret === "p@ss"
+      ? `postgres://abn:${secret}@host`
+      : `postgres://abn@host?password=${secret}`;
+    const error = assertThrows(() => loadConfig({ ABN_DATABASE_URL: bad }), ConfigError);
+    assertEquals(error.message.includes(secret), false, error.message);
+    assertEquals(error.message.includes("ss@host"), false, error.message);
+  }
+});
+
 Deno.test("serve refuses a port in use and unreadable TLS files in one line naming the setting", async () => {
   const { freePort, runMain } = await import("./_server.ts");
   const dataDir = await Deno.makeTempDir({ prefix: "abn-listen-" });

@@ -1,10 +1,10 @@
 /**
  * `POST /api/v1/storage-events/`: S3/MinIO bucket notifications (`Records[].s3.object.key`) that
  * trigger the post-delivery hook at once instead of at the next scan. Enabled by
- * `ABN_STORAGE_EVENTS_TOKEN`; the token comes as `Authorization: Bearer <token>`, as the bare
- * header value, or as `?token=`.
+ * `ABN_STORAGE_EVENTS_TOKEN`; the token comes as `Authorization: Bearer <token>` only (a query
+ * string lands in proxy logs), compared without revealing its length.
  */
-import { timingSafeEqualText } from "../db/api_keys.ts";
+import { sameSecret } from "../crypto/same_secret.ts";
 import type { AppCtx, AppRoutes } from "./deps.ts";
 import { json } from "../http/context.ts";
 import { ApiError } from "../http/errors.ts";
@@ -17,12 +17,21 @@ async function storageEvents(ctx: AppCtx): Promise<Response> {
   if (!expected) {
     throw new ApiError("not_found", "Storage events are not enabled (ABN_STORAGE_EVENTS_TOKEN)");
   }
+  if (ctx.url.searchParams.has("token")) {
+    ctx.req.body?.cancel().catch(() => {});
+    throw new ApiError(
+      "unauthorized",
+      "The storage events token is not accepted in the query string: send it as Authorization: Bearer <token>",
+    );
+  }
   const header = ctx.req.headers.get("authorization") ?? "";
-  const given = header.startsWith("Bearer ")
-    ? header.slice(7)
-    : header || (ctx.url.searchParams.get("token") ?? "");
-  if (!timingSafeEqualText(given, expected)) {
-    throw new ApiError("unauthorized", "Invalid storage events token");
+  const given = header.startsWith("Bearer ") ? header.slice(7) : null;
+  if (given === null || !sameSecret(given, expected)) {
+    ctx.req.body?.cancel().catch(() => {});
+    throw new ApiError(
+      "unauthorized",
+      "Invalid storage events token: send it as Authorization: Bearer <token>",
+    );
   }
   const body = await readJson(ctx);
   const records = Array.isArray(body.Records) ? body.Records : [];

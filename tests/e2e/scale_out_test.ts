@@ -117,7 +117,10 @@ pairTest(
           assertEquals(put.status, 200, await put.text());
           const event = await fetch(`${there.api}/storage-events/`, {
             method: "POST",
-            headers: { authorization: "Bearer events-token", "content-type": "application/json" },
+            headers: {
+              authorization: "Bearer events-token-0123456789abcdef",
+              "content-type": "application/json",
+            },
             body: JSON.stringify({ Records: [{ s3: { object: { key: g.key } } }] }),
           });
           assertEquals(event.status, 200, await event.text());
@@ -157,7 +160,7 @@ pairTest(
     // receives fewer uploads) takes most or all of them.
     for (const run of runs) assertEquals(run.etag, etags.get(run.experiment_id));
   },
-  { ABN_SCAN_INTERVAL_SECONDS: "1", ABN_STORAGE_EVENTS_TOKEN: "events-token" },
+  { ABN_SCAN_INTERVAL_SECONDS: "1", ABN_STORAGE_EVENTS_TOKEN: "events-token-0123456789abcdef" },
 );
 
 pairTest(
