@@ -5,12 +5,15 @@ The service is ``deno run -A main.ts serve --dev`` from this repository (``ABN_D
 organization ``dev`` and writes its key to ``{ABN_DATA_DIR}/dev-api-key``.
 """
 
+import ctypes
 import http.client
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -43,6 +46,13 @@ def deno() -> str:
     return found
 
 
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): a SIGTERM when the test process dies, killed or not, so
+    that no service outlives its tests."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 class Server:
     """The service as a child process; ``stop()`` ends it and removes its data directory."""
 
@@ -65,6 +75,7 @@ class Server:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             cwd=str(REPO),
+            preexec_fn=_die_with_parent,
         )
         try:
             self.api_key = self._wait_ready()
