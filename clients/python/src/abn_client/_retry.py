@@ -6,7 +6,6 @@ The same rules as the Deno upload client (``main.ts upload``).
 
 import random
 import time
-from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Callable, Optional
 
@@ -17,17 +16,27 @@ from ._transport import Answer
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
-@dataclass
 class RetryPolicy:
     """How often and how long to wait: ``retries`` after the first attempt (default 4, five
     attempts in all), ``base`` seconds before the first retry (before jitter), ``max`` the
-    longest wait (default 16 × base)."""
+    longest wait (default 16 × base); ``random`` and ``sleep`` default to the standard ones."""
 
-    retries: int = 4
-    base: float = 1.0
-    max: Optional[float] = None
-    random: Callable[[], float] = field(default=random.random, repr=False)
-    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    def __init__(
+        self,
+        retries: int = 4,
+        base: float = 1.0,
+        max: Optional[float] = None,
+        random: Callable[[], float] = random.random,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.retries = retries
+        self.base = base
+        self.max = max
+        self.random = random
+        self.sleep = sleep
+
+    def __repr__(self) -> str:
+        return f"RetryPolicy(retries={self.retries}, base={self.base}, max={self.max})"
 
     def backoff(self, retry: int) -> float:
         """The wait in seconds before retry number ``retry`` (1 for the first)."""

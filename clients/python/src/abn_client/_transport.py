@@ -14,7 +14,6 @@ import io
 import selectors
 import socket
 import ssl
-from dataclasses import dataclass
 from typing import Callable, Mapping, Optional
 from urllib.parse import SplitResult, urlsplit
 
@@ -27,13 +26,13 @@ CHUNK_BYTES = 1 << 20
 MAX_ANSWER_BYTES = 1 << 20
 
 
-@dataclass
 class Answer:
     """An HTTP answer: status, headers (case-insensitive ``get``) and body bytes."""
 
-    status: int
-    headers: http.client.HTTPMessage
-    body: bytes
+    def __init__(self, status: int, headers: http.client.HTTPMessage, body: bytes) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
 
     @property
     def text(self) -> str:
