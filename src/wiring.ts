@@ -22,7 +22,6 @@ import type { AppHandler } from "./http/context.ts";
 import { createApp } from "./app.ts";
 import { RateLimiter } from "./http/rate_limiter.ts";
 import { Ingest } from "./ingest/ingest.ts";
-import { AnalysisFollowers } from "./analysis/upload_followers.ts";
 import { TALLY_WORKER_LINGER_MS, TallyWorkers } from "./analysis/aggregate/tally_workers.ts";
 import { apiRoutes } from "./routes/mod.ts";
 import type { AppDeps, AppRoutes } from "./routes/deps.ts";
@@ -109,8 +108,6 @@ export async function createService(
     TALLY_WORKER_LINGER_MS,
     (): boolean => ingest.inProgress > 0 || analysis.largeWaiting(),
   );
-  // A large upload piped into a local file is aggregated while it streams, when slow enough.
-  const followers = new AnalysisFollowers({ db, log, tallyWorkers });
   const ingest = new Ingest({
     store,
     metrics,
@@ -119,7 +116,6 @@ export async function createService(
     bodyIdleTimeoutSeconds: config.bodyIdleTimeoutSeconds,
     bodyMinBytesPerSecond: config.bodyMinBytesPerSecond,
     maxConcurrentUploads: config.maxConcurrentUploads,
-    followers,
   });
   const recorder = new LastUsedRecorder(db);
   const deps: AppDeps = {
@@ -174,7 +170,6 @@ export async function createService(
     historyMaxSnapshots: config.historyMaxSnapshots,
     // Large analyses in a row reuse the aggregation's worker and its memory.
     tallyWorkers,
-    followers,
     log,
   };
   const analysis: AnalysisScheduler = db.jobs

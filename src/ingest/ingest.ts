@@ -16,8 +16,7 @@
  *   write is under way: this thread's code is warm from the uploads before, where the validator
  *   thread is started afresh for a large upload and runs its first hundreds of MB unoptimized
  *   (docs/performance.md, session U). The other's file is read back by the validator thread as
- *   it grows. The analysis may read that file as it grows too (an `UploadFollower`), and is told
- *   whether the upload was stored.
+ *   it grows.
  *
  * The request's log line says where the checks ran: `checks` is `request` or `validator`.
  */
@@ -74,25 +73,6 @@ export interface IngestOptions {
   bodyMinBytesPerSecond: number;
   /** Bodies streaming at once; one more gets 503. 0: no cap. */
   maxConcurrentUploads: number;
-  /** Where a piped upload's file is also read as it grows (the analysis, begun early). */
-  followers?: UploadFollowers;
-}
-
-/**
- * Reads a piped upload's file as it grows, beside the checks (the analysis does, see
- * `analysis/upload_followers.ts`): told the file's size as it grows (every 50 ms), the final size
- * when the body ended, the ETag once the upload is stored, or that it failed.
- */
-export interface UploadFollower {
-  grew(size: number): void;
-  end(size: number): void;
-  commit(etag: string): void;
-  abort(): void;
-}
-
-/** Starts an `UploadFollower` for a body piped into `path`, or answers null (none now). */
-export interface UploadFollowers {
-  follow(target: DatasetTarget, path: string, declared: number): UploadFollower | null;
 }
 
 /** Bodies up to this size are hashed at the end, in TypeScript (one call, no Buffers). */
@@ -372,7 +352,6 @@ export class Ingest {
     let remote: OffThreadValidator | null = null;
     /** A piped upload's checks and hash, when they run on this thread. */
     let checks: LocalChecks | null = null;
-    let follower: UploadFollower | null = null;
     let counted = 0;
     const started = performance.now();
     /** When the body's last byte was in: the checks' lag and the commit are timed from it. */
@@ -389,14 +368,11 @@ export class Ingest {
           remote = OffThreadValidator.follow(this.#validator, spool.path, (e) => stop.abort(e));
         }
         logFields.checks = checks ? "request" : "validator";
-        const following = this.#o.followers?.follow(target, spool.path, declared) ?? null;
-        follower = following;
         try {
           bytes = await receiveIntoFile(req.body, spool, {
             ...this.#bodyLimits(),
             signal: stop.signal,
             expectedBytes: declared,
-            onSize: following ? (size) => following.grew(size) : undefined,
             see: checks
               ? (chunk) => {
                 try {
@@ -410,7 +386,6 @@ export class Ingest {
         } finally {
           counted = await spool.size().catch(() => 0);
         }
-        follower?.end(bytes);
         received = performance.now();
         result = checks ? checks.finish() : await remote!.finish(bytes);
       } else {
@@ -446,7 +421,6 @@ export class Ingest {
       logFields.bytes_in = bytes;
       const checked = performance.now();
       const info = await writer.commit();
-      follower?.commit(info.etag);
       const committed = performance.now();
       metrics.uploadsStored.inc({ route: "upload" });
       // Stored: the catalog row is written (and awaited) before the 201; its failure is logged.
@@ -464,7 +438,6 @@ export class Ingest {
     } catch (error) {
       logFields.bytes_in = counted;
       remote?.abort();
-      follower?.abort();
       await writer.abort();
       throw error;
     } finally {
