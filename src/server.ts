@@ -6,7 +6,6 @@ import type { Config } from "./config.ts";
 import { createService } from "./wiring.ts";
 import type { ControlPlane } from "./db/control_plane.ts";
 import { errorResponse } from "./http/errors.ts";
-import { canAdviseHugePages, fixedMmapThreshold } from "./buffers.ts";
 
 export interface ServeOptions {
   /** First start creates an organization `dev` and prints its key once. */
@@ -32,18 +31,6 @@ export async function bootstrapDev(db: ControlPlane, dataDir: string): Promise<v
     ? "Organization 'dev' had no key file; a new API key"
     : `Created organization 'dev' (${org.id}). Its API key`;
   console.log(`${intro}, shown once and saved to ${keyFile}:\n\n  ${api_key}\n`);
-}
-
-/** What the deployment files set (docs/operations.md, "The system allocator's threshold"). */
-export const MMAP_THRESHOLD_TUNABLE = "glibc.malloc.mmap_threshold=8388608";
-
-/**
- * Whether `env` fixes glibc's threshold for the blocks it maps on their own (see
- * `fixedMmapThreshold`). Unless fixed, glibc raises it each time it frees such a block, and
- * memory freed after a large upload stays with the process.
- */
-export function mmapThresholdFixed(env: Record<string, string | undefined>): boolean {
-  return fixedMmapThreshold(env) !== null;
 }
 
 export async function serve(config: Readonly<Config>, options: ServeOptions = {}): Promise<number> {
@@ -112,15 +99,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
           public_url: config.publicUrl,
           storage: config.storage,
           database: service.db.driver,
-          // The user tables ask for huge pages (needs the C library: docs/operations.md).
-          huge_pages: config.hugePages && canAdviseHugePages(),
         });
-        if (Deno.build.os === "linux" && !mmapThresholdFixed(Deno.env.toObject())) {
-          log.warn("the system allocator keeps memory freed after large uploads", {
-            hint: `start the service with GLIBC_TUNABLES=${MMAP_THRESHOLD_TUNABLE} ` +
-              `(docs/operations.md, "The system allocator's threshold")`,
-          });
-        }
       },
     }, handler);
   }

@@ -22,7 +22,6 @@ import type { AppHandler } from "./http/context.ts";
 import { createApp } from "./app.ts";
 import { RateLimiter } from "./http/rate_limiter.ts";
 import { Ingest } from "./ingest/ingest.ts";
-import { TALLY_WORKER_LINGER_MS, TallyWorkers } from "./analysis/aggregate/tally_workers.ts";
 import { apiRoutes } from "./routes/mod.ts";
 import type { AppDeps, AppRoutes } from "./routes/deps.ts";
 import { createLogger } from "./log.ts";
@@ -102,12 +101,6 @@ export async function createService(
   const deliveries = new DeliveryHub({ log, catalog, db });
   // Only S3 needs grants: local upload URLs are PUT through this process, which delivers them.
   const grants = store.driver === "s3" ? new GrantRecorder({ db, log }) : undefined;
-  // The aggregation's worker, kept between large analyses in a row, and their memory while
-  // another large analysis is on its way (an upload streams, or a large delivery waits).
-  const tallyWorkers = new TallyWorkers(
-    TALLY_WORKER_LINGER_MS,
-    (): boolean => ingest.inProgress > 0 || analysis.largeWaiting(),
-  );
   const ingest = new Ingest({
     store,
     metrics,
@@ -168,8 +161,6 @@ export async function createService(
     maxUploadBytes: config.maxUploadBytes,
     busy: () => ingest.busy,
     historyMaxSnapshots: config.historyMaxSnapshots,
-    // Large analyses in a row reuse the aggregation's worker and its memory.
-    tallyWorkers,
     log,
   };
   const analysis: AnalysisScheduler = db.jobs
@@ -261,7 +252,6 @@ export async function createService(
       await scan.stop();
       await clean.stop();
       await analysis.stop();
-      tallyWorkers.stop();
       await grants?.flush();
       ingest.close();
       await recorder.flush();

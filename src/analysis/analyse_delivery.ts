@@ -34,8 +34,6 @@ import {
   readSummaryHead,
 } from "./history/delivery_summary.ts";
 import { snapshotFigures } from "./history/snapshot.ts";
-import { releaseBuffers } from "../buffers.ts";
-import type { TallyWorkers } from "./aggregate/tally_workers.ts";
 import { runAggregation } from "./run_aggregation.ts";
 import type { Aggregate } from "./aggregate/aggregate_types.ts";
 
@@ -110,8 +108,6 @@ export interface AnalyseDeps {
   log: Logger;
   /** Snapshots kept per experiment (`ABN_HISTORY_MAX_SNAPSHOTS`); default 1000. */
   historyMaxSnapshots?: number;
-  /** Where the aggregation's worker waits between runs (see `TallyWorkers`); default nowhere. */
-  tallyWorkers?: TallyWorkers;
 }
 
 /**
@@ -139,8 +135,6 @@ export async function analyseDelivery(
   let outcome: AnalysisOutcome & { version: number };
   /** What the history keeps of a ready run, saved with its result. */
   let history: ResultHistory | undefined;
-  /** Large arrays of this run only (user hashes, summary blobs), freed at its end. */
-  const scratch: (ArrayBufferView | null | undefined)[] = [];
   try {
     const object = await store.get(key);
     if (!object) return { kind: "gone" };
@@ -156,7 +150,6 @@ export async function analyseDelivery(
     // The content's SHA-256: from the upload, from the last run of this object, or read here.
     const known = delivery.sha256 ?? (previous?.etag === etag ? previous.sha256 : undefined);
     const options = runAggregation(settings, previous?.summary);
-    releaseBuffers(previous?.summary);
     phases.enter("aggregate");
     const hashed = known === undefined;
     let hash = hashed ? createHash("sha256") : null;
@@ -168,7 +161,6 @@ export async function analyseDelivery(
         // A file the upload found without dimension columns: records without their values.
         dimensions: delivery.hasDimensions ?? true,
         sizeBytes: object.info.size,
-        tallyWorkers: deps.tallyWorkers,
         userSummary: true,
         wideDays,
         onChunk: hash === null ? undefined : (chunk) => hash!.update(chunk),
@@ -194,8 +186,6 @@ export async function analyseDelivery(
     phases.enter("report");
     const rows = aggregate.rows;
     const summary = deliverySummaryOf(aggregate);
-    const users = summary.users;
-    scratch.push(users.hi, users.lo, users.variant);
     const sameContent = previous?.sha256 === sha256;
     let changes: Changes | null = null;
     if (previous && sameContent) {
@@ -206,12 +196,10 @@ export async function analyseDelivery(
       // saved a newer delivery's summary meanwhile (this run's result is then refused), there is
       // nothing to compare with.
       const again = await db.deliverySummaries.get(orgId, experimentId);
-      scratch.push(again?.summary);
       // Compared where it lies in the blob (see `compareWithStored`).
       if (again?.etag === previous.etag) {
         changes = compareWithStored(again.summary, summary, previous.etag, previous.delivered_at);
       }
-      releaseBuffers(again?.summary);
     }
     const report = buildReport(aggregate, settings, { changes });
     // `_data` keeps what settings are checked against (variants, metrics), not served as such.
@@ -225,10 +213,6 @@ export async function analyseDelivery(
     };
     const deliveredAt = object.info.lastModified.toISOString();
     const encoded = sameContent && previous?.etag === etag ? null : encodeDeliverySummary(summary);
-    scratch.push(encoded);
-    // Encoded: the users' hashes go before the result is saved, unless the blob was written
-    // around them (then they go with it).
-    if (encoded?.buffer !== users.hi.buffer) releaseBuffers(users.hi, users.lo, users.variant);
     history = {
       // The same delivery again (a re-run) keeps its summary, and the changes found then.
       summary: encoded === null ? null : {
@@ -298,8 +282,6 @@ export async function analyseDelivery(
       error: describeError(error),
     });
   }
-  // Freed now rather than at a garbage collection an idle service would not run.
-  releaseBuffers(...scratch);
   phases.enter("save");
   log.info("analysis finished", {
     org_id: orgId,

@@ -24,7 +24,6 @@ import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 import { SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
 import { analyseDelivery, outdatedDeliveries } from "./analyse_delivery.ts";
-import type { TallyWorkers } from "./aggregate/tally_workers.ts";
 
 /** Small datasets analysed at the same time (beside the larger ones). */
 export const SMALL_AT_ONCE = 8;
@@ -57,11 +56,6 @@ export interface AnalysisScheduler {
    * (`ANALYSIS_VERSION`), newest deliveries first; answers how many were offered.
    */
   rerunOutdated(): Promise<number>;
-  /**
-   * True while a delivery over `SMALL_INPUT_BYTES` waits here for its run: another large
-   * analysis follows the one under way (see `TallyWorkers`).
-   */
-  largeWaiting(): boolean;
   /** Resolves when nothing is admitted, queued or running in this process. */
   whenIdle(): Promise<void>;
   /** Stops taking work and waits for the runs under way. */
@@ -82,8 +76,6 @@ export interface AnalysisQueueOptions {
   busyWaitMs?: number;
   /** Snapshots kept per experiment (`ABN_HISTORY_MAX_SNAPSHOTS`); default 1000. */
   historyMaxSnapshots?: number;
-  /** Where the aggregation's worker waits between runs (see `TallyWorkers`); default nowhere. */
-  tallyWorkers?: TallyWorkers;
   log: Logger;
 }
 
@@ -115,10 +107,6 @@ export class AnalysisQueue implements AnalysisScheduler {
   inFlight(orgId: string, experimentId: string, etag: string): boolean {
     const id = `${orgId}/${experimentId}`;
     return this.#queued(id)?.info.etag === etag || this.#running.get(id)?.etag === etag;
-  }
-
-  largeWaiting(): boolean {
-    return this.#large.size > 0;
   }
 
   enqueue(delivery: Delivery): void {

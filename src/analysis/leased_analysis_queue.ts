@@ -84,14 +84,6 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
     return this.#running.get(id)?.etag === etag || this.#admitting.get(id) === etag;
   }
 
-  /**
-   * Always false: the shared queue's jobs wait in the database, where any instance may claim
-   * them, so none is known to be this instance's next.
-   */
-  largeWaiting(): boolean {
-    return false;
-  }
-
   enqueue(delivery: Delivery): void {
     if (this.#stopped || delivery.info.size > this.#o.maxUploadBytes) return;
     const id = `${delivery.orgId}/${delivery.experimentId}`;

@@ -43,8 +43,7 @@ import {
 import { COMMA, CR, DOT, LF, MINUS, ONE, QUOTE, ZERO } from "../../csv/bytes.ts";
 import { MAX_CHECKED_CELL } from "../../csv/limits.ts";
 import type { CsvRowSink } from "./_csv_rows.ts";
-import { batchBuffers, newBatch, type RowBatch } from "./_row_batch.ts";
-import { releaseBuffers } from "../../buffers.ts";
+import { newBatch, type RowBatch } from "./_row_batch.ts";
 import { copyId } from "./_user_table.ts";
 import {
   DIMENSION_VALUE_LIMIT,
@@ -459,12 +458,6 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   /** Hands over the rows of a partly filled batch (at the end of the input). */
   end(): void {
     if (this.#batch !== null && this.#batch.size > 0) this.#handOver();
-  }
-
-  /** Frees the batch being filled now (see `releaseBuffers`); the reading is done. */
-  release(): void {
-    if (this.#batch !== null) releaseBuffers(...batchBuffers(this.#batch));
-    this.#batch = null;
   }
 
   #handOver(): void {

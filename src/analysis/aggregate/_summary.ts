@@ -27,13 +27,11 @@ import {
 import { formatDay } from "../../csv/calendar_date.ts";
 import { addDimensionUsers, dimensionAggregates, dimensionTotals } from "./_dimensions.ts";
 import { userHashes } from "./_user_hashes.ts";
-import { largeFloat64Array, releaseBuffers } from "../../buffers.ts";
 import type { MetricKind, ReaderFindings } from "./_row_reader.ts";
 import {
   dayView,
   EXCLUDED,
   type RecordLayout,
-  releaseState,
   type TallyState,
   VARIANT_WORD,
 } from "./_user_tally.ts";
@@ -88,8 +86,7 @@ interface AdjustedMetric {
 }
 
 /**
- * The aggregate of the tally's records and logs. Frees the tally's value logs once walked (the
- * records stay the caller's to free or keep).
+ * The aggregate of the tally's records and logs.
  */
 export function summarize(
   reader: ReaderFindings,
@@ -127,13 +124,12 @@ export function summarize(
   const adjusted = adjustedMetrics(metrics, options, variants.length);
   const capped = adjusted.filter((entry) => entry.percentile !== null);
   if (capped.length > 0) {
-    const values = largeFloat64Array(tally.users);
+    const values = new Float64Array(tally.users);
     for (const entry of capped) {
       const source = valueSource(layout, entry.metric.k, "numeric", false);
       const n = collectUserValues(tally, layout, source, values, 0);
       if (n > 0) entry.cap = linearQuantile(values.subarray(0, n), entry.percentile!);
     }
-    releaseBuffers(values);
   }
   const cappedMetrics = new Map(capped.map((entry) => [entry.metric, entry]));
 
@@ -180,8 +176,6 @@ export function summarize(
       addRunningMaxima(log, i32, layout, tally.arena, metric.k, cells, metric.dailySum);
     }
   }
-  // Walked: the logs go before the user hashes take their memory (the peak of a run).
-  for (const log of tally.logs) if (log !== null) releaseState(log);
   // The ids and variants only: the walks above change neither.
   const users = options.userSummary ? userHashes(tally, layout, position) : null;
   for (const metric of metrics) {

@@ -70,16 +70,7 @@ export class CsvAggregator {
     this.#splitter.finish();
     this.#reader.end();
     const tally = this.#tally!;
-    const aggregate = summarize(
-      this.#reader,
-      tally.layout,
-      tally.state(),
-      this.#kinds,
-      this.#options,
-    );
-    tally.release();
-    this.#reader.release();
-    return aggregate;
+    return summarize(this.#reader, tally.layout, tally.state(), this.#kinds, this.#options);
   }
 }
 

@@ -2,7 +2,6 @@
  * The per-variant numbers the analysis works from, produced from the stored CSV by the aggregation
  * step and turned into the analysis JSON by `report.ts`, and the options of that step.
  */
-import type { TallyWorkers } from "./tally_workers.ts";
 import type { Header } from "../../csv/header.ts";
 import type { MetricKind } from "./_row_reader.ts";
 import type { UserHashes } from "./_user_hashes.ts";
@@ -32,11 +31,6 @@ export interface AggregateOptions {
    * it reads on the calling thread alone (the same answer; it saves a worker's start-up).
    */
   worker?: boolean;
-  /**
-   * Where the worker is kept between runs, with its last table's memory (see `TallyWorkers`);
-   * default none: each run starts its own worker and ends it.
-   */
-  tallyWorkers?: TallyWorkers;
   /**
    * The input's length in bytes, when known: up to `SMALL_INPUT_BYTES` it is read on the calling
    * thread, as starting a worker costs more (tens of milliseconds) than reading such a file.
