@@ -8,9 +8,9 @@
  * aggregation's two, not on a third one: on two processors a third busy thread made a two-step
  * delivery slower and its cycle's peak higher (docs/performance.md, "Analysis").
  *
- * The body is the stored object's stream, read as it comes. With `waited`, the time spent
- * awaiting its chunks (the storage's part of the run) is added to `waited.ms`; the rest of the
- * call's time is the aggregation's (and the validator's).
+ * The body is the stored object's stream (see `chunksOf`). With `waited`, the time spent awaiting
+ * its chunks (the storage's part of the run) is added to `waited.ms`; the rest of the call's time
+ * is the aggregation's (and the validator's).
  */
 import { DatasetValidator, ValidationError } from "../pipeline/mod.ts";
 import { aggregateCsv, type AggregateOptions } from "./aggregate/aggregate.ts";
@@ -44,19 +44,40 @@ export interface AggregateDeliveryOptions extends
   checked?: { ms: number };
 }
 
+/** Bytes read at once from a byte stream (see `chunksOf`). */
+const READ_BYTES = 256 * 1024;
+
+/** A reader of the body: a byte stream's reads its bytes into the caller's buffer. */
+type BodyReader = ReadableStreamBYOBReader | ReadableStreamDefaultReader<Uint8Array>;
+
+function readerOf(body: ReadableStream<Uint8Array>): BodyReader {
+  try {
+    return body.getReader({ mode: "byob" });
+  } catch {
+    return body.getReader(); // not a byte stream (an S3 body, bytes in memory)
+  }
+}
+
 /**
- * The chunks of `reader` from here on, the time awaiting each added to `waited.ms`. A loop that
- * ends early leaves the body open, so that another loop can read on.
+ * The chunks of `reader` from here on, the time awaiting each added to `waited.ms`. A byte
+ * stream (a file of the local driver) is read `READ_BYTES` at a time into one buffer, the same
+ * for every read: the readers are done with a chunk when they ask for the next one (they copy
+ * what they keep), so a 200 MB file leaves no 200 MB of chunks behind for the collector. A loop
+ * that ends early leaves the body open, so that another loop can read on.
  */
 async function* chunksOf(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
+  reader: BodyReader,
   waited: { ms: number } | undefined,
 ): AsyncGenerator<Uint8Array> {
+  let buffer = new ArrayBuffer(reader instanceof ReadableStreamBYOBReader ? READ_BYTES : 0);
   for (;;) {
     const t0 = performance.now();
-    const { done, value } = await reader.read();
+    const { done, value } = reader instanceof ReadableStreamBYOBReader
+      ? await reader.read(new Uint8Array(buffer))
+      : await reader.read();
     if (waited !== undefined) waited.ms += performance.now() - t0;
-    if (done) return;
+    if (done || value === undefined) return;
+    buffer = value.buffer as ArrayBuffer; // a byte stream's read hands the buffer back
     yield value;
   }
 }
@@ -73,7 +94,7 @@ export async function aggregateDelivery(
   options: AggregateDeliveryOptions = {},
 ): Promise<Aggregate> {
   const { validated = false, waited, checked, ...aggregateOptions } = options;
-  const reader = body.getReader();
+  const reader = readerOf(body);
   const timed = <T>(fn: () => T): T => {
     if (checked === undefined) return fn();
     const t0 = performance.now();

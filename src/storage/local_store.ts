@@ -346,40 +346,38 @@ export class LocalStore implements ObjectStore {
         lastModified: stat.mtime ?? new Date(),
       };
       if (stat.size > SYNC_READ_BYTES) {
-        // A byte stream read 256 KiB at a time, one read ahead of its reader: each read is a turn
-        // of the event loop that requests share, and with 64 KiB reads a 200 MB file spent over a
-        // second awaiting them (docs/performance.md, "Reading the CSV").
-        const chunkBytes = 256 * 1024;
-        const read = async (controller: ReadableByteStreamController) => {
-          const request = controller.byobRequest;
-          const view = request?.view
-            ? new Uint8Array(request.view.buffer, request.view.byteOffset, request.view.byteLength)
-            : new Uint8Array(chunkBytes);
-          try {
-            const n = await file.read(view);
-            if (n === null) {
-              file.close();
-              controller.close();
-              request?.respond(0);
-            } else if (request) request.respond(n);
-            else controller.enqueue(view.subarray(0, n));
-          } catch (error) {
-            try {
-              file.close();
-            } catch { /* closed */ }
-            throw new StorageError("Cannot read local storage", { cause: error });
-          }
-        };
+        // A byte stream: a reader with a buffer of its own has its bytes read into it, any other
+        // gets chunks of 256 KiB. Each read is a turn of the event loop that requests share, and
+        // with 64 KiB reads a 200 MB file spent over a second awaiting them (docs/performance.md,
+        // "Reading the CSV").
         const body = new ReadableStream({
           type: "bytes",
-          autoAllocateChunkSize: chunkBytes,
-          pull: read,
-          cancel: () => {
+          autoAllocateChunkSize: 256 * 1024,
+          async pull(controller) {
+            const request = controller.byobRequest!;
+            const view = request.view!;
+            try {
+              const n = await file.read(
+                new Uint8Array(view.buffer, view.byteOffset, view.byteLength),
+              );
+              if (n === null) {
+                file.close();
+                controller.close();
+                request.respond(0);
+              } else request.respond(n);
+            } catch (error) {
+              try {
+                file.close();
+              } catch { /* closed */ }
+              throw new StorageError("Cannot read local storage", { cause: error });
+            }
+          },
+          cancel() {
             try {
               file.close();
             } catch { /* closed */ }
           },
-        }, { highWaterMark: chunkBytes });
+        });
         return Promise.resolve({ info, body });
       }
       // Small: read whole now, from the descriptor that was stat'ed (the same object).

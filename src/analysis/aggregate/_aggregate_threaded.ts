@@ -29,9 +29,11 @@ import {
   logBatch,
   type RecordLayout,
   recordLayout,
+  stateBuffers,
   type TallyState,
   UserTally,
 } from "./_user_tally.ts";
+import { giveBack } from "./_memory.ts";
 import { ValueLog } from "./_value_log.ts";
 import type { WorkerReply, WorkerRequest } from "./_user_worker.ts";
 
@@ -200,13 +202,28 @@ class ThreadedRun {
       state.logs = this.#logs!.map((log) => log?.entries() ?? null);
     }
     // Every batch is back (the worker answers its state after the last one), and the worker is
-    // done: it ends before the summary, which is where a large run's memory peaks.
-    this.close();
-    this.#spare.length = 0;
-    return summarize(this.#reader, this.#layout!, state, this.#kinds, this.#options);
+    // done: they go before the summary, which is where a large run's memory peaks; the records
+    // and the value logs go once it is made (see `giveBack`).
+    this.#endWorker();
+    this.#dropBatches();
+    const aggregate = summarize(this.#reader, this.#layout!, state, this.#kinds, this.#options);
+    giveBack(...stateBuffers(state));
+    return aggregate;
   }
 
+  /** Ends the worker and frees the batches: the run is over, whichever way it ended. */
   close(): void {
+    this.#endWorker();
+    this.#dropBatches();
+  }
+
+  #dropBatches(): void {
+    this.#reader.release();
+    for (const batch of this.#spare.splice(0)) giveBack(...batchBuffers(batch));
+    for (const batch of this.#waiting.splice(0)) giveBack(...batchBuffers(batch));
+  }
+
+  #endWorker(): void {
     clearTimeout(this.#startTimer);
     this.#worker?.terminate();
     this.#worker = null;
@@ -293,7 +310,7 @@ class ThreadedRun {
 
   /** Gives up the worker: the rows are added on this thread from now on. */
   #goLocal(): void {
-    this.close();
+    this.#endWorker();
     this.#mode = "local";
     this.#onMode("local");
     if (this.#forcedConversion) {

@@ -43,7 +43,8 @@ import {
 import { COMMA, CR, DOT, LF, MINUS, ONE, QUOTE, ZERO } from "../../csv/bytes.ts";
 import { MAX_CHECKED_CELL } from "../../csv/limits.ts";
 import type { CsvRowSink } from "./_csv_rows.ts";
-import { newBatch, type RowBatch } from "./_row_batch.ts";
+import { batchBuffers, newBatch, type RowBatch } from "./_row_batch.ts";
+import { giveBack } from "./_memory.ts";
 import { copyId } from "./_user_table.ts";
 import {
   DIMENSION_VALUE_LIMIT,
@@ -458,6 +459,12 @@ export class RowReader implements CsvRowSink, ReaderFindings {
   /** Hands over the rows of a partly filled batch (at the end of the input). */
   end(): void {
     if (this.#batch !== null && this.#batch.size > 0) this.#handOver();
+  }
+
+  /** Frees the batch being filled (see `giveBack`); the reading is done. */
+  release(): void {
+    if (this.#batch !== null) giveBack(...batchBuffers(this.#batch));
+    this.#batch = null;
   }
 
   #handOver(): void {
