@@ -3,7 +3,7 @@
  * has no shared jobs: SQLite): at most one run per dataset at a time, newest delivery wins,
  * results saved keyed by the object's ETag. One run per delivery: a request, a scan or an event
  * for the ETag being analysed (or already queued) joins that run; a settings change for it
- * queues one re-run, afterwards. Each run is `analyseDelivery` (shared with the leased queue of
+ * queues one re-run, afterwards. Each run is `runAnalysis` (shared with the leased queue of
  * several instances, `leased_analysis_queue.ts`).
  *
  * Datasets up to `SMALL_INPUT_BYTES` are read on this thread in about a millisecond; up to
@@ -23,7 +23,7 @@ import type { Metrics } from "../metrics.ts";
 import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 import { SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
-import { analyseDelivery, outdatedDeliveries } from "./analyse_delivery.ts";
+import { outdatedDeliveries, runAnalysis } from "./run.ts";
 
 /** Small datasets analysed at the same time (beside the larger ones). */
 export const SMALL_AT_ONCE = 8;
@@ -274,7 +274,7 @@ export class AnalysisQueue implements AnalysisScheduler {
   }
 
   async #run(delivery: Delivery): Promise<void> {
-    const result = await analyseDelivery(this.#o, delivery);
+    const result = await runAnalysis(this.#o, delivery);
     // Replaced since it was announced: what is there now is a delivery (recorded, analysed; for
     // a re-run of an older result: nothing more). `postponed`: the row stays `pending`, and the
     // timer's scan runs it again.

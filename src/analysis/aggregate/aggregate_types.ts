@@ -46,7 +46,7 @@ export interface AggregateOptions {
   /**
    * A large input's user records keep their days in 16 bits (1950 to 2126), unless this is true;
    * a date outside that span then fails the run with `DaysOutOfRange`, and the caller aggregates
-   * the input again with `wideDays` (see `analyseDelivery`). Default false. An input read on
+   * the input again with `wideDays` (see `runAnalysis`). Default false. An input read on
    * the calling thread (`sizeBytes` up to `SMALL_INPUT_BYTES`) always has 32-bit days.
    */
   wideDays?: boolean;
