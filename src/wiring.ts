@@ -29,6 +29,7 @@ import type { Logger, LogSink } from "./log.ts";
 import { describeError } from "./log.ts";
 import { AnalysisQueue } from "./analysis/analysis_queue.ts";
 import type { AnalysisScheduler } from "./analysis/analysis_queue.ts";
+import { AnalysisService } from "./analysis/analysis_service.ts";
 import { LeasedAnalysisQueue } from "./analysis/leased_analysis_queue.ts";
 import { NOT_RUN, PeriodicJob } from "./jobs/periodic_job.ts";
 import { cleanup, countOversize, scanDeliveries } from "./jobs/storage_jobs.ts";
@@ -111,22 +112,6 @@ export async function createService(
     maxConcurrentUploads: config.maxConcurrentUploads,
   });
   const recorder = new LastUsedRecorder(db);
-  const deps: AppDeps = {
-    config,
-    db,
-    store,
-    metrics,
-    recorder,
-    deliveries,
-    catalog,
-    grants,
-    signer,
-    ingest,
-    rateLimiter: config.rateLimitPerMinute > 0
-      ? new RateLimiter(config.rateLimitPerMinute)
-      : undefined,
-    log,
-  };
   metrics.add(
     new Gauge(
       "abn_uploads_in_progress",
@@ -235,6 +220,23 @@ export async function createService(
   scan.start();
   clean.start();
 
+  const deps: AppDeps = {
+    config,
+    db,
+    store,
+    metrics,
+    recorder,
+    deliveries,
+    catalog,
+    grants,
+    signer,
+    ingest,
+    analysis: new AnalysisService({ db, scheduler: analysis }),
+    rateLimiter: config.rateLimitPerMinute > 0
+      ? new RateLimiter(config.rateLimitPerMinute)
+      : undefined,
+    log,
+  };
   const handler = createApp(deps, [...apiRoutes, ...(options.routes ?? [])]);
   return {
     config,

@@ -33,15 +33,17 @@ import {
 } from "./stats/win_probability.ts";
 import { type DimensionReport, dimensionReports } from "./dimensions.ts";
 import type { Changes } from "./history/delivery_summary.ts";
+import { type DatasetColumn, datasetColumns } from "./dataset_columns.ts";
 
 /**
  * The version of the analysis that made a stored result; a newer service re-runs results of
  * older versions. 1: SRM, sample, win probability, daily series. 2: comparisons on every metric
  * (fixed-horizon, Holm, sequential, decision), CUPED, capping, days left. 3: dimension health,
  * changes since the previous delivery, provisional dates, `too_early`, rows per date, the chance
- * to beat the control on every metric.
+ * to beat the control on every metric. 4: `dataset.columns` (the columns as read: a metric's
+ * kind, or a dimension), where the saved result carried a private copy of the aggregate.
  */
-export const ANALYSIS_VERSION = 3;
+export const ANALYSIS_VERSION = 4;
 
 export interface MetricVariantReport {
   name: string;
@@ -71,6 +73,8 @@ export interface MetricReport {
 
 export interface AnalysisReport {
   analysis_version: number;
+  /** What the analysis read of the dataset (the envelope adds size, rows, ETag, delivery time). */
+  dataset: { columns: DatasetColumn[] };
   control: string | null;
   key_metric: string | null;
   /** The view the UI leads with (settings `inference`). */
@@ -189,14 +193,15 @@ function targetSample(
 /**
  * Builds the analysis of an aggregated dataset. Settings that do not fit the data (unknown key
  * metric, control or metric_kinds column; a split not naming exactly the variants) throw the
- * `invalid_settings` ApiError of {@linkcode checkSettingsAgainstData}.
+ * `SettingsError` of {@linkcode checkSettingsAgainstData}.
  */
 export function buildReport(
   aggregate: Aggregate,
   settings: Settings = {},
   options: BuildReportOptions = {},
 ): AnalysisReport {
-  checkSettingsAgainstData(settings, aggregate);
+  const columns = datasetColumns(aggregate);
+  checkSettingsAgainstData(settings, { variants: aggregate.variants, columns });
   const warnings: string[] = [];
   const names = aggregate.variants;
   const control = settings.control ?? names[0] ?? null;
@@ -395,6 +400,7 @@ export function buildReport(
 
   return {
     analysis_version: ANALYSIS_VERSION,
+    dataset: { columns },
     control,
     key_metric: keyMetric?.name ?? null,
     inference: settings.inference ?? SETTINGS_DEFAULTS.inference,

@@ -219,15 +219,7 @@ function report(
 ): Computed {
   const rows = aggregate.rows;
   const report = buildReport(aggregate, loaded.settings, { changes });
-  // `_data` keeps what settings are checked against (variants, metrics), not served as such.
-  const data = { ...aggregate, daily: [], dimensions: [], userSummary: null };
-  const outcome = {
-    status: "ready" as const,
-    error: null,
-    rows,
-    result: { ...report, _data: data },
-    version: ANALYSIS_VERSION,
-  };
+  const outcome = { status: "ready" as const, error: null, rows, result: report };
   const etag = delivery.info.etag;
   const deliveredAt = info.lastModified.toISOString();
   // The same delivery again (a re-run) keeps its summary, and the changes found then.
@@ -250,7 +242,7 @@ function report(
     },
     keep: deps.historyMaxSnapshots ?? 1000,
   };
-  return { outcome, history };
+  return { outcome: { ...outcome, version: ANALYSIS_VERSION }, history };
 }
 
 /**

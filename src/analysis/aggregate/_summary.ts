@@ -198,6 +198,10 @@ export function summarize(
     variants,
     users: byVariant((p) => userCounts[p]),
     excludedUsers: excluded,
+    columns: reader.metricNames.map((name, k) => {
+      const metric = metrics.find((m) => m.k === k);
+      return { name, kind: metric === undefined ? "dimension" : metric.detectedKind };
+    }),
     metrics: metrics.map(({ name, kind, detectedKind }) => ({ name, kind, detectedKind })),
     stats: byMetric((metric) =>
       byVariant((p): MetricVariantStats => ({

@@ -122,6 +122,11 @@ export interface Aggregate {
   users: Record<string, number>;
   /** Users seen in more than one variant. */
   excludedUsers: number;
+  /**
+   * Every column besides the three required ones, in header order: a metric of its detected kind,
+   * or a dimension (the engine always answers it; aggregates made otherwise may leave it out).
+   */
+  columns?: { name: string; kind: "conversion" | "numeric" | "dimension" }[];
   /** Metric columns in header order; kind after settings.metric_kinds. */
   metrics: {
     name: string;

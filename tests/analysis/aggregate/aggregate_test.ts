@@ -345,6 +345,7 @@ Deno.test("aggregateCsv answers an empty aggregate for a header without rows", a
     variants: [],
     users: {},
     excludedUsers: 0,
+    columns: [{ name: "converted", kind: "dimension" }],
     metrics: [], // no value, so no metric
     stats: {},
     covariates: {},
@@ -619,6 +620,11 @@ function referenceAggregate(
     variants,
     users: Object.fromEntries(variants.map((v) => [v, inVariant(v).length])),
     excludedUsers: users.size - kept.length,
+    columns: header.flatMap((name, field) =>
+      field === userField || field === variantField || field === dateField
+        ? []
+        : [{ name, kind: metrics.find((m) => m.field === field)?.kind ?? "dimension" }]
+    ),
     metrics: metrics.map(({ name, kind }) => ({ name, kind, detectedKind: kind })),
     stats: Object.fromEntries(metrics.map((metric) => [
       metric.name,
@@ -1028,5 +1034,23 @@ Deno.test("aggregateCsv runs in a row on the worker, each as a fresh run", async
   ];
   for (const [i, { bytes, options }] of files.entries()) {
     await assertWorkerRun(bytes, options, `run ${i}`);
+  }
+});
+
+Deno.test("aggregateCsv lists the columns in header order: a metric's detected kind, or a dimension", async () => {
+  const text = "user_id,visits,variant,country,date,converted,note,revenue\n" +
+    "u1,3,A,NL,2024-01-01,1,,2.5\n" +
+    "u2,0,B,DE,2024-01-01,0,,\n";
+  // Declared a conversion or not, a column's kind is what its values show.
+  const declared: Record<string, "conversion" | "numeric">[] = [{}, { converted: "numeric" }];
+  for (const metricKinds of declared) {
+    const aggregate = await aggregateText(text, { metricKinds });
+    assert.deepEqual(aggregate.columns, [
+      { name: "visits", kind: "numeric" },
+      { name: "country", kind: "dimension" },
+      { name: "converted", kind: "conversion" },
+      { name: "note", kind: "dimension" }, // no value at all
+      { name: "revenue", kind: "numeric" },
+    ]);
   }
 });
