@@ -3,10 +3,10 @@
  * with leases on PostgreSQL), in named steps:
  *
  * 1. `load`: the experiment's settings and the head of the previous delivery's summary;
- * 2. `aggregate`: the stored object as a stream, read by the upload's CSV rules (validated beside
- *    the reading when it was not on the way in, hashed when its SHA-256 is not known);
+ * 2. `aggregateStored`: the stored object as a stream, read by the upload's CSV rules (validated
+ *    beside the reading when it was not on the way in, hashed when its SHA-256 is not known);
  * 3. `compare`: what changed since the previous delivery;
- * 4. `report`: the analysis JSON, with the saved settings;
+ * 4. `reportRun`: the analysis JSON, with the saved settings, and what the history keeps;
  * 5. `save`: the result keyed by the object's ETag with the `ANALYSIS_VERSION` that made it, and
  *    the history, in one transaction.
  *
@@ -110,11 +110,11 @@ export async function runAnalysis(deps: RunDeps, delivery: Delivery): Promise<Ru
     phases.enter("load");
     const loaded = await load(deps.db, delivery);
     phases.enter("aggregate");
-    const aggregated = await aggregate(deps.store, delivery, object, loaded, phases);
+    const aggregated = await aggregateStored(deps.store, delivery, object, loaded, phases);
     if ("kind" in aggregated) return aggregated;
     phases.enter("report");
     const changes = await compare(deps.db, delivery, loaded, aggregated);
-    computed = report(deps, delivery, object.info, loaded, aggregated, changes);
+    computed = reportRun(deps, delivery, object.info, loaded, aggregated, changes);
   } catch (error) {
     const failed = failure(deps, delivery, error);
     if (failed === null) return { kind: "postponed" };
@@ -151,7 +151,7 @@ async function load(db: ControlPlane, delivery: Delivery): Promise<Loaded> {
  * Step 2: the aggregate of the stored object, hashed unless its SHA-256 is known. A date outside
  * 16-bit days (before 1950 or after 2126) reads the object again, with 32-bit days.
  */
-async function aggregate(
+async function aggregateStored(
   store: ObjectStore,
   delivery: Delivery,
   object: Stored,
@@ -209,7 +209,7 @@ async function compare(
 }
 
 /** Step 4: the report, and what the history keeps of it. */
-function report(
+function reportRun(
   deps: RunDeps,
   delivery: Delivery,
   info: ObjectInfo,

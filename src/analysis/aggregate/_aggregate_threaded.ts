@@ -7,12 +7,11 @@
  *
  * The worker keeps every user: the reading, with a two-step delivery's checks and hash beside it,
  * is the longer half of the work on two processors; with an eighth of the users kept on this thread
- * (until session P), the aggregation alone took some 10 % longer (docs/performance.md, session P).
- * On a machine where fresh memory is slow to touch the worker is the longer half, and this thread
- * waits for it: it logs the metric values of each batch that comes back (each row's record written
- * by the worker, see `logBatch`), which the worker's tally leaves to it (docs/performance.md,
- * session R). A second worker, each keeping half of the users, was slower: three busy threads on
- * two processors starve this one.
+ * the aggregation alone took some 10 % longer. On a machine where fresh memory is slow to touch the
+ * worker is the longer half, and this thread waits for it: it logs the metric values of each batch
+ * that comes back (each row's record written by the worker, see `logBatch`), which the worker's
+ * tally leaves to it. A second worker, each keeping half of the users, was slower: three busy
+ * threads on two processors starve this one (docs/performance.md, "Analysis").
  *
  * Until the worker reports that it is up, the batches wait here; if it cannot start (e.g. a
  * compiled binary built without the worker module), is not up within `START_TIMEOUT_MS`, or the
