@@ -22,7 +22,6 @@ import type { AppHandler } from "./http/context.ts";
 import { createApp } from "./app.ts";
 import { RateLimiter } from "./http/rate_limiter.ts";
 import { Ingest } from "./ingest/ingest.ts";
-import { TALLY_WORKER_LINGER_MS, TallyWorkers } from "./analysis/aggregate/tally_workers.ts";
 import { apiRoutes } from "./routes/mod.ts";
 import type { AppDeps, AppRoutes } from "./routes/deps.ts";
 import { createLogger } from "./log.ts";
@@ -30,6 +29,7 @@ import type { Logger, LogSink } from "./log.ts";
 import { describeError } from "./log.ts";
 import { AnalysisQueue } from "./analysis/analysis_queue.ts";
 import type { AnalysisScheduler } from "./analysis/analysis_queue.ts";
+import { AnalysisService } from "./analysis/analysis_service.ts";
 import { LeasedAnalysisQueue } from "./analysis/leased_analysis_queue.ts";
 import { NOT_RUN, PeriodicJob } from "./jobs/periodic_job.ts";
 import { cleanup, countOversize, scanDeliveries } from "./jobs/storage_jobs.ts";
@@ -102,12 +102,6 @@ export async function createService(
   const deliveries = new DeliveryHub({ log, catalog, db });
   // Only S3 needs grants: local upload URLs are PUT through this process, which delivers them.
   const grants = store.driver === "s3" ? new GrantRecorder({ db, log }) : undefined;
-  // The aggregation's worker, kept between large analyses in a row, and their memory while
-  // another large analysis is on its way (an upload streams, or a large delivery waits).
-  const tallyWorkers = new TallyWorkers(
-    TALLY_WORKER_LINGER_MS,
-    (): boolean => ingest.inProgress > 0 || analysis.largeWaiting(),
-  );
   const ingest = new Ingest({
     store,
     metrics,
@@ -118,22 +112,6 @@ export async function createService(
     maxConcurrentUploads: config.maxConcurrentUploads,
   });
   const recorder = new LastUsedRecorder(db);
-  const deps: AppDeps = {
-    config,
-    db,
-    store,
-    metrics,
-    recorder,
-    deliveries,
-    catalog,
-    grants,
-    signer,
-    ingest,
-    rateLimiter: config.rateLimitPerMinute > 0
-      ? new RateLimiter(config.rateLimitPerMinute)
-      : undefined,
-    log,
-  };
   metrics.add(
     new Gauge(
       "abn_uploads_in_progress",
@@ -168,8 +146,6 @@ export async function createService(
     maxUploadBytes: config.maxUploadBytes,
     busy: () => ingest.busy,
     historyMaxSnapshots: config.historyMaxSnapshots,
-    // Large analyses in a row reuse the aggregation's worker and its memory.
-    tallyWorkers,
     log,
   };
   const analysis: AnalysisScheduler = db.jobs
@@ -244,6 +220,23 @@ export async function createService(
   scan.start();
   clean.start();
 
+  const deps: AppDeps = {
+    config,
+    db,
+    store,
+    metrics,
+    recorder,
+    deliveries,
+    catalog,
+    grants,
+    signer,
+    ingest,
+    analysis: new AnalysisService({ db, scheduler: analysis }),
+    rateLimiter: config.rateLimitPerMinute > 0
+      ? new RateLimiter(config.rateLimitPerMinute)
+      : undefined,
+    log,
+  };
   const handler = createApp(deps, [...apiRoutes, ...(options.routes ?? [])]);
   return {
     config,
@@ -261,7 +254,6 @@ export async function createService(
       await scan.stop();
       await clean.stop();
       await analysis.stop();
-      tallyWorkers.stop();
       await grants?.flush();
       ingest.close();
       await recorder.flush();

@@ -3,7 +3,7 @@
  * has no shared jobs: SQLite): at most one run per dataset at a time, newest delivery wins,
  * results saved keyed by the object's ETag. One run per delivery: a request, a scan or an event
  * for the ETag being analysed (or already queued) joins that run; a settings change for it
- * queues one re-run, afterwards. Each run is `analyseDelivery` (shared with the leased queue of
+ * queues one re-run, afterwards. Each run is `runAnalysis` (shared with the leased queue of
  * several instances, `leased_analysis_queue.ts`).
  *
  * Datasets up to `SMALL_INPUT_BYTES` are read on this thread in about a millisecond; up to
@@ -23,8 +23,7 @@ import type { Metrics } from "../metrics.ts";
 import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 import { SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
-import { analyseDelivery, outdatedDeliveries } from "./analyse_delivery.ts";
-import type { TallyWorkers } from "./aggregate/tally_workers.ts";
+import { outdatedDeliveries, runAnalysis } from "./run.ts";
 
 /** Small datasets analysed at the same time (beside the larger ones). */
 export const SMALL_AT_ONCE = 8;
@@ -57,11 +56,6 @@ export interface AnalysisScheduler {
    * (`ANALYSIS_VERSION`), newest deliveries first; answers how many were offered.
    */
   rerunOutdated(): Promise<number>;
-  /**
-   * True while a delivery over `SMALL_INPUT_BYTES` waits here for its run: another large
-   * analysis follows the one under way (see `TallyWorkers`).
-   */
-  largeWaiting(): boolean;
   /** Resolves when nothing is admitted, queued or running in this process. */
   whenIdle(): Promise<void>;
   /** Stops taking work and waits for the runs under way. */
@@ -82,8 +76,6 @@ export interface AnalysisQueueOptions {
   busyWaitMs?: number;
   /** Snapshots kept per experiment (`ABN_HISTORY_MAX_SNAPSHOTS`); default 1000. */
   historyMaxSnapshots?: number;
-  /** Where the aggregation's worker waits between runs (see `TallyWorkers`); default nowhere. */
-  tallyWorkers?: TallyWorkers;
   log: Logger;
 }
 
@@ -115,10 +107,6 @@ export class AnalysisQueue implements AnalysisScheduler {
   inFlight(orgId: string, experimentId: string, etag: string): boolean {
     const id = `${orgId}/${experimentId}`;
     return this.#queued(id)?.info.etag === etag || this.#running.get(id)?.etag === etag;
-  }
-
-  largeWaiting(): boolean {
-    return this.#large.size > 0;
   }
 
   enqueue(delivery: Delivery): void {
@@ -286,7 +274,7 @@ export class AnalysisQueue implements AnalysisScheduler {
   }
 
   async #run(delivery: Delivery): Promise<void> {
-    const result = await analyseDelivery(this.#o, delivery);
+    const result = await runAnalysis(this.#o, delivery);
     // Replaced since it was announced: what is there now is a delivery (recorded, analysed; for
     // a re-run of an older result: nothing more). `postponed`: the row stays `pending`, and the
     // timer's scan runs it again.

@@ -4,7 +4,7 @@
  * lease, renewed while the run lasts. One run per delivery across instances: an offer of the
  * object a job already holds joins it, and a claimed job whose object was analysed meanwhile
  * ends without a run. An instance that dies mid-run stops renewing; once its lease ran out
- * another instance claims the job and finishes it. Each run is `analyseDelivery`, as with the
+ * another instance claims the job and finishes it. Each run is `runAnalysis`, as with the
  * in-memory queue (history, delivery summaries and changes included).
  *
  * A delivery made here is claimed at once (a direct upload's analysis starts right after its
@@ -21,7 +21,7 @@ import { randomBase62 } from "../db/ids.ts";
 import { GroupWrite } from "../group_write.ts";
 import type { AnalysisQueueOptions, AnalysisScheduler } from "./analysis_queue.ts";
 import { BUSY_POLL_MS, BUSY_WAIT_MS, notQueued, SMALL_AT_ONCE } from "./analysis_queue.ts";
-import { analyseDelivery, outdatedDeliveries } from "./analyse_delivery.ts";
+import { outdatedDeliveries, runAnalysis } from "./run.ts";
 import { ANALYSIS_VERSION } from "./report.ts";
 import { SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
 
@@ -82,14 +82,6 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
   inFlight(orgId: string, experimentId: string, etag: string): boolean {
     const id = `${orgId}/${experimentId}`;
     return this.#running.get(id)?.etag === etag || this.#admitting.get(id) === etag;
-  }
-
-  /**
-   * Always false: the shared queue's jobs wait in the database, where any instance may claim
-   * them, so none is known to be this instance's next.
-   */
-  largeWaiting(): boolean {
-    return false;
   }
 
   enqueue(delivery: Delivery): void {
@@ -322,7 +314,7 @@ export class LeasedAnalysisQueue implements AnalysisScheduler {
         await this.#giveUp(job);
         return;
       }
-      const result = await analyseDelivery(this.#o, delivery);
+      const result = await runAnalysis(this.#o, delivery);
       if (result.kind === "postponed") {
         await jobs.postpone(this.owner, job, RETRY_SECONDS);
         return;

@@ -12,6 +12,7 @@ import type { UrlSigner } from "../crypto/url_signer.ts";
 import type { Ctx, Handler, RouteTable } from "../http/context.ts";
 import type { RateLimiter } from "../http/rate_limiter.ts";
 import type { Ingest } from "../ingest/ingest.ts";
+import type { AnalysisService } from "../analysis/analysis_service.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
 import type { ObjectStore } from "../storage/object_store.ts";
@@ -33,6 +34,8 @@ export interface AppDeps {
   signer: UrlSigner;
   /** Receives datasets: direct uploads and local upload URLs. */
   ingest: Ingest;
+  /** The analyses of stored deliveries, as reads and settings changes need them. */
+  analysis: AnalysisService;
   /** Per-key request limit; absent: none. */
   rateLimiter?: RateLimiter;
   log: Logger;

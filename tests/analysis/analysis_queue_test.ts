@@ -285,34 +285,3 @@ Deno.test("the analysis finished line times the run's phases", async () => {
     }
   }
 });
-
-Deno.test("the queue tells while a large delivery waits for its run, and not once it ran", async () => {
-  const parts: Uint8Array[] = [];
-  for await (const chunk of generateCsv({ rows: 200_000, seed: 5, days: 5 })) parts.push(chunk);
-  const large = new Uint8Array(await new Blob(parts as Uint8Array<ArrayBuffer>[]).arrayBuffer());
-  const dir = await Deno.makeTempDir({ prefix: "abn-queue-" });
-  const db = new SqliteControlPlane(`${dir}/abn.sqlite`);
-  // Three large files of three datasets, one analysed at a time; and a small one.
-  const t = await setupWith(dir, db, () => false, 0, [large, large, large, CSV]);
-  try {
-    assertEquals(t.queue.largeWaiting(), false);
-    t.deliver([3]);
-    await t.queue.whenIdle();
-    assertEquals(t.queue.largeWaiting(), false, "a small delivery is not a large one");
-    t.deliver([0, 1, 2]);
-    // While the first runs, the others wait (each is admitted first: look for a while).
-    let seen = false;
-    for (let i = 0; i < 400 && !seen; i++) {
-      seen = t.queue.largeWaiting();
-      if (!seen) await new Promise((r) => setTimeout(r, 5));
-    }
-    assert(seen, "a large delivery was seen waiting");
-    await t.queue.whenIdle();
-    assertEquals(t.ready(), 4);
-    assertEquals(t.queue.largeWaiting(), false, "none waits once all ran");
-  } finally {
-    await t.stop();
-    await db.close();
-    await Deno.remove(dir, { recursive: true });
-  }
-});

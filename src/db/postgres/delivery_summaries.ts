@@ -7,10 +7,9 @@ import type { DeliverySummaryRepo, DeliverySummaryRow } from "../control_plane.t
 import { nowIso } from "../control_plane.ts";
 import type { PgClient, Queryable } from "./pg_client.ts";
 import { iso } from "./_rows.ts";
-import { largeUint8Array } from "../../buffers.ts";
 
 function copyOf(bytes: Uint8Array): Uint8Array {
-  const copy = largeUint8Array(bytes.byteLength);
+  const copy = new Uint8Array(bytes.byteLength);
   copy.set(bytes);
   return copy;
 }

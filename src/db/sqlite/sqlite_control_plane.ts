@@ -55,7 +55,6 @@ import { generateKey, hashKey, KEY_PREFIX } from "../api_keys.ts";
 import { newId, orgName } from "../ids.ts";
 import { migrate } from "./migrations.ts";
 import { loadOrCreateSecret, readSecret } from "../../crypto/secret_file.ts";
-import { largeUint8Array, releaseBuffers } from "../../buffers.ts";
 
 /**
  * SQLite failures that pass with time or an operator's fix (another connection holds the lock
@@ -470,7 +469,7 @@ export class SqliteControlPlane implements ControlPlane {
   #deliverySummaryRepo(): DeliverySummaryRepo {
     return {
       // The blob is kept in parts of `SUMMARY_PART_BYTES` (migration 4): read part by part into
-      // one large buffer, each part's own buffer freed at once, and written part by part.
+      // one buffer, and written part by part.
       get: (orgId, experimentId) => this.#readSummary(orgId, experimentId, Infinity),
       head: (orgId, experimentId, bytes) => this.#readSummary(orgId, experimentId, bytes),
       save: (orgId, experimentId, row) =>
@@ -501,7 +500,7 @@ export class SqliteControlPlane implements ControlPlane {
         `SELECT coalesce(sum(length(bytes)), 0) AS size FROM delivery_summary_parts
          WHERE org_id = ? AND experiment_id = ?`,
       ).get(orgId, experimentId) as { size: number };
-      const summary = largeUint8Array(Math.min(size, bytes));
+      const summary = new Uint8Array(Math.min(size, bytes));
       const parts = this.#stmt(
         `SELECT bytes FROM delivery_summary_parts WHERE org_id = ? AND experiment_id = ?
          ORDER BY part`,
@@ -511,10 +510,6 @@ export class SqliteControlPlane implements ControlPlane {
         const take = Math.min(part.length, summary.length - at);
         summary.set(part.subarray(0, take), at);
         at += take;
-        // Each part's value is a buffer of its own: freed now, its memory taken by the next.
-        if (part.byteOffset === 0 && part.buffer.byteLength === part.length) {
-          releaseBuffers(part);
-        }
         if (at === summary.length) break; // the parts after it are not read
       }
       return { ...row, summary };
