@@ -48,6 +48,8 @@ export type ColumnType = "text" | "integer" | "boolean" | "time";
 
 export interface Dialect extends Sql {
   readonly engine: "sqlite" | "postgres";
+  /** True when one process owns the database (SQLite): what it holds, no other instance does. */
+  readonly singleProcess: boolean;
   /**
    * Runs `fn`'s statements in one transaction: committed when it resolves, rolled back when it
    * throws. On SQLite it joins the next group commit.

@@ -1,7 +1,7 @@
 /**
- * Both analysis queues (in memory on SQLite, leased jobs on PostgreSQL): small analyses wait
- * while uploads stream and run after (or once they waited too long); results of an older
- * analysis are run again, with their history kept, as any run's.
+ * The analysis queue on both databases (jobs claimed with leases): small analyses wait while
+ * uploads stream and run after (or once they waited too long); results of an older analysis are
+ * run again, with their history kept, as any run's.
  */
 import { assert, assertEquals } from "../_assert.ts";
 import { SqliteControlPlane } from "../../src/db/sqlite/sqlite_control_plane.ts";
@@ -13,9 +13,7 @@ import { UrlSigner } from "../../src/crypto/url_signer.ts";
 import { createLogger } from "../../src/log.ts";
 import { DeliveryHub } from "../../src/deliveries.ts";
 import { Metrics } from "../../src/metrics.ts";
-import { AnalysisQueue } from "../../src/analysis/analysis_queue.ts";
-import type { AnalysisScheduler } from "../../src/analysis/analysis_queue.ts";
-import { LeasedAnalysisQueue } from "../../src/analysis/leased_analysis_queue.ts";
+import { AnalysisQueue } from "../../src/analysis/queue.ts";
 import { ANALYSIS_VERSION } from "../../src/analysis/report.ts";
 import { postgresTest, withDatabase } from "../_postgres.ts";
 import { generateCsv } from "../../bench/generate_csv.ts";
@@ -53,9 +51,7 @@ async function setupWith(
     busyWaitMs,
     log,
   };
-  const queue: AnalysisScheduler = db.jobs
-    ? new LeasedAnalysisQueue({ ...options, jobs: db.jobs, leaseSeconds: 60, pollMs: 100 })
-    : new AnalysisQueue(options);
+  const queue = new AnalysisQueue({ ...options, leaseSeconds: 60, pollMs: 100 });
   const infos: ObjectInfo[] = [];
   for (let i = 0; i < files.length; i++) {
     const writer = await store.createWriter(`org/o/experiments/e${i}/latest.csv`);
@@ -78,7 +74,7 @@ async function setupWith(
       })
     );
   const ready = () => metrics.analysisRuns.get({ outcome: "ready" });
-  /** Resolves once `n` runs ended ready (the leased queue's idleness is this instance's only). */
+  /** Resolves once `n` runs ended ready (the queue's idleness is this instance's only). */
   const readyCount = async (n: number, ms = 20_000) => {
     const deadline = Date.now() + ms;
     while (ready() < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));

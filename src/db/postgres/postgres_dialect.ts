@@ -57,6 +57,7 @@ function statements(db: Queryable): Sql {
 
 export class PostgresDialect implements Dialect {
   readonly engine = "postgres";
+  readonly singleProcess = false;
   readonly skipLocked = " FOR UPDATE SKIP LOCKED";
   readonly all: Sql["all"];
   readonly get: Sql["get"];

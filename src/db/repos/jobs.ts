@@ -64,6 +64,12 @@ export interface AnalysisJobSelection {
 
 export interface AnalysisJobRepo {
   /**
+   * The lease owner of the one queue when one process owns the database (SQLite): a restarted
+   * process takes back at once the jobs it held before (see `claim`). Undefined where instances
+   * share the database: each names its own.
+   */
+  readonly soleOwner?: string;
+  /**
    * Records that a delivery awaits analysis. The object already offered joins that job (nothing
    * changes) unless the source is `settings`, which queues one more run; another object replaces
    * the job's (newest wins) and is run after the current run, if any, finished. An `upgrade`
@@ -99,6 +105,8 @@ export interface AnalysisJobRepo {
   complete(owner: string, job: AnalysisJob): Promise<void>;
   /** Releases the job after a transient failure, claimable again in `delaySeconds`. */
   postpone(owner: string, job: AnalysisJob, delaySeconds: number): Promise<void>;
+  /** True when a job `select` names waits for a claim (nobody holds it). */
+  waiting(select: AnalysisJobSelection): Promise<boolean>;
   /** The ETag of the dataset's job (queued or running, on any instance), if it has one. */
   etagOf(orgId: string, experimentId: string): Promise<string | null>;
 }
@@ -199,6 +207,7 @@ export function jobRepo(db: Dialect): AnalysisJobRepo {
   /** The job `owner` holds, as a statement's last parameters. */
   const held = (owner: string, job: AnalysisJob) => [job.orgId, job.experimentId, owner];
   return {
+    ...(db.singleProcess ? { soleOwner: "this-host" } : {}),
     offer: async (job) => {
       await offerRows(db, rowsParam([offerRow(job)]), "true");
     },
@@ -230,7 +239,7 @@ export function jobRepo(db: Dialect): AnalysisJobRepo {
            WHERE (lease_until IS NULL OR lease_until < ${now}
              OR (lease_owner = ? AND org_id || '/' || experiment_id NOT IN (
                SELECT id FROM ${db.rows("r", { id: "text" })})))${sql}
-           ORDER BY source = 'upgrade', offered_at LIMIT ?${db.skipLocked})
+           ORDER BY source = 'upgrade', offered_at, delivered_at DESC LIMIT ?${db.skipLocked})
          RETURNING ${JOB_COLUMNS}, generation, attempts`,
         [
           owner,
@@ -269,6 +278,14 @@ export function jobRepo(db: Dialect): AnalysisJobRepo {
          WHERE org_id = ? AND experiment_id = ? AND lease_owner = ?`,
         [delaySeconds, ...held(owner, job)],
       );
+    },
+    waiting: async (select) => {
+      const { sql, params } = selection(db, select);
+      return (await db.get(
+        `SELECT 1 AS one FROM analysis_jobs
+         WHERE (lease_until IS NULL OR lease_until < ${now})${sql} LIMIT 1`,
+        params,
+      )) !== undefined;
     },
     etagOf: async (orgId, experimentId) =>
       (await db.get<{ etag: string }>(

@@ -57,6 +57,7 @@ function bind(params: readonly SqlValue[]): SQLInputValue[] {
 
 export class SqliteConnection implements Dialect {
   readonly engine = "sqlite";
+  readonly singleProcess = true;
   /** The SQLite handle itself (tests and the copy to PostgreSQL read it directly). */
   readonly handle: DatabaseSync;
   readonly skipLocked = "";
