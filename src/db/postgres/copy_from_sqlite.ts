@@ -13,6 +13,7 @@ import { Buffer } from "node:buffer";
 import type { DatabaseSync, SQLInputValue } from "node:sqlite";
 import type { SecretRepo } from "../control_plane.ts";
 import type { PgClient, Queryable } from "./pg_client.ts";
+import { DATASET_COLUMN_TYPES } from "../repos/catalog.ts";
 
 type ColumnKind = "text" | "integer" | "boolean" | "time" | "bytes";
 
@@ -61,16 +62,7 @@ const ANALYSIS_COLUMNS: Record<string, ColumnKind> = {
   analysis_version: "integer",
 };
 
-const DATASET_COLUMNS: Record<string, ColumnKind> = {
-  org_id: "text",
-  experiment_id: "text",
-  key: "text",
-  size_bytes: "integer",
-  etag: "text",
-  delivered_at: "time",
-  observed_at: "time",
-  analysis_status: "text",
-};
+const DATASET_COLUMNS: Record<string, ColumnKind> = DATASET_COLUMN_TYPES;
 
 const SUMMARY_COLUMNS: Record<string, ColumnKind> = {
   org_id: "text",

@@ -77,11 +77,8 @@ export interface DatasetRepo {
   pending(maxBytes: number, observedBefore: string, limit: number): Promise<DatasetRow[]>;
 }
 
-const COLUMNS =
-  "org_id, experiment_id, key, size_bytes, etag, delivered_at, observed_at, analysis_status";
-
-const ENTRY = {
-  n: "integer",
+/** The catalog's columns and their types (the copy from SQLite reads them too). */
+export const DATASET_COLUMN_TYPES = {
   org_id: "text",
   experiment_id: "text",
   key: "text",
@@ -89,7 +86,12 @@ const ENTRY = {
   etag: "text",
   delivered_at: "time",
   observed_at: "time",
+  analysis_status: "text",
 } as const;
+
+/** An entry of `put`, numbered (`n`) in the order its rows are written. */
+const { analysis_status: _, ...ENTRY_COLUMNS } = DATASET_COLUMN_TYPES;
+const ENTRY = { n: "integer", ...ENTRY_COLUMNS } as const;
 
 function toRow(row: DatasetRow): DatasetRow {
   return { ...row, size_bytes: int(row.size_bytes) };
@@ -109,6 +111,8 @@ function latestPerDataset(entries: readonly DatasetEntry[]): DatasetEntry[] {
   }
   return [...latest.entries()].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0).map(([, e]) => e);
 }
+
+const COLUMNS = Object.keys(DATASET_COLUMN_TYPES).join(", ");
 
 export function catalogRepo(db: Dialect): DatasetRepo {
   const rows = async (sql: string, params: (string | number)[]) =>

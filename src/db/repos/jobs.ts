@@ -111,35 +111,23 @@ export interface AnalysisJobRepo {
   etagOf(orgId: string, experimentId: string): Promise<string | null>;
 }
 
-interface JobRow {
-  [column: string]: unknown;
-  org_id: string;
-  experiment_id: string;
-  object_key: string;
-  etag: string;
-  size_bytes: unknown;
-  delivered_at: string;
-  validated: unknown;
-  sha256: string | null;
-  source: DeliverySource;
-  generation: unknown;
-  attempts: unknown;
-}
+/** A job row as `RETURNING_JOB` names its columns: the interface's, in the engine's types. */
+type JobRow = Record<keyof AnalysisJob, unknown> & { sha256: string | null };
 
 const JOB_COLUMNS =
   "org_id, experiment_id, object_key, etag, size_bytes, delivered_at, validated, source, sha256";
 
-function toJob(row: JobRow): AnalysisJob {
+/** A claimed job's columns under the interface's names. */
+const RETURNING_JOB = `org_id AS "orgId", experiment_id AS "experimentId", object_key AS key,
+  etag, size_bytes AS "sizeBytes", delivered_at AS "deliveredAt", validated, sha256, source,
+  generation, attempts`;
+
+function toJob({ sha256, ...row }: JobRow): AnalysisJob {
   return {
-    orgId: row.org_id,
-    experimentId: row.experiment_id,
-    key: row.object_key,
-    etag: row.etag,
-    sizeBytes: int(row.size_bytes),
-    deliveredAt: row.delivered_at,
+    ...row as AnalysisJob,
+    sizeBytes: int(row.sizeBytes),
     validated: Boolean(row.validated),
-    ...(row.sha256 === null ? {} : { sha256: row.sha256 }),
-    source: row.source,
+    ...(sha256 === null ? {} : { sha256 }),
     generation: int(row.generation),
     attempts: int(row.attempts),
   };
@@ -236,11 +224,11 @@ export function jobRepo(db: Dialect): AnalysisJobRepo {
            attempts = attempts + 1
          WHERE (org_id, experiment_id) IN (
            SELECT org_id, experiment_id FROM analysis_jobs
-           WHERE (lease_until IS NULL OR lease_until < ${now}
+           WHERE (lease_until IS NULL OR lease_until <= ${now}
              OR (lease_owner = ? AND org_id || '/' || experiment_id NOT IN (
                SELECT id FROM ${db.rows("r", { id: "text" })})))${sql}
            ORDER BY source = 'upgrade', offered_at, delivered_at DESC LIMIT ?${db.skipLocked})
-         RETURNING ${JOB_COLUMNS}, generation, attempts`,
+         RETURNING ${RETURNING_JOB}`,
         [
           owner,
           leaseSeconds,
@@ -283,7 +271,7 @@ export function jobRepo(db: Dialect): AnalysisJobRepo {
       const { sql, params } = selection(db, select);
       return (await db.get(
         `SELECT 1 AS one FROM analysis_jobs
-         WHERE (lease_until IS NULL OR lease_until < ${now})${sql} LIMIT 1`,
+         WHERE (lease_until IS NULL OR lease_until <= ${now})${sql} LIMIT 1`,
         params,
       )) !== undefined;
     },
