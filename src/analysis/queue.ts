@@ -42,8 +42,10 @@ import type { TallyWorkers } from "./aggregate/tally_workers.ts";
 export const SMALL_AT_ONCE = 8;
 /** Longest a small analysis waits for uploads to stop streaming before it runs anyway. */
 export const BUSY_WAIT_MS = 5_000;
-/** How often a waiting queue looks again whether uploads stopped. */
+/** How often a queue holding small jobs back looks whether uploads stopped. */
 export const BUSY_POLL_MS = 20;
+/** How often it looks, while they stream, for small jobs that waited long enough. */
+const BUSY_LOOK_MS = 250;
 /** Claims of one job (each after a lease ran out) before the analysis is reported failed. */
 const MAX_ATTEMPTS = 5;
 /** Delay before a job postponed by a transient failure is claimed again. */
@@ -123,6 +125,7 @@ function offerOf(d: Delivery): AnalysisJobOffer {
     validated: d.validated,
     sha256: d.sha256,
     source: d.source,
+    lane: d.info.size <= SMALL_INPUT_BYTES ? "small" : "large",
   };
 }
 
@@ -161,6 +164,10 @@ export class AnalysisQueue implements AnalysisScheduler {
   /** True when a large job may wait for room here. */
   #largeBacklog = false;
   #busyTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When small jobs were last looked for while uploads streamed (`performance.now()`). */
+  #lastBusyLook = -Infinity;
+  /** True once the poll came round: jobs offered elsewhere are looked for in every lane. */
+  #polled = true;
   #poll: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
   #idle: (() => void)[] = [];
@@ -183,6 +190,7 @@ export class AnalysisQueue implements AnalysisScheduler {
   #schedulePoll(): void {
     if (this.#stopped) return;
     this.#poll = setTimeout(() => {
+      this.#polled = true;
       this.#wake();
       this.#changed();
       this.#schedulePoll();
@@ -300,24 +308,32 @@ export class AnalysisQueue implements AnalysisScheduler {
     });
   }
 
-  /** The claims this instance has room for now, small jobs first. */
+  /**
+   * The claims this instance has room for now, small jobs first. While uploads stream, small
+   * jobs are looked for every `BUSY_LOOK_MS` at most (each admission would otherwise claim in
+   * vain), and large ones when one was offered here or the poll came round.
+   */
   #claims(): Claim[] {
+    const now = performance.now();
     const busy = this.#o.busy?.() ?? false;
-    const smallRoom = SMALL_AT_ONCE - this.#runningSmall;
     if (busy) this.#watchBusy();
+    const look = !busy || now - this.#lastBusyLook >= BUSY_LOOK_MS;
+    if (busy && look) this.#lastBusyLook = now;
+    const large = this.#largeBacklog || this.#polled;
+    this.#polled = false;
     return [
       // Uploads stream: a small job runs only once it waited long, one at a time.
       busy
         ? {
-          room: this.#runningSmall === 0 ? 1 : 0,
+          room: look && this.#runningSmall === 0 ? 1 : 0,
           small: true,
           select: { ...SMALL, offeredAgoMs: this.#o.busyWaitMs ?? BUSY_WAIT_MS },
         }
-        : { room: smallRoom, small: true, select: SMALL },
+        : { room: SMALL_AT_ONCE - this.#runningSmall, small: true, select: SMALL },
       {
-        room: (this.#o.concurrency ?? 1) - (this.#running.size - this.#runningSmall),
+        room: large ? (this.#o.concurrency ?? 1) - (this.#running.size - this.#runningSmall) : 0,
         small: false,
-        select: { overBytes: SMALL_INPUT_BYTES, upgrades: "exclude" },
+        select: { lane: "large" },
       },
     ];
   }
@@ -339,9 +355,13 @@ export class AnalysisQueue implements AnalysisScheduler {
     };
     try {
       for (const claim of this.#claims()) {
-        // No room: what waits is claimed when a run ends.
-        const full = claim.room <= 0 || await take(claim);
-        if (!claim.small && claim.room > 0) this.#largeBacklog = full;
+        // No room (or not looked for now): what waits is claimed when a run ends, or later.
+        if (claim.room <= 0) {
+          more ||= claim.small;
+          continue;
+        }
+        const full = await take(claim);
+        if (!claim.small) this.#largeBacklog = full;
         more ||= full;
       }
       // Small jobs held back while uploads stream wait all the same.
@@ -361,7 +381,8 @@ export class AnalysisQueue implements AnalysisScheduler {
     if (this.#busyTimer !== undefined || this.#stopped) return;
     this.#busyTimer = setTimeout(() => {
       this.#busyTimer = undefined;
-      if (this.#o.busy?.()) this.#watchBusy();
+      const look = performance.now() - this.#lastBusyLook >= BUSY_LOOK_MS;
+      if (this.#o.busy?.() && !look) this.#watchBusy();
       else this.#wake();
     }, BUSY_POLL_MS);
   }
@@ -497,5 +518,5 @@ export class AnalysisQueue implements AnalysisScheduler {
   }
 }
 
-const SMALL: AnalysisJobSelection = { maxBytes: SMALL_INPUT_BYTES, upgrades: "exclude" };
-const UPGRADES: AnalysisJobSelection = { upgrades: "only" };
+const SMALL: AnalysisJobSelection = { lane: "small" };
+const UPGRADES: AnalysisJobSelection = { lane: "upgrade" };

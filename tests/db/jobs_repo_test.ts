@@ -17,6 +17,7 @@ function offer(experimentId: string, etag: string, extra: Partial<AnalysisJobOff
     deliveredAt: "2026-03-05T10:00:00.000Z",
     validated: false,
     source: "upload" as const,
+    lane: "small" as const,
     ...extra,
   };
 }
@@ -135,7 +136,7 @@ controlPlaneTest(
 );
 
 controlPlaneTest(
-  "jobs: a claim takes small or large jobs, offered long enough ago, re-runs of older results last",
+  "jobs: a claim takes one lane's jobs, offered long enough ago, re-runs of older results last",
   async (a, reopen) => {
     const b = await reopen();
     const MB = 1 << 20;
@@ -145,7 +146,7 @@ controlPlaneTest(
     await tick();
     await a.jobs.offer(offer("small", "s1"));
     await tick();
-    await a.jobs.offer(offer("large", "l1", { sizeBytes: 2 * MB }));
+    await a.jobs.offer(offer("large", "l1", { sizeBytes: 2 * MB, lane: "large" }));
     const ids = (jobs: { experimentId: string }[]) => jobs.map((j) => j.experimentId);
     // Re-runs of older results come after deliveries, however long they waited.
     const peek: AnalysisJob[] = [];
@@ -154,14 +155,13 @@ controlPlaneTest(
     }
     assertEquals(ids(peek), ["small", "large", "old"]);
     for (const job of peek) await b.jobs.postpone("B", job, 0);
-    const exclude = "exclude" as const;
-    assertEquals(ids(await a.jobs.claim("A", 60, 10, [], { overBytes: MB, upgrades: exclude })), [
+    assertEquals(ids(await a.jobs.claim("A", 60, 10, [], { lane: "large" })), [
       "large",
     ]);
-    assertEquals(ids(await a.jobs.claim("A", 60, 10, [], { maxBytes: MB, upgrades: exclude })), [
+    assertEquals(ids(await a.jobs.claim("A", 60, 10, [], { lane: "small" })), [
       "small",
     ]);
-    assertEquals(ids(await a.jobs.claim("A", 60, 10, [], { upgrades: "only" })), ["old"]);
+    assertEquals(ids(await a.jobs.claim("A", 60, 10, [], { lane: "upgrade" })), ["old"]);
     // Offered just now: not yet 500 ms old.
     await b.jobs.offer(offer("fresh", "f1"));
     assertEquals(await b.jobs.claim("B", 60, 10, [], { offeredAgoMs: 500 }), []);

@@ -163,6 +163,19 @@ export const MIGRATIONS: readonly Migration[] = [
         WHERE length(summary) > 0;
       UPDATE delivery_summaries SET summary = ''::bytea;`,
   },
+  {
+    version: 6,
+    name: "analysis jobs in lanes, claimed in the order of an index",
+    // A claim takes one lane's oldest offers first (newest deliveries first among those offered
+    // together) in this index's order, without reading or sorting what waits in other lanes.
+    sql: `
+      ALTER TABLE analysis_jobs ADD COLUMN lane TEXT NOT NULL DEFAULT 'large';
+      UPDATE analysis_jobs SET lane = CASE WHEN source = 'upgrade' THEN 'upgrade'
+        WHEN size_bytes <= 1048576 THEN 'small' ELSE 'large' END;
+      ALTER TABLE analysis_jobs ALTER COLUMN lane DROP DEFAULT;
+      CREATE INDEX analysis_jobs_claim ON analysis_jobs (lane, offered_at, delivered_at DESC);
+      DROP INDEX analysis_jobs_offered;`,
+  },
 ];
 
 /** Every table the service reads and writes (checked for privileges at start-up). */

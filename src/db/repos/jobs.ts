@@ -21,6 +21,12 @@ export type DeliverySource =
   | "settings"
   | "upgrade";
 
+/**
+ * Where a job waits: `small` and `large` deliveries (the queue runs them side by side, each
+ * lane claimed in offer order along an index), `upgrade` for re-runs of older results.
+ */
+export type JobLane = "small" | "large" | "upgrade";
+
 /** What a delivery offers the analysis queue. */
 export interface AnalysisJobOffer {
   orgId: string;
@@ -40,6 +46,8 @@ export interface AnalysisJobOffer {
    * is the re-run of a result made by an older analysis, which never replaces a job.
    */
   source: DeliverySource;
+  /** The lane of a delivery (`upgrade` when its source is, whatever this says). */
+  lane: "small" | "large";
 }
 
 /** A claimed analysis job: the newest delivery of one dataset. */
@@ -50,16 +58,12 @@ export interface AnalysisJob extends AnalysisJobOffer {
   attempts: number;
 }
 
-/** Which jobs a claim takes (every one by default). */
+/** Which jobs a claim takes (every one by default, re-runs of older results last). */
 export interface AnalysisJobSelection {
-  /** Jobs of objects up to this many bytes only. */
-  maxBytes?: number;
-  /** Jobs of objects over this many bytes only. */
-  overBytes?: number;
+  /** Jobs of this lane only. */
+  lane?: JobLane;
   /** Jobs offered at least this many milliseconds ago only (by the database's clock). */
   offeredAgoMs?: number;
-  /** `exclude`: no re-runs of older results (`upgrade`); `only`: nothing else. */
-  upgrades?: "exclude" | "only";
 }
 
 export interface AnalysisJobRepo {
@@ -115,12 +119,12 @@ export interface AnalysisJobRepo {
 type JobRow = Record<keyof AnalysisJob, unknown> & { sha256: string | null };
 
 const JOB_COLUMNS =
-  "org_id, experiment_id, object_key, etag, size_bytes, delivered_at, validated, source, sha256";
+  "org_id, experiment_id, object_key, etag, size_bytes, delivered_at, validated, source, sha256, lane";
 
 /** A claimed job's columns under the interface's names. */
 const RETURNING_JOB = `org_id AS "orgId", experiment_id AS "experimentId", object_key AS key,
   etag, size_bytes AS "sizeBytes", delivered_at AS "deliveredAt", validated, sha256, source,
-  generation, attempts`;
+  CASE WHEN lane = 'small' THEN 'small' ELSE 'large' END AS lane, generation, attempts`;
 
 function toJob({ sha256, ...row }: JobRow): AnalysisJob {
   return {
@@ -143,6 +147,7 @@ const OFFER_COLUMNS = {
   validated: "boolean",
   source: "text",
   sha256: "text",
+  lane: "text",
 } as const;
 
 /** One offer as `Dialect.rows` reads it (with the columns `markPendingRows` reads too). */
@@ -157,6 +162,7 @@ function offerRow(job: AnalysisJobOffer): PendingDelivery & Record<string, SqlVa
     validated: job.validated,
     source: job.source,
     sha256: job.sha256 ?? null,
+    lane: job.source === "upgrade" ? "upgrade" : job.lane,
   };
 }
 
@@ -181,6 +187,7 @@ export function jobRepo(db: Dialect): AnalysisJobRepo {
          sha256 = CASE WHEN analysis_jobs.etag = excluded.etag
            THEN coalesce(excluded.sha256, analysis_jobs.sha256) ELSE excluded.sha256 END,
          source = excluded.source,
+         lane = excluded.lane,
          generation = analysis_jobs.generation + 1,
          attempts = CASE WHEN analysis_jobs.etag = excluded.etag
            THEN analysis_jobs.attempts ELSE 0 END,
@@ -227,7 +234,9 @@ export function jobRepo(db: Dialect): AnalysisJobRepo {
            WHERE (lease_until IS NULL OR lease_until <= ${now}
              OR (lease_owner = ? AND org_id || '/' || experiment_id NOT IN (
                SELECT id FROM ${db.rows("r", { id: "text" })})))${sql}
-           ORDER BY source = 'upgrade', offered_at, delivered_at DESC LIMIT ?${db.skipLocked})
+           ORDER BY ${
+          select.lane === undefined ? "lane = 'upgrade', " : ""
+        }offered_at, delivered_at DESC LIMIT ?${db.skipLocked})
          RETURNING ${RETURNING_JOB}`,
         [
           owner,
@@ -284,22 +293,16 @@ export function jobRepo(db: Dialect): AnalysisJobRepo {
 }
 
 /** The conditions of a claim's `select`, as SQL after the others, and their parameters. */
-function selection(db: Dialect, select: AnalysisJobSelection): { sql: string; params: number[] } {
+function selection(db: Dialect, select: AnalysisJobSelection): { sql: string; params: SqlValue[] } {
   const conditions: string[] = [];
-  const params: number[] = [];
-  if (select.maxBytes !== undefined) {
-    conditions.push("size_bytes <= ?");
-    params.push(select.maxBytes);
-  }
-  if (select.overBytes !== undefined) {
-    conditions.push("size_bytes > ?");
-    params.push(select.overBytes);
+  const params: SqlValue[] = [];
+  if (select.lane !== undefined) {
+    conditions.push("lane = ?");
+    params.push(select.lane);
   }
   if (select.offeredAgoMs !== undefined) {
     conditions.push(`offered_at <= ${db.timeIn("?")}`);
     params.push(-select.offeredAgoMs / 1000);
   }
-  if (select.upgrades === "exclude") conditions.push("source <> 'upgrade'");
-  if (select.upgrades === "only") conditions.push("source = 'upgrade'");
   return { sql: conditions.map((c) => `\n             AND ${c}`).join(""), params };
 }

@@ -122,9 +122,10 @@ const MIGRATIONS: string[] = [
      lease_owner TEXT,
      lease_until TEXT,
      sha256 TEXT,
+     lane TEXT NOT NULL,
      PRIMARY KEY (org_id, experiment_id)
    );
-   CREATE INDEX analysis_jobs_offered ON analysis_jobs(offered_at);`,
+   CREATE INDEX analysis_jobs_claim ON analysis_jobs(lane, offered_at, delivered_at DESC);`,
 ];
 
 function version(db: DatabaseSync): number {
