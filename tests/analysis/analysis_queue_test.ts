@@ -312,3 +312,51 @@ Deno.test("the queue tells while a large delivery waits for its run, and not onc
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+queueTest(
+  "settled resolves once the delivery's analysis ran here, at once when none is queued, and not before",
+  async (setup) => {
+    let busy = true;
+    const t = await setup(() => busy, 60_000);
+    const [info] = t.infos;
+    assertEquals(await t.queue.settled("o", "e0", info.etag, 1_000), true, "nothing queued");
+    t.deliver([0]);
+    // Held back while uploads stream: not settled within the bound.
+    assertEquals(await t.queue.settled("o", "e0", info.etag, 300), false);
+    assertEquals((await t.db.analyses.get("o", "e0"))?.status, "pending");
+    busy = false;
+    assertEquals(await t.queue.settled("o", "e0", info.etag, 20_000), true);
+    assertEquals((await t.db.analyses.get("o", "e0"))?.status, "ready");
+    assertEquals(t.ready(), 1);
+  },
+);
+
+queueTest(
+  "settled on one instance sees another instance's run end through the job row",
+  async (setup) => {
+    let aBusy = true;
+    const a = await setup(() => aBusy, 60_000);
+    // The second instance never claims a small job (it waits for uploads that never stop).
+    const b = await setup(() => true, 60_000);
+    const [info] = b.infos; // the objects as stored now (the second setup wrote them last)
+    a.deliveries.publish({
+      orgId: "o",
+      experimentId: "e0",
+      key: info.key,
+      info,
+      validated: true,
+      source: "upload",
+    });
+    // Admitted by the first instance: its job row is what the second one sees.
+    while (await b.db.jobs.etagOf("o", "e0") !== info.etag) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const waited = b.queue.settled("o", "e0", info.etag, 20_000);
+    await new Promise((r) => setTimeout(r, 300));
+    assertEquals((await b.db.analyses.get("o", "e0"))?.status, "pending");
+    aBusy = false;
+    assertEquals(await waited, true);
+    assertEquals((await b.db.analyses.get("o", "e0"))?.status, "ready");
+    assertEquals([a.ready(), b.ready()], [1, 0]);
+  },
+);
