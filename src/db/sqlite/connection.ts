@@ -66,7 +66,8 @@ export class SqliteConnection implements Dialect {
   readonly #tx: Transaction;
   #batch: QueuedWrite[] = [];
   #flush: ReturnType<typeof setImmediate> | undefined;
-  #committing = false;
+  /** The group commits under way, batch after batch, until none waits. */
+  #committing: Promise<void> | null = null;
 
   constructor(path: string) {
     const db = this.handle = new DatabaseSync(path);
@@ -109,8 +110,7 @@ export class SqliteConnection implements Dialect {
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.#batch.push({ work: fn, resolve: resolve as (value: unknown) => void, reject });
-      if (this.#batch.length >= MAX_BATCH) this.#schedule(true);
-      else this.#schedule(false);
+      this.#schedule(this.#batch.length >= MAX_BATCH);
     });
   }
 
@@ -139,7 +139,12 @@ export class SqliteConnection implements Dialect {
   }
 
   async close(): Promise<void> {
-    while (this.#committing || this.#batch.length > 0) await this.#commit();
+    // Writes still waiting for their group commit are committed first.
+    while (this.#committing !== null || this.#batch.length > 0) {
+      await (this.#committing ?? this.#commit());
+    }
+    clearImmediate(this.#flush);
+    this.#flush = undefined;
     if (this.handle.isOpen) this.handle.close();
   }
 
@@ -162,12 +167,13 @@ export class SqliteConnection implements Dialect {
     }
   }
 
+  /** Commits at the end of this turn of the event loop, or now (a full batch). */
   #schedule(now: boolean): void {
-    if (now) {
+    this.#flush ??= setImmediate(() => {
+      this.#flush = undefined;
       void this.#commit();
-    } else if (this.#flush === undefined) {
-      this.#flush = setImmediate(() => void this.#commit());
-    }
+    });
+    if (now) void this.#commit();
   }
 
   /**
@@ -175,32 +181,28 @@ export class SqliteConnection implements Dialect {
    * throws, none is kept: each runs again in a transaction of its own, so that it fails alone
    * (rare: a refused value, an unavailable database), and the common case pays for no savepoints.
    */
-  async #commit(): Promise<void> {
-    if (this.#flush !== undefined) clearImmediate(this.#flush);
-    this.#flush = undefined;
-    if (this.#committing) return;
-    this.#committing = true;
-    try {
-      while (this.#batch.length > 0) {
-        const batch = this.#batch.splice(0, MAX_BATCH);
-        if (batch.length === 1) {
-          await this.#commitAlone(batch[0]);
-          continue;
-        }
-        if (!this.#begin(batch)) continue;
-        const values: unknown[] = [];
-        try {
-          for (const { work } of batch) values.push(await work(this.#tx));
-          this.#stmt("COMMIT").run();
-        } catch {
-          this.#rollback();
-          for (const write of batch) await this.#commitAlone(write);
-          continue;
-        }
-        batch.forEach(({ resolve }, i) => resolve(values[i]));
+  #commit(): Promise<void> {
+    return this.#committing ??= this.#commitAll().finally(() => this.#committing = null);
+  }
+
+  async #commitAll(): Promise<void> {
+    while (this.#batch.length > 0) {
+      const batch = this.#batch.splice(0, MAX_BATCH);
+      if (batch.length === 1) {
+        await this.#commitAlone(batch[0]);
+        continue;
       }
-    } finally {
-      this.#committing = false;
+      if (!this.#begin(batch)) continue;
+      const values: unknown[] = [];
+      try {
+        for (const { work } of batch) values.push(await work(this.#tx));
+        this.#stmt("COMMIT").run();
+      } catch {
+        this.#rollback();
+        for (const write of batch) await this.#commitAlone(write);
+        continue;
+      }
+      batch.forEach(({ resolve }, i) => resolve(values[i]));
     }
   }
 
