@@ -124,6 +124,7 @@ function offerOf(d: Delivery): AnalysisJobOffer {
     deliveredAt: d.info.lastModified.toISOString(),
     validated: d.validated,
     sha256: d.sha256,
+    hasDimensions: d.hasDimensions,
     source: d.source,
     lane: d.info.size <= SMALL_INPUT_BYTES ? "small" : "large",
   };
@@ -142,6 +143,7 @@ function deliveryOf(job: AnalysisJob): Delivery {
     },
     validated: job.validated,
     sha256: job.sha256,
+    hasDimensions: job.hasDimensions,
     source: job.source,
   };
 }

@@ -205,7 +205,7 @@ controlPlaneTest(
       offer("again", "a1", { source: "event" }),
       offer("newer", "n2"),
       offer("old", "o1", { source: "upgrade" }),
-      offer("fresh", "f1", { sha256: "abc" }),
+      offer("fresh", "f1", { sha256: "abc", hasDimensions: false }),
     ]);
     const status = async (experiment: string) => {
       const row = await a.analyses.get("org_a", experiment);
@@ -221,6 +221,9 @@ controlPlaneTest(
       ["again:a1:event", "fresh:f1:upload", "newer:n2:upload", "old:o1:upgrade"],
     );
     assertEquals(jobs.find((j) => j.experimentId === "fresh")?.sha256, "abc");
+    // What the upload's checks found travels with the job; unknown stays unknown.
+    assertEquals(jobs.find((j) => j.experimentId === "fresh")?.hasDimensions, false);
+    assertEquals(jobs.find((j) => j.experimentId === "again")?.hasDimensions, undefined);
     for (const job of jobs) await a.jobs.complete("A", job);
     // A settings change re-runs a saved result: pending again, one more job.
     await b.jobs.admit([offer("done", "d1", { source: "settings" })]);

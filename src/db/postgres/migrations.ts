@@ -165,7 +165,7 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 6,
-    name: "analysis jobs in lanes, claimed in the order of an index",
+    name: "analysis jobs in lanes, claimed in the order of an index; what the upload found",
     // A claim takes one lane's oldest offers first (newest deliveries first among those offered
     // together) in this index's order, without reading or sorting what waits in other lanes.
     sql: `
@@ -173,6 +173,8 @@ export const MIGRATIONS: readonly Migration[] = [
       UPDATE analysis_jobs SET lane = CASE WHEN source = 'upgrade' THEN 'upgrade'
         WHEN size_bytes <= 1048576 THEN 'small' ELSE 'large' END;
       ALTER TABLE analysis_jobs ALTER COLUMN lane DROP DEFAULT;
+      -- What the upload's checks found (no dimension columns: the analysis keeps no values).
+      ALTER TABLE analysis_jobs ADD COLUMN has_dimensions BOOLEAN;
       CREATE INDEX analysis_jobs_claim ON analysis_jobs (lane, offered_at, delivered_at DESC);
       DROP INDEX analysis_jobs_offered;`,
   },

@@ -42,6 +42,11 @@ export interface AnalysisJobOffer {
   /** SHA-256 of the bytes (hex) when known on the way in (direct upload). */
   sha256?: string;
   /**
+   * Whether the checks on the way in found dimension columns (direct upload): false lets the
+   * analysis keep no dimension values. Unknown: undefined.
+   */
+  hasDimensions?: boolean;
+  /**
    * How the delivery was noticed; `settings` asks for one more run of the same object; `upgrade`
    * is the re-run of a result made by an older analysis, which never replaces a job.
    */
@@ -116,22 +121,27 @@ export interface AnalysisJobRepo {
 }
 
 /** A job row as `RETURNING_JOB` names its columns: the interface's, in the engine's types. */
-type JobRow = Record<keyof AnalysisJob, unknown> & { sha256: string | null };
+type JobRow = Record<keyof AnalysisJob, unknown> & {
+  sha256: string | null;
+  hasDimensions: unknown;
+};
 
 const JOB_COLUMNS =
-  "org_id, experiment_id, object_key, etag, size_bytes, delivered_at, validated, source, sha256, lane";
+  "org_id, experiment_id, object_key, etag, size_bytes, delivered_at, validated, source, sha256, lane, has_dimensions";
 
 /** A claimed job's columns under the interface's names. */
 const RETURNING_JOB = `org_id AS "orgId", experiment_id AS "experimentId", object_key AS key,
-  etag, size_bytes AS "sizeBytes", delivered_at AS "deliveredAt", validated, sha256, source,
+  etag, size_bytes AS "sizeBytes", delivered_at AS "deliveredAt", validated, sha256,
+  has_dimensions AS "hasDimensions", source,
   CASE WHEN lane = 'small' THEN 'small' ELSE 'large' END AS lane, generation, attempts`;
 
-function toJob({ sha256, ...row }: JobRow): AnalysisJob {
+function toJob({ sha256, hasDimensions, ...row }: JobRow): AnalysisJob {
   return {
     ...row as AnalysisJob,
     sizeBytes: int(row.sizeBytes),
     validated: Boolean(row.validated),
     ...(sha256 === null ? {} : { sha256 }),
+    ...(hasDimensions === null ? {} : { hasDimensions: Boolean(hasDimensions) }),
     generation: int(row.generation),
     attempts: int(row.attempts),
   };
@@ -148,6 +158,7 @@ const OFFER_COLUMNS = {
   source: "text",
   sha256: "text",
   lane: "text",
+  has_dimensions: "boolean",
 } as const;
 
 /** One offer as `Dialect.rows` reads it (with the columns `markPendingRows` reads too). */
@@ -162,6 +173,7 @@ function offerRow(job: AnalysisJobOffer): PendingDelivery & Record<string, SqlVa
     validated: job.validated,
     source: job.source,
     sha256: job.sha256 ?? null,
+    has_dimensions: job.hasDimensions ?? null,
     lane: job.source === "upgrade" ? "upgrade" : job.lane,
   };
 }
@@ -186,6 +198,9 @@ export function jobRepo(db: Dialect): AnalysisJobRepo {
            THEN analysis_jobs.validated OR excluded.validated ELSE excluded.validated END,
          sha256 = CASE WHEN analysis_jobs.etag = excluded.etag
            THEN coalesce(excluded.sha256, analysis_jobs.sha256) ELSE excluded.sha256 END,
+         has_dimensions = CASE WHEN analysis_jobs.etag = excluded.etag
+           THEN coalesce(excluded.has_dimensions, analysis_jobs.has_dimensions)
+           ELSE excluded.has_dimensions END,
          source = excluded.source,
          lane = excluded.lane,
          generation = analysis_jobs.generation + 1,

@@ -123,6 +123,7 @@ const MIGRATIONS: string[] = [
      lease_until TEXT,
      sha256 TEXT,
      lane TEXT NOT NULL,
+     has_dimensions INTEGER,
      PRIMARY KEY (org_id, experiment_id)
    );
    CREATE INDEX analysis_jobs_claim ON analysis_jobs(lane, offered_at, delivered_at DESC);`,
