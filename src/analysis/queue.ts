@@ -94,7 +94,11 @@ export interface AnalysisQueueOptions {
   log: Logger;
   /** How long a claim lasts without renewal (`ABN_ANALYSIS_LEASE_SECONDS`); default 60. */
   leaseSeconds?: number;
-  /** How often the job table is polled for work offered elsewhere; default 1000 ms. */
+  /**
+   * How often the job table is polled for work offered elsewhere; default 1000 ms, or 30 s when
+   * one process owns the database (nothing is offered elsewhere; a postponed job wakes the
+   * queue when its delay ends).
+   */
   pollMs?: number;
   /** This queue's name in leases; default the database's sole owner, else host/pid/random. */
   owner?: string;
@@ -201,7 +205,7 @@ export class AnalysisQueue implements AnalysisScheduler {
       this.#wake();
       this.#changed();
       this.#schedulePoll();
-    }, this.#o.pollMs ?? 1000);
+    }, this.#o.pollMs ?? (this.#o.db.jobs.soleOwner === undefined ? 1000 : 30_000));
     Deno.unrefTimer(this.#poll as unknown as number);
   }
 
@@ -431,6 +435,8 @@ export class AnalysisQueue implements AnalysisScheduler {
       const result = await analyseDelivery(this.#o, delivery);
       if (result.kind === "postponed") {
         await db.jobs.postpone(this.owner, job, RETRY_SECONDS);
+        const retry = setTimeout(() => this.#wake(), RETRY_SECONDS * 1000 + 50);
+        Deno.unrefTimer(retry as unknown as number);
         return;
       }
       // Replaced since it was offered: what is there now is a delivery (recorded, analysed; for
