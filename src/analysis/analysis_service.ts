@@ -8,14 +8,12 @@
 import type { AnalysisRow, ControlPlane } from "../db/control_plane.ts";
 import type { Delivery } from "../deliveries.ts";
 import { datasetKey, type ObjectInfo } from "../storage/object_store.ts";
-import type { AnalysisScheduler } from "./analysis_queue.ts";
+import type { AnalysisScheduler } from "./queue.ts";
 import type { DatasetFacts } from "./dataset_columns.ts";
 import type { AnalysisReport } from "./report.ts";
 
 /** How long `dataOf` waits for an analysis to settle, by default: a large file's takes seconds. */
 export const SETTLE_TIMEOUT_MS = 20_000;
-/** How often the row is read again while waiting (see `settledRow`). */
-const SETTLE_POLL_MS = 50;
 
 export interface AnalysisServiceOptions {
   db: ControlPlane;
@@ -96,22 +94,19 @@ export class AnalysisService {
 
   /**
    * The experiment's analysis row once the analysis of `info` settled in it (ready or failed),
-   * or as it is when the timeout passes. The run may be another instance's (PostgreSQL): the
-   * database is what is read, every `SETTLE_POLL_MS`.
+   * or as it is when the timeout passes: the queue tells when the run ends, here or on another
+   * instance (`AnalysisScheduler.settled`).
    */
   async #settledRow(
     orgId: string,
     experimentId: string,
     info: ObjectInfo,
   ): Promise<AnalysisRow | null> {
-    const deadline = Date.now() + this.#settleTimeoutMs;
-    for (let asked = false;; asked = true) {
-      const row = await this.#db.analyses.get(orgId, experimentId);
-      const settled = row !== null && row.etag === info.etag && row.status !== "pending";
-      if (settled || Date.now() >= deadline) return row;
-      if (!asked) this.#run(orgId, experimentId, info, "scan");
-      await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
-    }
+    const row = await this.#db.analyses.get(orgId, experimentId);
+    if (row !== null && row.etag === info.etag && row.status !== "pending") return row;
+    this.#run(orgId, experimentId, info, "scan");
+    await this.#scheduler.settled(orgId, experimentId, info.etag, this.#settleTimeoutMs);
+    return await this.#db.analyses.get(orgId, experimentId);
   }
 
   #run(orgId: string, experimentId: string, info: ObjectInfo, source: Delivery["source"]): void {
