@@ -1,5 +1,5 @@
 /**
- * Wiring, in one place: configuration → database → storage → catalog → ingest → application, and
+ * Wiring, in one place: configuration → database → storage → catalog → uploads → application, and
  * the background work started with them (the start-up sweep, the embedded timer's reconciliation,
  * grant scan and clean-up, the analysis queue). Used by `main.ts serve` and by tests that run the
  * real server in-process.
@@ -21,8 +21,7 @@ import { UrlSigner } from "./crypto/url_signer.ts";
 import type { AppHandler } from "./http/context.ts";
 import { createApp } from "./app.ts";
 import { RateLimiter } from "./http/rate_limiter.ts";
-import { Ingest } from "./ingest/ingest.ts";
-import { AnalysisFollowers } from "./analysis/upload_followers.ts";
+import { Uploads } from "./upload/upload.ts";
 import { TALLY_WORKER_LINGER_MS, TallyWorkers } from "./analysis/aggregate/tally_workers.ts";
 import { apiRoutes } from "./routes/mod.ts";
 import type { AppDeps, AppRoutes } from "./routes/deps.ts";
@@ -107,11 +106,9 @@ export async function createService(
   // another large analysis is on its way (an upload streams, or a large delivery waits).
   const tallyWorkers = new TallyWorkers(
     TALLY_WORKER_LINGER_MS,
-    (): boolean => ingest.inProgress > 0 || analysis.largeWaiting(),
+    (): boolean => uploads.inProgress > 0 || analysis.largeWaiting(),
   );
-  // A large upload piped into a local file is aggregated while it streams, when slow enough.
-  const followers = new AnalysisFollowers({ db, log, tallyWorkers });
-  const ingest = new Ingest({
+  const uploads = new Uploads({
     store,
     metrics,
     deliveries,
@@ -119,7 +116,6 @@ export async function createService(
     bodyIdleTimeoutSeconds: config.bodyIdleTimeoutSeconds,
     bodyMinBytesPerSecond: config.bodyMinBytesPerSecond,
     maxConcurrentUploads: config.maxConcurrentUploads,
-    followers,
   });
   const recorder = new LastUsedRecorder(db);
   const deps: AppDeps = {
@@ -132,7 +128,7 @@ export async function createService(
     catalog,
     grants,
     signer,
-    ingest,
+    uploads,
     rateLimiter: config.rateLimitPerMinute > 0
       ? new RateLimiter(config.rateLimitPerMinute)
       : undefined,
@@ -142,7 +138,7 @@ export async function createService(
     new Gauge(
       "abn_uploads_in_progress",
       "Upload bodies streaming now (direct uploads and local upload URLs)",
-      () => ingest.inProgress,
+      () => uploads.inProgress,
     ),
     // What the process holds: all of it, and of it the main thread's JavaScript heap and the
     // memory outside it (the analysis's typed arrays and the upload buffers of that thread).
@@ -170,11 +166,10 @@ export async function createService(
     deliveries,
     metrics,
     maxUploadBytes: config.maxUploadBytes,
-    busy: () => ingest.busy,
+    busy: () => uploads.busy,
     historyMaxSnapshots: config.historyMaxSnapshots,
     // Large analyses in a row reuse the aggregation's worker and its memory.
     tallyWorkers,
-    followers,
     log,
   };
   const analysis: AnalysisScheduler = db.jobs
@@ -268,7 +263,6 @@ export async function createService(
       await analysis.stop();
       tallyWorkers.stop();
       await grants?.flush();
-      ingest.close();
       await recorder.flush();
       log.flush();
       await db.close();

@@ -36,7 +36,7 @@ import {
 import { snapshotFigures } from "./history/snapshot.ts";
 import { releaseBuffers } from "../buffers.ts";
 import type { TallyWorkers } from "./aggregate/tally_workers.ts";
-import { type AnalysisFollowers, runAggregation } from "./upload_followers.ts";
+import { runAggregation } from "./run_aggregation.ts";
 import type { Aggregate } from "./aggregate/aggregate_types.ts";
 
 /** The phases of a run that its `analysis finished` line times (see `RunPhases`). */
@@ -112,8 +112,6 @@ export interface AnalyseDeps {
   historyMaxSnapshots?: number;
   /** Where the aggregation's worker waits between runs (see `TallyWorkers`); default nowhere. */
   tallyWorkers?: TallyWorkers;
-  /** Aggregates made while large uploads streamed, taken by their runs (`upload_followers.ts`). */
-  followers?: AnalysisFollowers;
 }
 
 /**
@@ -143,8 +141,6 @@ export async function analyseDelivery(
   let history: ResultHistory | undefined;
   /** Large arrays of this run only (user hashes, summary blobs), freed at its end. */
   const scratch: (ArrayBufferView | null | undefined)[] = [];
-  /** Whether the aggregate was made while the upload streamed. */
-  let followed = false;
   try {
     const object = await store.get(key);
     if (!object) return { kind: "gone" };
@@ -162,12 +158,7 @@ export async function analyseDelivery(
     const options = runAggregation(settings, previous?.summary);
     releaseBuffers(previous?.summary);
     phases.enter("aggregate");
-    // A direct upload may have been aggregated while it streamed, with these settings.
-    const followedAggregate = delivery.validated && delivery.sha256 !== undefined && deps.followers
-      ? await deps.followers.take(orgId, experimentId, etag, options)
-      : null;
-    followed = followedAggregate !== null;
-    const hashed = known === undefined && !followed;
+    const hashed = known === undefined;
     let hash = hashed ? createHash("sha256") : null;
     const aggregateBody = (body: ReadableStream<Uint8Array>, wideDays: boolean) =>
       // A two-step delivery is validated beside the reading: a refusal is the upload check's.
@@ -185,24 +176,19 @@ export async function analyseDelivery(
         checked: phases.checked,
       });
     let aggregate: Aggregate;
-    if (followedAggregate !== null) {
-      aggregate = followedAggregate;
-      await object.body.cancel();
-    } else {
-      try {
-        aggregate = await aggregateBody(object.body, options.wideDays ?? false);
-      } catch (error) {
-        if (!(error instanceof DaysOutOfRange)) throw error;
-        // A date before 1950 or after 2126: read again, with 32-bit days.
-        const again = await store.get(key);
-        if (!again) return { kind: "gone" };
-        if (again.info.etag !== etag) {
-          await again.body.cancel();
-          return { kind: "replaced", info: again.info };
-        }
-        hash = hashed ? createHash("sha256") : null;
-        aggregate = await aggregateBody(again.body, true);
+    try {
+      aggregate = await aggregateBody(object.body, options.wideDays ?? false);
+    } catch (error) {
+      if (!(error instanceof DaysOutOfRange)) throw error;
+      // A date before 1950 or after 2126: read again, with 32-bit days.
+      const again = await store.get(key);
+      if (!again) return { kind: "gone" };
+      if (again.info.etag !== etag) {
+        await again.body.cancel();
+        return { kind: "replaced", info: again.info };
       }
+      hash = hashed ? createHash("sha256") : null;
+      aggregate = await aggregateBody(again.body, true);
     }
     const sha256 = known ?? hash!.digest("hex");
     phases.enter("report");
@@ -321,7 +307,6 @@ export async function analyseDelivery(
     etag,
     source: delivery.source,
     status: outcome.status,
-    followed,
     duration_ms: Math.round(seconds * 1000),
     ...phases.fields(),
   });

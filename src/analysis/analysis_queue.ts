@@ -24,7 +24,6 @@ import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 import { SMALL_INPUT_BYTES } from "./aggregate/aggregate.ts";
 import { analyseDelivery, outdatedDeliveries } from "./analyse_delivery.ts";
-import type { AnalysisFollowers } from "./upload_followers.ts";
 import type { TallyWorkers } from "./aggregate/tally_workers.ts";
 
 /** Small datasets analysed at the same time (beside the larger ones). */
@@ -85,8 +84,6 @@ export interface AnalysisQueueOptions {
   historyMaxSnapshots?: number;
   /** Where the aggregation's worker waits between runs (see `TallyWorkers`); default nowhere. */
   tallyWorkers?: TallyWorkers;
-  /** Aggregates made while large uploads streamed (see `upload_followers.ts`); default none. */
-  followers?: AnalysisFollowers;
   log: Logger;
 }
 

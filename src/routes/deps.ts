@@ -11,10 +11,10 @@ import type { GrantRecorder } from "../catalog/grant_recorder.ts";
 import type { UrlSigner } from "../crypto/url_signer.ts";
 import type { Ctx, Handler, RouteTable } from "../http/context.ts";
 import type { RateLimiter } from "../http/rate_limiter.ts";
-import type { Ingest } from "../ingest/ingest.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
 import type { ObjectStore } from "../storage/object_store.ts";
+import type { Uploads } from "../upload/upload.ts";
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -32,7 +32,7 @@ export interface AppDeps {
   /** Signs local upload URLs and list cursors. */
   signer: UrlSigner;
   /** Receives datasets: direct uploads and local upload URLs. */
-  ingest: Ingest;
+  uploads: Uploads;
   /** Per-key request limit; absent: none. */
   rateLimiter?: RateLimiter;
   log: Logger;

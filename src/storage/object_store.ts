@@ -27,30 +27,15 @@ export interface ObjectWriter {
   commit(): Promise<ObjectInfo>;
   /** Discards what was written. Safe to call more than once and after a failed commit. */
   abort(): Promise<void>;
-  /**
-   * The local driver's temporary file, for a caller that streams a whole body into it instead of
-   * calling `write` (the runtime then copies the bytes without passing them through JavaScript)
-   * and reads the file back as it grows to check it. The caller still commits or aborts.
-   */
-  readonly spool?: FileSpool;
 }
 
-/** A temporary file that a body is piped into; see `ObjectWriter.spool`. */
-export interface FileSpool {
-  /** Where the file is: readable while it grows. */
-  readonly path: string;
-  /**
-   * Copies `body` to the end of the file; resolves at the body's end, rejects with the body's or
-   * the file's error, or with `signal`'s reason once it aborts. `see` is shown each chunk, in
-   * order, before the next is read. Called at most once, and never together with `write`.
-   */
-  pipeFrom(
-    body: ReadableStream<Uint8Array>,
-    signal: AbortSignal,
-    see?: (chunk: Uint8Array) => void,
-  ): Promise<void>;
-  /** Bytes in the file so far. */
-  size(): Promise<number>;
+/**
+ * `writer` as the last stage of a stream pipeline: each chunk goes to `write` (its backpressure
+ * is the stream's). Closing the stream commits nothing: the caller commits once every check of
+ * the bytes passed, or aborts the writer.
+ */
+export function objectWritable(writer: ObjectWriter): WritableStream<Uint8Array> {
+  return new WritableStream<Uint8Array>({ write: (chunk) => writer.write(chunk) });
 }
 
 export interface ListOptions {

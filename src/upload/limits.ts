@@ -95,54 +95,94 @@ export function limitBody(
   const deadline = options.deadlineMs === undefined
     ? undefined
     : setTimeout(() => breakWith(deadlineError(options.deadlineMs!)), options.deadlineMs);
-  const settle = () => clearTimeout(deadline);
+  const idle = new IdleWatch(
+    options.idleTimeoutMs,
+    () => breakWith(idleError(options.idleTimeoutMs)),
+  );
+  const settle = () => {
+    clearTimeout(deadline);
+    idle.stop();
+  };
 
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
-      const idle = setTimeout(
-        () => breakWith(idleError(options.idleTimeoutMs)),
-        options.idleTimeoutMs,
-      );
       let result: ReadableStreamReadResult<Uint8Array>;
+      idle.waiting();
       try {
         result = await reader.read();
       } catch {
         result = { done: true, value: undefined };
         broken ??= abortedError();
       } finally {
-        clearTimeout(idle);
+        idle.served();
       }
-      if (broken !== null) {
-        settle();
-        controller.error(broken);
-        return;
-      }
-      if (result.done) {
-        settle();
-        controller.close();
-        return;
-      }
-      const chunk = result.value;
-      total += chunk.length;
-      options.onBytes?.(chunk.length);
-      if (total > options.maxBytes) {
-        breakWith(options.tooLarge?.() ?? tooLargeError(options.maxBytes));
-      } else if (minRate > 0) {
-        const elapsed = performance.now() - started;
-        if (elapsed > minRateAfter && total < minRate * elapsed / 1000) {
-          breakWith(slowError(total, elapsed, minRate));
+      if (broken === null && !result.done) {
+        const chunk = result.value;
+        total += chunk.length;
+        options.onBytes?.(chunk.length);
+        if (total > options.maxBytes) {
+          breakWith(options.tooLarge?.() ?? tooLargeError(options.maxBytes));
+        } else if (minRate > 0) {
+          const elapsed = performance.now() - started;
+          if (elapsed > minRateAfter && total < minRate * elapsed / 1000) {
+            breakWith(slowError(total, elapsed, minRate));
+          }
         }
+        if (broken === null) return controller.enqueue(chunk);
       }
-      if (broken !== null) {
-        settle();
-        controller.error(broken);
-        return;
-      }
-      controller.enqueue(chunk);
+      settle();
+      if (broken !== null) controller.error(broken);
+      else controller.close();
     },
     cancel(reason) {
       settle();
       return reader.cancel(reason);
     },
   }, { highWaterMark: 0 });
+}
+
+/**
+ * The idle timeout of one body, on one timer for the whole body rather than one per read (a
+ * timer costs more than a read of a chunk that is already there): it counts only the time a read
+ * waits, and fires `onIdle` once a read has waited `idleMs`.
+ */
+class IdleWatch {
+  readonly #idleMs: number;
+  readonly #onIdle: () => void;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the read under way started; -1 while none is. */
+  #since = -1;
+  #stopped = false;
+
+  constructor(idleMs: number, onIdle: () => void) {
+    this.#idleMs = idleMs;
+    this.#onIdle = onIdle;
+  }
+
+  /** A read starts. */
+  waiting(): void {
+    this.#since = performance.now();
+    if (this.#timer === undefined && !this.#stopped) this.#arm(this.#idleMs);
+  }
+
+  /** The read ended. */
+  served(): void {
+    this.#since = -1;
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #arm(ms: number): void {
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (this.#since < 0 || this.#stopped) return; // no read waits: the next one arms again
+      const waited = performance.now() - this.#since;
+      if (waited >= this.#idleMs) this.#onIdle();
+      else this.#arm(this.#idleMs - waited);
+    }, ms);
+  }
 }

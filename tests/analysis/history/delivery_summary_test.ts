@@ -11,7 +11,7 @@ import {
   summaryDates,
   summaryUserCount,
 } from "../../../src/analysis/history/delivery_summary.ts";
-import { runAggregation } from "../../../src/analysis/upload_followers.ts";
+import { runAggregation } from "../../../src/analysis/run_aggregation.ts";
 import { validateSettings } from "../../../src/analysis/settings.ts";
 import { datesFitNarrowDays } from "../../../src/analysis/aggregate/aggregate.ts";
 import { withSqlite } from "../../db/_control_planes.ts";
