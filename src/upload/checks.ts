@@ -1,17 +1,18 @@
 /**
- * The CSV checks and the SHA-256 of a direct upload, as one pass-through stream stage: each chunk
- * is checked and hashed before it is passed on, so the chunk holding the first problem never
- * reaches storage (the stage errors with the `ValidationError` instead), and `result` resolves
- * once the last byte passed. The checks are those of docs/api.md ("What a direct upload checks"),
- * run by `src/pipeline/`'s byte-level validator.
+ * The CSV checks and the SHA-256 of a direct upload, as one pass-through stage of the upload's
+ * byte pipeline (`_byte_stage.ts`): each read is checked and hashed, in the reader's own buffer,
+ * before it is handed on, so the bytes holding the first problem never reach storage (the stream
+ * errors with the `ValidationError` instead), and `result` resolves once the last byte passed.
+ * The checks are those of docs/api.md ("What a direct upload checks"), run by `src/pipeline/`'s
+ * byte-level validator.
  *
- * They run on the request's thread: a worker-thread stage (each chunk posted to a worker that
- * checks and hashes it) was measured against it end to end and was slower; see docs/performance.md,
- * "Uploads".
+ * They run on the request's thread: a stage that posted each read to a worker thread, which
+ * checked and hashed it, took as long end to end (docs/performance.md, "The CSV checks").
  *
  * @module
  */
 import { createHash } from "node:crypto";
+import { byteStage } from "./_byte_stage.ts";
 import { sha256Hex } from "../crypto/sha256.ts";
 import {
   DatasetValidator,
@@ -61,44 +62,31 @@ class BodyHash {
 }
 
 /**
- * Checks and hashes the bytes on their way through (see the module's documentation). `result`
+ * `body` checked and hashed on its way through (see the module's documentation). `result`
  * rejects with the error that ended the stream, and never causes an unhandled rejection by
  * itself.
  */
-export class DatasetChecks extends TransformStream<Uint8Array, Uint8Array> {
+export class DatasetChecks {
+  /** The bytes of `body`, once checked. */
+  readonly readable: ReadableStream<Uint8Array>;
   /** The summary and hash of a dataset that passed every check. */
   readonly result: Promise<CheckedDataset>;
 
-  constructor(options: DatasetValidatorOptions = {}) {
+  constructor(body: ReadableStream<Uint8Array>, options: DatasetValidatorOptions = {}) {
     const validator = new DatasetValidator(options);
     const hash = new BodyHash();
     const { promise, resolve, reject } = Promise.withResolvers<CheckedDataset>();
     promise.catch(() => {});
-    const failing = (error: unknown) => {
-      reject(error);
-      return error;
-    };
-    super({
-      transform(chunk, controller) {
-        try {
-          validator.push(chunk);
-        } catch (error) {
-          throw failing(error);
-        }
-        hash.update(chunk);
-        controller.enqueue(chunk);
+    this.readable = byteStage(body, {
+      see(bytes) {
+        validator.push(bytes);
+        hash.update(bytes);
       },
-      flush() {
-        try {
-          resolve({ summary: validator.finish(), sha256: hash.digest() });
-        } catch (error) {
-          throw failing(error);
-        }
+      end() {
+        resolve({ summary: validator.finish(), sha256: hash.digest() });
       },
-      cancel(reason) {
-        reject(reason);
-      },
-    });
+      stop: reject,
+    }).readable;
     this.result = promise;
   }
 }

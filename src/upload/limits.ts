@@ -2,8 +2,9 @@
  * The limits every request body the service reads is held to, as one stream stage: a byte limit
  * (refused at the first byte past it), an idle timeout (the body sent nothing for that long while
  * it was asked for more), a minimum average rate once a grace period has passed, and an optional
- * deadline for the whole body. `limitBody(body, options)` answers a stream of the same chunks
- * that errors with the first limit broken and cancels the body then.
+ * deadline for the whole body. `limitBody(body, options)` answers a byte stream of the same
+ * bytes that errors with the first limit broken and cancels the body then; its reader's buffers
+ * are filled by the body in place (see `_byte_stage.ts`).
  *
  * Time counts only while the stage waits for the body: a slow consumer (storage applying
  * backpressure) never makes the client look idle.
@@ -12,6 +13,7 @@
  */
 import { ServiceError } from "../errors.ts";
 import { megabytes } from "../http/errors.ts";
+import { byteStage, type Read } from "./_byte_stage.ts";
 
 /** Options of `limitBody`. */
 export interface BodyLimitsOptions {
@@ -80,7 +82,6 @@ export function limitBody(
   body: ReadableStream<Uint8Array>,
   options: BodyLimitsOptions,
 ): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
   const minRate = options.minBytesPerSecond ?? 0;
   const minRateAfter = options.minRateAfterMs ?? 60_000;
   const started = performance.now();
@@ -90,7 +91,7 @@ export function limitBody(
   /** Breaks the body with `error`: the read under way ends, and the stream errors with it. */
   const breakWith = (error: Error) => {
     broken ??= error;
-    reader.cancel(error).catch(() => {});
+    stage.interrupt(error);
   };
   const deadline = options.deadlineMs === undefined
     ? undefined
@@ -103,42 +104,37 @@ export function limitBody(
     clearTimeout(deadline);
     idle.stop();
   };
-
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      let result: ReadableStreamReadResult<Uint8Array>;
+  const stage = byteStage(body, {
+    async around(read): Promise<Read> {
       idle.waiting();
+      let result: Read;
       try {
-        result = await reader.read();
+        result = await read();
       } catch {
-        result = { done: true, value: undefined };
-        broken ??= abortedError();
+        throw broken ?? abortedError();
       } finally {
         idle.served();
       }
-      if (broken === null && !result.done) {
-        const chunk = result.value;
-        total += chunk.length;
-        options.onBytes?.(chunk.length);
-        if (total > options.maxBytes) {
-          breakWith(options.tooLarge?.() ?? tooLargeError(options.maxBytes));
-        } else if (minRate > 0) {
-          const elapsed = performance.now() - started;
-          if (elapsed > minRateAfter && total < minRate * elapsed / 1000) {
-            breakWith(slowError(total, elapsed, minRate));
-          }
-        }
-        if (broken === null) return controller.enqueue(chunk);
+      if (broken !== null) throw broken;
+      return result;
+    },
+    see(bytes) {
+      total += bytes.length;
+      options.onBytes?.(bytes.length);
+      if (total > options.maxBytes) {
+        throw broken ??= options.tooLarge?.() ?? tooLargeError(options.maxBytes);
       }
-      settle();
-      if (broken !== null) controller.error(broken);
-      else controller.close();
+      if (minRate > 0) {
+        const elapsed = performance.now() - started;
+        if (elapsed > minRateAfter && total < minRate * elapsed / 1000) {
+          throw broken ??= slowError(total, elapsed, minRate);
+        }
+      }
     },
-    cancel(reason) {
-      settle();
-      return reader.cancel(reason);
-    },
-  }, { highWaterMark: 0 });
+    end: settle,
+    stop: settle,
+  });
+  return stage.readable;
 }
 
 /**

@@ -4,7 +4,10 @@
  * take an upload slot and run the body through the same stream stages:
  *
  *     body → limitBody (size, idle, minimum rate) → DatasetChecks (CSV checks + SHA-256)
- *          → objectWritable (the store's writer) → commit → catalog → publish
+ *          → writeBody (the store's writer) → commit → catalog → publish
+ *
+ * The stages are byte streams: the bytes land once, in the buffers `writeBody` reads them into,
+ * and each stage sees them there (see `_byte_stage.ts`).
  *
  * Nothing is committed before the last byte passed every stage; on any error the writer is
  * aborted, so a refused or failed delivery never changes the stored object. The upload URL skips
@@ -21,7 +24,7 @@ import type { DeliveryHub } from "../deliveries.ts";
 import type { Metrics } from "../metrics.ts";
 import type { ValidationSummary } from "../pipeline/mod.ts";
 import type { ObjectInfo, ObjectStore } from "../storage/object_store.ts";
-import { datasetKey, objectWritable, StorageError } from "../storage/object_store.ts";
+import { datasetKey, StorageError, writeBody } from "../storage/object_store.ts";
 import { type CheckedDataset, DatasetChecks } from "./checks.ts";
 import { limitBody, tooLargeError } from "./limits.ts";
 import { UploadSlots } from "./slots.ts";
@@ -73,16 +76,35 @@ export interface StoredUpload {
  */
 export const CLOSE_AFTER_BODY_BYTES = 1024 * 1024;
 
+/**
+ * The buffers a body is read into (`writeBody`'s): this size, or a byte more than the declared
+ * length when that is smaller (the end of the body is then seen in the same buffer).
+ */
+const BUFFER_BYTES = 1024 * 1024;
+
+function bufferBytesFor(req: Request): number {
+  const declared = req.headers.get("content-length");
+  return declared === null ? BUFFER_BYTES : Math.min(BUFFER_BYTES, declaredLength(req) + 1);
+}
+
 /** How long after an upload ended the service still counts as `busy`. */
 const BUSY_AFTER_MS = 50;
+
+/** A stored body. */
+interface Received {
+  info: ObjectInfo;
+  bytes: number;
+  /** What the checks found, when the body went through them. */
+  checked?: CheckedDataset;
+}
 
 /** One way in: what differs between the direct upload and the upload URL. */
 interface Way {
   route: "upload" | "presigned_put";
   key: string;
   target: DatasetTarget;
-  /** The checks stage, for a direct upload. */
-  checks?: DatasetChecks;
+  /** Whether the bytes go through the checks stage (a direct upload). */
+  checked: boolean;
   /** Largest body accepted, and the error past it (default `tooLargeError`). */
   maxBytes: number;
   tooLarge?: () => Error;
@@ -147,17 +169,15 @@ export class Uploads {
    * before reading, then checks the body while it streams to storage and commits it.
    */
   async upload(call: UploadCall, target: DatasetTarget): Promise<StoredUpload> {
-    const checks = new DatasetChecks();
-    const { info, bytes } = await this.#receive(call, {
+    const { info, bytes, checked } = await this.#receive(call, {
       route: "upload",
       key: datasetKey(target.orgId, target.experimentId),
       target,
-      checks,
+      checked: true,
       maxBytes: this.#o.maxUploadBytes,
       refuseEarly: refuseMultipart,
     });
-    const { summary, sha256 } = await checks.result;
-    return { bytes, summary, sha256, info };
+    return { bytes, summary: checked!.summary, sha256: checked!.sha256, info };
   }
 
   /**
@@ -182,6 +202,7 @@ export class Uploads {
       route: "presigned_put",
       key,
       target,
+      checked: false,
       maxBytes: bound ? exactBytes : max,
       tooLarge: bound ? () => otherLength("received more") : undefined,
       refuseEarly(req) {
@@ -210,7 +231,7 @@ export class Uploads {
   }
 
   /** The refusals before the body, the slot, the stages; counts what came in and how it ended. */
-  async #receive(call: UploadCall, way: Way): Promise<{ info: ObjectInfo; bytes: number }> {
+  async #receive(call: UploadCall, way: Way): Promise<Received> {
     const { req } = call;
     const received = { bytes: 0 };
     try {
@@ -220,8 +241,7 @@ export class Uploads {
       way.refuseEarly?.(req);
       const release = this.#slots.take(req);
       try {
-        const info = await this.#store(call, way, received);
-        return { info, bytes: received.bytes };
+        return await this.#store(call, way, received);
       } finally {
         release();
         this.#lastDone = performance.now();
@@ -239,22 +259,22 @@ export class Uploads {
   }
 
   /** body → limits → checks → the store's writer → commit → catalog → publish. */
-  async #store(call: UploadCall, way: Way, received: { bytes: number }): Promise<ObjectInfo> {
+  async #store(call: UploadCall, way: Way, received: { bytes: number }): Promise<Received> {
     const { store, metrics, deliveries } = this.#o;
     const writer = await store.createWriter(way.key);
     const started = performance.now();
     try {
-      let body = limitBody(call.req.body ?? ReadableStream.from([]), {
+      const limited = limitBody(call.req.body ?? ReadableStream.from([]), {
         maxBytes: way.maxBytes,
         tooLarge: way.tooLarge,
         idleTimeoutMs: this.#o.bodyIdleTimeoutSeconds * 1000,
         minBytesPerSecond: this.#o.bodyMinBytesPerSecond,
         onBytes: (bytes) => received.bytes += bytes,
       });
-      if (way.checks) body = body.pipeThrough(way.checks);
-      await body.pipeTo(objectWritable(writer));
+      const checks = way.checked ? new DatasetChecks(limited) : null;
+      await writeBody(checks?.readable ?? limited, writer, bufferBytesFor(call.req));
       way.refuseLength?.(received.bytes);
-      const checked: CheckedDataset | undefined = await way.checks?.result;
+      const checked = await checks?.result;
       const stored = performance.now();
       const info = await writer.commit();
       const committed = performance.now();
@@ -274,7 +294,7 @@ export class Uploads {
         commit_ms: elapsed(stored, committed),
         record_ms: elapsed(committed, performance.now()),
       });
-      return info;
+      return { info, bytes: received.bytes, checked };
     } catch (error) {
       await writer.abort();
       throw error;

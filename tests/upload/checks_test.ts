@@ -12,8 +12,8 @@ async function sha256(data: Uint8Array): Promise<string> {
 
 Deno.test("DatasetChecks passes the bytes through unchanged and resolves the summary and hash", async () => {
   const data = bytes(HEADER + ROWS);
-  const checks = new DatasetChecks();
-  const out = await Array.fromAsync(ReadableStream.from(chunked(data, 100)).pipeThrough(checks));
+  const checks = new DatasetChecks(ReadableStream.from(chunked(data, 100)));
+  const out = await Array.fromAsync(checks.readable);
   assert.deepEqual(concat(...out), data);
   const result = await checks.result;
   assert.equal(result.summary.rows, 20);
@@ -26,20 +26,18 @@ Deno.test("DatasetChecks hashes a body larger than its small-body buffer, whatev
   const data = bytes(HEADER + rows);
   assert.ok(data.length > 16 * 1024);
   for (const size of [7, 1000, 16 * 1024, 0]) {
-    const checks = new DatasetChecks();
-    await Array.fromAsync(ReadableStream.from(chunked(data, size)).pipeThrough(checks));
+    const checks = new DatasetChecks(ReadableStream.from(chunked(data, size)));
+    await Array.fromAsync(checks.readable);
     assert.equal((await checks.result).sha256, await sha256(data), `chunks of ${size}`);
   }
 });
 
 Deno.test("DatasetChecks errors the stream with the ValidationError and rejects the result", async () => {
   const data = bytes(`${HEADER}${ROWS}u9,B,2026-02-30,1,2\n${ROWS}`);
-  const checks = new DatasetChecks();
+  const checks = new DatasetChecks(ReadableStream.from(chunked(data, 64)));
   const forwarded: Uint8Array[] = [];
   await assert.rejects(
-    ReadableStream.from(chunked(data, 64)).pipeThrough(checks).pipeTo(
-      new WritableStream({ write: (chunk) => void forwarded.push(chunk) }),
-    ),
+    checks.readable.pipeTo(new WritableStream({ write: (chunk) => void forwarded.push(chunk) })),
     (error: ValidationError) => error instanceof ValidationError && error.code === "invalid_date",
   );
   await assert.rejects(checks.result, ValidationError);
@@ -49,42 +47,37 @@ Deno.test("DatasetChecks errors the stream with the ValidationError and rejects 
 });
 
 Deno.test("DatasetChecks rejects at the end what only the end shows", async () => {
-  const checks = new DatasetChecks();
-  const readable = ReadableStream.from([bytes(HEADER)]).pipeThrough(checks);
-  await assert.rejects(Array.fromAsync(readable), /No data rows/);
+  const checks = new DatasetChecks(ReadableStream.from([bytes(HEADER)]));
+  await assert.rejects(Array.fromAsync(checks.readable), /No data rows/);
   await assert.rejects(checks.result, (error: ValidationError) => error.code === "no_data_rows");
 });
 
 Deno.test("DatasetChecks passes its options to the validator", async () => {
-  const checks = new DatasetChecks({ maxLineBytes: 10 });
-  await assert.rejects(
-    Array.fromAsync(ReadableStream.from([bytes(HEADER)]).pipeThrough(checks)),
-    /longer than 10 bytes/,
-  );
+  const checks = new DatasetChecks(ReadableStream.from([bytes(HEADER)]), { maxLineBytes: 10 });
+  await assert.rejects(Array.fromAsync(checks.readable), /longer than 10 bytes/);
   await assert.rejects(checks.result);
 });
 
 Deno.test("DatasetChecks leaves no unhandled rejection when the result is not awaited", async () => {
-  const checks = new DatasetChecks();
-  const readable = ReadableStream.from([bytes([0x1f, 0x8b, 8, 0])]).pipeThrough(checks);
-  await assert.rejects(Array.fromAsync(readable), /GZIP archive detected/);
+  const checks = new DatasetChecks(ReadableStream.from([bytes([0x1f, 0x8b, 8, 0])]));
+  await assert.rejects(Array.fromAsync(checks.readable), /GZIP archive detected/);
   await new Promise((resolve) => setTimeout(resolve, 10)); // an unhandled rejection would fail the test
 });
 
 Deno.test("DatasetChecks rejects the result when the output side is cancelled", async () => {
-  const checks = new DatasetChecks();
+  const checks = new DatasetChecks(ReadableStream.from([bytes(HEADER)]));
   await checks.readable.cancel(new Error("client went away"));
   await assert.rejects(checks.result, /client went away/);
 });
 
 Deno.test("DatasetChecks rejects the result when the bytes before it fail", async () => {
-  const checks = new DatasetChecks();
   const broken = new ReadableStream<Uint8Array>({
     start(controller) {
       controller.enqueue(bytes(HEADER));
       controller.error(new Error("connection reset"));
     },
   });
-  await assert.rejects(broken.pipeThrough(checks).pipeTo(new WritableStream()), /connection reset/);
+  const checks = new DatasetChecks(broken);
+  await assert.rejects(checks.readable.pipeTo(new WritableStream()), /connection reset/);
   await assert.rejects(checks.result, /connection reset/);
 });
