@@ -32,6 +32,7 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
       return errorResponse("not_found", "Not found", requestId);
     }
     const logFields: Record<string, unknown> = {};
+    let closing = false;
     let route = "unmatched";
     let response: Response;
     try {
@@ -54,6 +55,9 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
         requestId,
         deps,
         logFields,
+        closeConnection() {
+          closing = true;
+        },
         async auth() {
           const principal = await authenticate(
             deps.db,
@@ -73,9 +77,7 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
       response = toErrorResponse(error, requestId, log);
       logFields.error_code = (error instanceof ServiceError) ? error.code : "internal_error";
     }
-    if (bodyBytes(req, logFields) >= CLOSE_AFTER_BODY_BYTES) {
-      response = withHeader(response, "connection", "close");
-    }
+    if (closing) response = withHeader(response, "connection", "close");
     const seconds = (performance.now() - started) / 1000;
     deps.metrics.requests.inc({
       route,
@@ -94,25 +96,6 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
     });
     return response;
   };
-}
-
-/**
- * The answer to a body this large asks the client to close the connection (`Connection: close`,
- * which HTTP/1.1 clients honour; the runtime does not close it itself, and HTTP/2 ignores the
- * header): the runtime keeps the buffers such a body grew, up to about 20 MB for a 200 MB upload,
- * for as long as the connection stays open, so a client keeping it idle would keep that memory in
- * the service. A new connection costs such a client next to nothing.
- */
-export const CLOSE_AFTER_BODY_BYTES = 1024 * 1024;
-
-/** The body's size: the larger of the declared and the received (a chunked upload's `bytes_in`). */
-function bodyBytes(req: Request, logFields: Record<string, unknown>): number {
-  const declared = Number(req.headers.get("content-length") ?? 0);
-  const received = Number(logFields.bytes_in ?? 0);
-  return Math.max(
-    Number.isFinite(declared) ? declared : 0,
-    Number.isFinite(received) ? received : 0,
-  );
 }
 
 const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]);

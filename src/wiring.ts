@@ -1,5 +1,5 @@
 /**
- * Wiring, in one place: configuration → database → storage → catalog → ingest → application, and
+ * Wiring, in one place: configuration → database → storage → catalog → uploads → application, and
  * the background work started with them (the start-up sweep, the embedded timer's reconciliation,
  * grant scan and clean-up, the analysis queue). Used by `main.ts serve` and by tests that run the
  * real server in-process.
@@ -21,7 +21,7 @@ import { UrlSigner } from "./crypto/url_signer.ts";
 import type { AppHandler } from "./http/context.ts";
 import { createApp } from "./app.ts";
 import { RateLimiter } from "./http/rate_limiter.ts";
-import { Ingest } from "./ingest/ingest.ts";
+import { Uploads } from "./upload/upload.ts";
 import { apiRoutes } from "./routes/mod.ts";
 import type { AppDeps, AppRoutes } from "./routes/deps.ts";
 import { createLogger } from "./log.ts";
@@ -99,7 +99,7 @@ export async function createService(
   const deliveries = new DeliveryHub({ log, catalog, db });
   // Only S3 needs grants: local upload URLs are PUT through this process, which delivers them.
   const grants = store.driver === "s3" ? new GrantRecorder({ db, log }) : undefined;
-  const ingest = new Ingest({
+  const uploads = new Uploads({
     store,
     metrics,
     deliveries,
@@ -113,7 +113,7 @@ export async function createService(
     new Gauge(
       "abn_uploads_in_progress",
       "Upload bodies streaming now (direct uploads and local upload URLs)",
-      () => ingest.inProgress,
+      () => uploads.inProgress,
     ),
     // What the process holds: all of it, and of it the main thread's JavaScript heap and the
     // memory outside it (the analysis's typed arrays and the upload buffers of that thread).
@@ -141,7 +141,7 @@ export async function createService(
     deliveries,
     metrics,
     maxUploadBytes: config.maxUploadBytes,
-    busy: () => ingest.busy,
+    busy: () => uploads.busy,
     historyMaxSnapshots: config.historyMaxSnapshots,
     leaseSeconds: config.analysisLeaseSeconds,
     log,
@@ -168,7 +168,7 @@ export async function createService(
     catalog,
     grants,
     signer,
-    ingest,
+    uploads,
     analysis: new AnalysisService({ db, scheduler: analysis }),
     rateLimiter: config.rateLimitPerMinute > 0
       ? new RateLimiter(config.rateLimitPerMinute)
@@ -191,7 +191,6 @@ export async function createService(
       await timers.stop();
       await analysis.stop();
       await grants?.flush();
-      ingest.close();
       await recorder.flush();
       log.flush();
       await db.close();

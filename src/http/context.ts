@@ -1,8 +1,8 @@
 /**
  * What a route handler sees: the request, its parsed URL and path parameters, the request id, the
  * application's dependencies (typed by the application, `D`), fields for the request's log line,
- * and `auth()`. Handlers answer with `json(ctx, body)` or a `Response` of their own; they never
- * import the application module.
+ * `closeConnection()` and `auth()`. Handlers answer with `json(ctx, body)` or a `Response` of
+ * their own; they never import the application module.
  */
 import type { Params } from "./router.ts";
 import type { Principal } from "./auth.ts";
@@ -14,8 +14,10 @@ export interface Ctx<D> {
   params: Params;
   requestId: string;
   deps: D;
-  /** Extra fields for the request's log line (org id, bytes in…). */
+  /** Extra fields for the request's log line (org id, bytes in…): recorded, never read back. */
   logFields: Record<string, unknown>;
+  /** Asks the client to close the connection after the answer (`Connection: close`). */
+  closeConnection(): void;
   /** Authenticates the request (401/403/429 otherwise) and answers the caller. */
   auth(): Promise<Principal>;
 }

@@ -11,11 +11,12 @@ import type { GrantRecorder } from "../catalog/grant_recorder.ts";
 import type { UrlSigner } from "../crypto/url_signer.ts";
 import type { Ctx, Handler, RouteTable } from "../http/context.ts";
 import type { RateLimiter } from "../http/rate_limiter.ts";
-import type { Ingest } from "../ingest/ingest.ts";
+import type { Uploads } from "../upload/upload.ts";
 import type { AnalysisService } from "../analysis/analysis_service.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
 import type { ObjectStore } from "../storage/object_store.ts";
+import type { Uploads } from "../upload/upload.ts";
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -33,7 +34,7 @@ export interface AppDeps {
   /** Signs local upload URLs and list cursors. */
   signer: UrlSigner;
   /** Receives datasets: direct uploads and local upload URLs. */
-  ingest: Ingest;
+  uploads: Uploads;
   /** The analyses of stored deliveries, as reads and settings changes need them. */
   analysis: AnalysisService;
   /** Per-key request limit; absent: none. */

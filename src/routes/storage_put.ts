@@ -7,7 +7,7 @@ import { ApiError } from "../http/errors.ts";
 import { parseDatasetKey } from "../storage/object_store.ts";
 
 async function storagePut(ctx: AppCtx): Promise<Response> {
-  const { store, db, signer, ingest } = ctx.deps;
+  const { store, db, signer, uploads } = ctx.deps;
   if (store.driver !== "local") {
     throw new ApiError("not_found", "Uploads go straight to the S3 storage on this service");
   }
@@ -37,11 +37,10 @@ async function storagePut(ctx: AppCtx): Promise<Response> {
       throw new ApiError("org_deactivated", "The organization of this upload URL is deactivated");
     }
   } catch (error) {
-    ctx.req.body?.cancel().catch(() => {});
-    ingest.reject(error);
+    uploads.refuse(ctx, error);
     throw error;
   }
-  const info = await ingest.put(ctx.req, key, target, check.size, ctx.logFields);
+  const info = await uploads.put(ctx, key, target, check.size);
   return new Response(null, {
     status: 200,
     headers: { etag: `"${info.etag}"`, "x-request-id": ctx.requestId },
