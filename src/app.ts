@@ -7,18 +7,16 @@ import { StorageError } from "./storage/object_store.ts";
 import { Router } from "./http/router.ts";
 import { ApiError, errorHeaders, errorResponse } from "./http/errors.ts";
 import { ServiceError } from "./errors.ts";
-import type { AppHandler, Ctx } from "./http/context.ts";
-import { authenticate } from "./http/auth.ts";
+import type { AppHandler, Ctx, Route } from "./http/context.ts";
+import { authenticate, type Principal, requireScope } from "./http/auth.ts";
 import type { Logger } from "./log.ts";
 import { describeError } from "./log.ts";
-import type { AppDeps, AppHandlerFn, AppRoutes } from "./routes/deps.ts";
+import type { AppDeps, AppRoutes } from "./routes/deps.ts";
 
 export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
-  const router = new Router<{ pattern: string; handler: AppHandlerFn }>();
+  const router = new Router<Route<AppDeps>>();
   for (const table of routeTables) {
-    for (const [method, pattern, handler] of table) {
-      router.add(method, pattern, { pattern, handler });
-    }
+    for (const entry of table) router.add(entry.method, entry.path, entry);
   }
   const log = deps.log;
 
@@ -47,7 +45,9 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
           { allow: match.allow.join(", ") },
         );
       }
-      route = match.handler.pattern;
+      const entry = match.handler;
+      route = entry.path;
+      let principal: Principal | undefined;
       const ctx: Ctx<AppDeps> = {
         req,
         url,
@@ -59,17 +59,23 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
           closing = true;
         },
         async auth() {
-          const principal = await authenticate(
+          if (principal) return principal;
+          const caller = await authenticate(
             deps.db,
             req.headers.get("authorization"),
             deps.recorder,
           );
-          logFields.org_id = principal.orgId;
-          deps.rateLimiter?.check(principal.keyId);
-          return principal;
+          logFields.org_id = caller.orgId;
+          deps.rateLimiter?.check(caller.keyId);
+          if (entry.access !== "public") requireScope(caller, entry.access);
+          principal = caller;
+          return caller;
         },
       };
-      response = await match.handler.handler(ctx);
+      // Every route that needs a key is authenticated and its scope checked here, before its
+      // handler runs: the route table is the one place that says who may call what.
+      if (entry.access !== "public") await ctx.auth();
+      response = await entry.handler(ctx);
       if (!response.headers.has("x-request-id")) {
         response = withHeader(response, "x-request-id", requestId);
       }

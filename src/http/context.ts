@@ -23,7 +23,26 @@ export interface Ctx<D> {
 }
 
 export type Handler<D> = (ctx: Ctx<D>) => Response | Promise<Response>;
-export type RouteTable<D> = [method: string, pattern: string, handler: Handler<D>][];
+
+/** What a key may do (docs/api.md, "Scopes"); no scope implies another. */
+export type Scope = "upload" | "read" | "write" | "admin";
+export const SCOPES: readonly Scope[] = ["upload", "read", "write", "admin"];
+
+/**
+ * Who may call a route: anyone (`public`: health, metrics, the UI's files, and the routes that
+ * carry their own proof, an upload URL's signature or the storage events' token), or a key
+ * holding any one of the listed scopes. The application authenticates before the handler runs.
+ */
+export type Access = "public" | readonly Scope[];
+
+/** One route: the single place its method, path and access are stated. */
+export interface Route<D> {
+  method: string;
+  path: string;
+  access: Access;
+  handler: Handler<D>;
+}
+export type RouteTable<D> = Route<D>[];
 export type AppHandler = (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response>;
 
 /** A JSON response with the request id header. */

@@ -2,7 +2,7 @@
  * `GET /datasets/{id}/analysis/` (JSON, or with `?format=csv` one row per metric × variant) and
  * `GET|PUT /datasets/{id}/settings/`.
  */
-import type { AppCtx, AppRoutes } from "./deps.ts";
+import { type AppCtx, type AppRoutes, route } from "./deps.ts";
 import { json } from "../http/context.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
 import { checkSettingsAgainstData, namesData, validateSettings } from "../analysis/settings.ts";
@@ -87,7 +87,7 @@ async function writeSettings(ctx: AppCtx): Promise<Response> {
 }
 
 export const analysisRoutes: AppRoutes = [
-  ["GET", "/api/v1/datasets/:experiment_id/analysis/", analysis],
-  ["GET", "/api/v1/datasets/:experiment_id/settings/", readSettings],
-  ["PUT", "/api/v1/datasets/:experiment_id/settings/", writeSettings],
+  route("GET", "/api/v1/datasets/:experiment_id/analysis/", ["read"], analysis),
+  route("GET", "/api/v1/datasets/:experiment_id/settings/", ["read"], readSettings),
+  route("PUT", "/api/v1/datasets/:experiment_id/settings/", ["write"], writeSettings),
 ];

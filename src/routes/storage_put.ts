@@ -2,7 +2,7 @@
  * `PUT {ABN_PUBLIC_URL}/storage/{key}?expires=…&signature=…`: the local driver's upload URL,
  * served by this process. No Authorization header: the HMAC signature is the permission.
  */
-import type { AppCtx, AppRoutes } from "./deps.ts";
+import { type AppCtx, type AppRoutes, route } from "./deps.ts";
 import { ApiError } from "../http/errors.ts";
 import { parseDatasetKey } from "../storage/object_store.ts";
 
@@ -48,5 +48,5 @@ async function storagePut(ctx: AppCtx): Promise<Response> {
 }
 
 export const storagePutRoutes: AppRoutes = [
-  ["PUT", "/storage/*key", storagePut],
+  route("PUT", "/storage/*key", "public", storagePut),
 ];

@@ -2,7 +2,7 @@
  * `POST /api/v1/datasets/upload/?experiment_id=…` (docs/api.md): validates the CSV while it streams
  * to storage and commits only after the last byte passed every check (see `upload/upload.ts`).
  */
-import type { AppCtx, AppRoutes } from "./deps.ts";
+import { type AppCtx, type AppRoutes, route } from "./deps.ts";
 import { json } from "../http/context.ts";
 import { ApiError } from "../http/errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
@@ -35,5 +35,5 @@ async function upload(ctx: AppCtx): Promise<Response> {
 }
 
 export const uploadRoutes: AppRoutes = [
-  ["POST", "/api/v1/datasets/upload/", upload],
+  route("POST", "/api/v1/datasets/upload/", ["upload"], upload),
 ];
