@@ -77,24 +77,27 @@ async function buildStore(config: Readonly<Config>, signer: UrlSigner): Promise<
   return store;
 }
 
-export async function createService(
-  config: Readonly<Config>,
-  options: ServiceOptions = {},
-): Promise<Service> {
+/** The control plane, the URL signer (its secret from the database) and the opened storage. */
+async function openStores(config: Readonly<Config>, options: ServiceOptions) {
   await Deno.mkdir(config.dataDir, { recursive: true });
   const db = await openControlPlane(config);
-  let store: ObjectStore;
-  let signer: UrlSigner;
   try {
-    signer = new UrlSigner(await db.secrets.getOrCreate("url-signing"));
-    store = options.store ?? await buildStore(config, signer);
+    const signer = new UrlSigner(await db.secrets.getOrCreate("url-signing"));
+    const store = options.store ?? await buildStore(config, signer);
     await store.open();
+    return { db, signer, store };
   } catch (error) {
     await db.close();
     throw error;
   }
-  const log = createLogger({ sink: options.log });
-  const metrics = new Metrics();
+}
+
+/** What receives datasets: the catalog, the delivery hub, S3's grant recorder and the uploads. */
+function buildDeliveries(
+  config: Readonly<Config>,
+  parts: { db: ControlPlane; store: ObjectStore; metrics: Metrics; log: Logger },
+) {
+  const { db, store, metrics, log } = parts;
   const catalog = new DatasetCatalog({ db, log });
   const deliveries = new DeliveryHub({ log, catalog, db });
   // Only S3 needs grants: local upload URLs are PUT through this process, which delivers them.
@@ -108,7 +111,11 @@ export async function createService(
     bodyMinBytesPerSecond: config.bodyMinBytesPerSecond,
     maxConcurrentUploads: config.maxConcurrentUploads,
   });
-  const recorder = new LastUsedRecorder(db);
+  return { catalog, deliveries, grants, uploads };
+}
+
+/** The process's gauges: uploads streaming, and its memory. */
+function addGauges(metrics: Metrics, uploads: Uploads): void {
   metrics.add(
     new Gauge(
       "abn_uploads_in_progress",
@@ -133,19 +140,58 @@ export async function createService(
       () => Deno.memoryUsage().external,
     ),
   );
+}
 
-  await startupSweep(store, log);
-  const analysis: AnalysisScheduler = new AnalysisQueue({
-    db,
-    store,
-    deliveries,
-    metrics,
+/** The one analysis queue; it claims fewer large jobs while upload bodies stream. */
+function buildAnalysis(
+  config: Readonly<Config>,
+  parts: {
+    db: ControlPlane;
+    store: ObjectStore;
+    deliveries: DeliveryHub;
+    metrics: Metrics;
+    uploads: Uploads;
+    log: Logger;
+  },
+): AnalysisScheduler {
+  const { uploads, ...rest } = parts;
+  return new AnalysisQueue({
+    ...rest,
     maxUploadBytes: config.maxUploadBytes,
     busy: () => uploads.busy,
     historyMaxSnapshots: config.historyMaxSnapshots,
     leaseSeconds: config.analysisLeaseSeconds,
-    log,
   });
+}
+
+/** The HTTP application over everything the routes use. */
+function buildApp(
+  config: Readonly<Config>,
+  parts: Omit<AppDeps, "config" | "rateLimiter">,
+  routes: AppRoutes[] = [],
+): AppHandler {
+  const deps: AppDeps = {
+    config,
+    ...parts,
+    rateLimiter: config.rateLimitPerMinute > 0
+      ? new RateLimiter(config.rateLimitPerMinute)
+      : undefined,
+  };
+  return createApp(deps, [...apiRoutes, ...routes]);
+}
+
+export async function createService(
+  config: Readonly<Config>,
+  options: ServiceOptions = {},
+): Promise<Service> {
+  const { db, signer, store } = await openStores(config, options);
+  const log = createLogger({ sink: options.log });
+  const metrics = new Metrics();
+  const received = buildDeliveries(config, { db, store, metrics, log });
+  const { catalog, deliveries, grants, uploads } = received;
+  addGauges(metrics, uploads);
+  await startupSweep(store, log);
+  const analysis = buildAnalysis(config, { db, store, deliveries, metrics, uploads, log });
   const timers = startTimerJobs({
     config,
     db,
@@ -157,25 +203,17 @@ export async function createService(
     metrics,
     log,
   });
-
-  const deps: AppDeps = {
-    config,
+  const recorder = new LastUsedRecorder(db);
+  const handler = buildApp(config, {
+    ...received,
     db,
     store,
     metrics,
     recorder,
-    deliveries,
-    catalog,
-    grants,
     signer,
-    uploads,
     analysis: new AnalysisService({ db, scheduler: analysis }),
-    rateLimiter: config.rateLimitPerMinute > 0
-      ? new RateLimiter(config.rateLimitPerMinute)
-      : undefined,
     log,
-  };
-  const handler = createApp(deps, [...apiRoutes, ...(options.routes ?? [])]);
+  }, options.routes);
   return {
     config,
     db,

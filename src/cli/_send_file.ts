@@ -55,6 +55,79 @@ function answerHeaders(raw: http.IncomingHttpHeaders): Headers {
   return headers;
 }
 
+/** `error` as the `NetworkError` a caller retries, unless it says the file changed. */
+function asNetworkError(error: unknown): Error {
+  if (error instanceof FileChangedError || error instanceof NetworkError) return error;
+  return new NetworkError(error instanceof Error ? error.message : String(error), { cause: error });
+}
+
+/** Keeps the first MiB of the answer's body and hands the whole answer over once it ended. */
+function readAnswer(
+  res: http.IncomingMessage,
+  done: (answer: HttpAnswer) => void,
+  fail: (error: unknown) => void,
+): void {
+  const chunks: Uint8Array[] = [];
+  let kept = 0;
+  res.on("data", (chunk: Uint8Array) => {
+    if (kept >= MAX_ANSWER_BYTES) return;
+    chunks.push(chunk);
+    kept += chunk.length;
+  });
+  res.on("end", () =>
+    done({
+      status: res.statusCode ?? 0,
+      headers: answerHeaders(res.headers),
+      text: new TextDecoder().decode(concat(chunks)),
+    }));
+  res.on("error", fail);
+}
+
+/** Resolves once `req` takes more bytes again, or closed. */
+function drained(req: http.ClientRequest): Promise<void> {
+  return new Promise<void>((done) => {
+    const stop = () => {
+      req.off("drain", stop);
+      req.off("close", stop);
+      done();
+    };
+    req.on("drain", stop);
+    req.on("close", stop);
+  });
+}
+
+/**
+ * Writes the file's `size` bytes from `reader` to `req` until its end or `stopped()` (an answer
+ * came first): true when every byte was written. A file that grew or shrank meanwhile throws.
+ */
+async function writeBody(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  req: http.ClientRequest,
+  size: number,
+  options: SendFileOptions,
+  stopped: () => boolean,
+): Promise<boolean> {
+  let sent = 0;
+  while (!stopped()) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (sent + value.length > size) {
+      throw new FileChangedError(`The file grew while it was being sent (expected ${size} bytes)`);
+    }
+    options.onChunk?.(value);
+    sent += value.length;
+    if (!req.write(value)) await drained(req);
+    options.onProgress?.(sent);
+  }
+  if (stopped()) return false;
+  if (sent !== size) {
+    throw new FileChangedError(
+      `The file shrank while it was being sent (expected ${size} bytes, read ${sent})`,
+    );
+  }
+  return true;
+}
+
 /** Streams `size` bytes of the file at `path` to `url`; answers the server's response. */
 export async function sendFile(
   url: URL,
@@ -79,17 +152,7 @@ export async function sendFile(
       if (!ended) req.destroy();
       fn();
     };
-    const fail = (error: unknown) =>
-      settle(() =>
-        reject(
-          error instanceof FileChangedError || error instanceof NetworkError
-            ? error
-            : new NetworkError(
-              error instanceof Error ? error.message : String(error),
-              { cause: error },
-            ),
-        )
-      );
+    const fail = (error: unknown) => settle(() => reject(asNetworkError(error)));
 
     const req = transport.request(url, {
       method: options.method,
@@ -98,22 +161,7 @@ export async function sendFile(
       headers: { ...options.headers, "content-length": String(size) },
     }, (res) => {
       answered = true;
-      const chunks: Uint8Array[] = [];
-      let kept = 0;
-      res.on("data", (chunk: Uint8Array) => {
-        if (kept >= MAX_ANSWER_BYTES) return;
-        chunks.push(chunk);
-        kept += chunk.length;
-      });
-      res.on("end", () =>
-        settle(() =>
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: answerHeaders(res.headers),
-            text: new TextDecoder().decode(concat(chunks)),
-          })
-        ));
-      res.on("error", fail);
+      readAnswer(res, (answer) => settle(() => resolve(answer)), fail);
     });
     req.setTimeout(idleTimeoutMs, () => {
       req.destroy(new NetworkError(`No progress for ${Math.round(idleTimeoutMs / 1000)} s`));
@@ -122,45 +170,17 @@ export async function sendFile(
     req.on("error", (error: Error) => {
       if (!answered) fail(error);
     });
-
-    const drained = () =>
-      new Promise<void>((done) => {
-        const stop = () => {
-          req.off("drain", stop);
-          req.off("close", stop);
-          done();
-        };
-        req.on("drain", stop);
-        req.on("close", stop);
-      });
-
-    (async () => {
-      let sent = 0;
-      while (!answered && !settled && !req.destroyed) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        if (sent + value.length > size) {
-          throw new FileChangedError(
-            `The file grew while it was being sent (expected ${size} bytes)`,
-          );
-        }
-        options.onChunk?.(value);
-        sent += value.length;
-        if (!req.write(value)) await drained();
-        options.onProgress?.(sent);
-      }
-      if (answered || settled || req.destroyed) return;
-      if (sent !== size) {
-        throw new FileChangedError(
-          `The file shrank while it was being sent (expected ${size} bytes, read ${sent})`,
-        );
-      }
-      ended = true;
-      req.end();
-    })().catch((error) => {
-      req.destroy();
-      fail(error);
-    });
+    writeBody(reader, req, size, options, () => answered || settled || req.destroyed).then(
+      (whole) => {
+        if (!whole) return;
+        ended = true;
+        req.end();
+      },
+      (error) => {
+        req.destroy();
+        fail(error);
+      },
+    );
   });
 }
 

@@ -178,12 +178,14 @@ function offerRow(job: AnalysisJobOffer): PendingDelivery & Record<string, SqlVa
   };
 }
 
-export function jobRepo(db: Dialect): AnalysisJobRepo {
+/**
+ * Offers the jobs of `param` (`rowsParam` of `offerRow`s) that `where` keeps: a newer delivery
+ * replaces a waiting job's object (newest delivery wins); a settings change offers its job again.
+ */
+function offerRows(db: Dialect, sql: Sql, param: string, where: string) {
   const now = db.timeIn("0");
-  /** Offers the jobs of `rows` (`rowsParam` of `offerRow`s) that `where` keeps. */
-  const offerRows = (sql: Sql, param: string, where: string) =>
-    sql.run(
-      `INSERT INTO analysis_jobs (${JOB_COLUMNS}, offered_at)
+  return sql.run(
+    `INSERT INTO analysis_jobs (${JOB_COLUMNS}, offered_at)
        SELECT ${JOB_COLUMNS.split(", ").map((c) => `i.${c}`).join(", ")}, ${now}
        FROM ${db.rows("i", OFFER_COLUMNS)}
        LEFT JOIN analyses a ON a.org_id = i.org_id AND a.experiment_id = i.experiment_id
@@ -212,14 +214,18 @@ export function jobRepo(db: Dialect): AnalysisJobRepo {
            THEN NULL ELSE analysis_jobs.lease_until END
        WHERE excluded.source <> 'upgrade'
          AND (analysis_jobs.etag <> excluded.etag OR excluded.source = 'settings')`,
-      [param],
-    );
+    [param],
+  );
+}
+
+export function jobRepo(db: Dialect): AnalysisJobRepo {
+  const now = db.timeIn("0");
   /** The job `owner` holds, as a statement's last parameters. */
   const held = (owner: string, job: AnalysisJob) => [job.orgId, job.experimentId, owner];
   return {
     ...(db.singleProcess ? { soleOwner: "this-host" } : {}),
     offer: async (job) => {
-      await offerRows(db, rowsParam([offerRow(job)]), "true");
+      await offerRows(db, db, rowsParam([offerRow(job)]), "true");
     },
     admit: async (jobs) => {
       if (jobs.length === 0) return;
@@ -231,6 +237,7 @@ export function jobRepo(db: Dialect): AnalysisJobRepo {
         // Decided on the analyses rows as they were: a saved result of the same object needs no
         // run (unless settings changed, or it is an older analysis's), a pending one does.
         await offerRows(
+          db,
           tx,
           param,
           `i.source IN ('settings', 'upgrade') OR a.etag IS NULL OR a.etag <> i.etag
