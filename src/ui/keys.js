@@ -147,7 +147,7 @@ export class KeysPage {
                     { scope: "row" },
                     h("code", { class: "prefix" }, `${k.prefix}…`),
                     k.key_id === info.current_key_id
-                      ? h("span", { class: "tag tag-key" }, "this session")
+                      ? h("span", { class: "tag tag-key" }, "signed in with")
                       : null,
                     h("span", { class: "key-id muted" }, k.key_id),
                   ),

@@ -599,7 +599,7 @@ browserTest({
           assert.equal((await text(page, `${row} [data-cell="status"]`)).split(" ")[0], key.status);
         }
         assert.ok(
-          (await text(page, `tr[data-key="${info.current_key_id}"] th`)).includes("this session"),
+          (await text(page, `tr[data-key="${info.current_key_id}"] th`)).includes("signed in with"),
         );
         assert.equal(await text(page, "#org-name-value"), "first");
         assert.equal(
