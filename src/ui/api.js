@@ -40,8 +40,35 @@ export function forgetKey() {
 /** @type {(error: ApiError) => void} */
 let onAuthFailure = () => {};
 
+/** @type {string[]} */
+let scopes = [];
+
 /**
- * Called when a signed-in request answers 401 or 403 (key revoked, organization deactivated).
+ * What the signed-in key may do, as the service listed it at sign-in (`GET /keys/`).
+ * @param {{ current_key_id?: string, keys?: { key_id: string, scopes?: string[] }[] }} info
+ */
+export function setKeyScopes(info) {
+  const own = info.keys?.find((k) => k.key_id === info.current_key_id);
+  scopes = own?.scopes ?? [];
+}
+
+/** The signed-in key's scopes. @returns {string[]} */
+export function keyScopes() {
+  return scopes;
+}
+
+/**
+ * Whether an answer means the key itself is no longer accepted (revoked, expired, its
+ * organization deactivated), as opposed to one request it may not make (`insufficient_scope`).
+ * @param {ApiError} error
+ */
+export function keyRefused(error) {
+  return error.status === 401 || (error.status === 403 && error.code === "org_deactivated");
+}
+
+/**
+ * Called when a signed-in request answers that the key is refused (401: revoked or expired; 403
+ * `org_deactivated`); a 403 `insufficient_scope` is the request's own error, not a sign-out.
  * @param {(error: ApiError) => void} handler
  */
 export function setAuthFailureHandler(handler) {
@@ -94,9 +121,7 @@ export async function api(path, options = {}) {
     body?.error?.message ?? `The service answered ${response.status}.`,
     body?.error?.request_id ?? requestId,
   );
-  if ((response.status === 401 || response.status === 403) && options.key === undefined) {
-    onAuthFailure(error);
-  }
+  if (keyRefused(error) && options.key === undefined) onAuthFailure(error);
   throw error;
 }
 

@@ -1,10 +1,20 @@
 /**
  * The page's entry: sign-in and sign-out, the two sections and the hash routes
- * `#/get-via-api[/{experiment_id}]` and `#/api-keys`.
+ * `#/get-via-api[/{experiment_id}]`, `#/api-keys` and `#/audit`.
  */
-import { api, ApiError, forgetKey, setAuthFailureHandler, storedKey, storeKey } from "./api.js";
+import {
+  api,
+  ApiError,
+  forgetKey,
+  keyRefused,
+  setAuthFailureHandler,
+  setKeyScopes,
+  storedKey,
+  storeKey,
+} from "./api.js";
 import { GetViaApiPage } from "./get_via_api.js";
 import { KeysPage } from "./keys.js";
+import { AuditPage } from "./audit.js";
 
 /**
  * @template {HTMLElement} T
@@ -28,9 +38,16 @@ const orgName = byId("org-name");
 const navLinks = {
   "get-via-api": byId("nav-get-via-api"),
   "api-keys": byId("nav-api-keys"),
+  "audit": byId("nav-audit"),
 };
 
-/** @type {{ name: string, page: GetViaApiPage | KeysPage } | null} */
+/** The pages of the Information section, by their route. */
+const INFORMATION = {
+  "api-keys": KeysPage,
+  "audit": AuditPage,
+};
+
+/** @type {{ name: string, page: GetViaApiPage | KeysPage | AuditPage } | null} */
 let current = null;
 
 /**
@@ -41,6 +58,9 @@ function signinMessage(error) {
   if (error instanceof ApiError) {
     if (error.status === 401) {
       return "This API key is not valid. Check that you copied the whole key, starting with abn_.";
+    }
+    if (error.code === "insufficient_scope") {
+      return "This key may not read the organization's data (it lacks the read scope; an upload-only key cannot sign in). Sign in with a key that has read or admin.";
     }
     if (error.status === 403) {
       return "This organization is deactivated: its API keys are refused. Ask your administrator to activate it.";
@@ -68,8 +88,9 @@ function replaceMain() {
   main.replaceChildren();
 }
 
-/** @param {{ organization: { name: string, active: boolean } | null }} keys */
+/** @param {any} keys the answer of `GET /keys/` */
 function showApp(keys) {
+  setKeyScopes(keys);
   signinSection.hidden = true;
   app.hidden = false;
   orgName.textContent = keys.organization?.name ?? "";
@@ -119,7 +140,7 @@ function route(moveFocus) {
   if (app.hidden) return;
   const hash = location.hash.replace(/^#\/?/, "");
   const [section, ...rest] = hash.split("/");
-  const name = section === "api-keys" ? "api-keys" : "get-via-api";
+  const name = section in INFORMATION ? section : "get-via-api";
   if (section !== name) history.replaceState(null, "", "#/get-via-api");
   for (const [key, link] of Object.entries(navLinks)) {
     if (key === name) link.setAttribute("aria-current", "page");
@@ -130,7 +151,9 @@ function route(moveFocus) {
     replaceMain();
     current = {
       name,
-      page: name === "api-keys" ? new KeysPage(main) : new GetViaApiPage(main),
+      page: name in INFORMATION
+        ? new INFORMATION[/** @type {keyof typeof INFORMATION} */ (name)](main)
+        : new GetViaApiPage(main),
     };
     if (moveFocus) main.querySelector("h1")?.focus();
   }
@@ -150,7 +173,9 @@ setAuthFailureHandler((error) => {
   showSignin(
     error.status === 403
       ? "This organization has been deactivated: its API keys are refused. Ask your administrator to activate it."
-      : "Your API key is no longer accepted (it may have been revoked). Sign in with a valid key.",
+      : `Your API key is no longer accepted: ${
+        error.message.replace(/\.$/, "")
+      }. Sign in with a valid key.`,
   );
 });
 
@@ -170,7 +195,7 @@ globalThis.addEventListener("hashchange", () => route(true));
 const saved = storedKey();
 if (saved) {
   api("/keys/").then(showApp).catch((error) => {
-    if (!(error instanceof ApiError && (error.status === 401 || error.status === 403))) {
+    if (!(error instanceof ApiError && keyRefused(error))) {
       showSignin(signinMessage(error));
     }
   });
