@@ -33,6 +33,7 @@ import type { PeriodicJob } from "./jobs/periodic_job.ts";
 import { startTimerJobs, startupSweep } from "./jobs/timer_jobs.ts";
 import { DatasetCatalog } from "./catalog/dataset_catalog.ts";
 import { GrantRecorder } from "./catalog/grant_recorder.ts";
+import { AuditLog } from "./audit/audit_log.ts";
 
 export interface Service {
   config: Readonly<Config>;
@@ -109,6 +110,7 @@ export async function createService(
     maxConcurrentUploads: config.maxConcurrentUploads,
   });
   const recorder = new LastUsedRecorder(db);
+  const audit = new AuditLog({ db, log });
   metrics.add(
     new Gauge(
       "abn_uploads_in_progress",
@@ -169,6 +171,7 @@ export async function createService(
     grants,
     signer,
     uploads,
+    audit,
     analysis: new AnalysisService({ db, scheduler: analysis }),
     rateLimiter: config.rateLimitPerMinute > 0
       ? new RateLimiter(config.rateLimitPerMinute)
@@ -192,6 +195,7 @@ export async function createService(
       await analysis.stop();
       await grants?.flush();
       await recorder.flush();
+      await audit.close();
       log.flush();
       await db.close();
     },
