@@ -155,6 +155,7 @@ export async function createService(
     deliveries,
     catalog,
     grants,
+    audit,
     analysis,
     metrics,
     log,

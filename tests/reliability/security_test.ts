@@ -32,6 +32,7 @@ const COVERED = new Set([
   "POST /api/v1/keys/",
   "DELETE /api/v1/keys/:key_id/",
   "POST /api/v1/keys/:key_id/rotate/",
+  "GET /api/v1/audit/",
   "PUT /storage/*key",
   // Token-authenticated (not by API key) and without organization data of its own:
   "POST /api/v1/storage-events/",
@@ -175,6 +176,19 @@ driverTest(
     assertEquals((await server.service.db.keys.get(keyOfB))?.org_id, b.orgId);
     assertEquals((await server.service.db.keys.get(keyA.key_id))?.status, "active");
     assertEquals((await server.service.db.keys.list(a.orgId)).length, 1);
+    // The audit trail: B sees its own events only, and A's cursor means nothing to B.
+    const auditB = await (await asB("/audit/")).json();
+    const auditText = JSON.stringify(auditB);
+    assert(!auditText.includes(a.orgId) && !auditText.includes(keyA.key_id), auditText);
+    assert(auditB.events.some((e: { action: string }) => e.action === "key.created"), auditText);
+    const auditA = await (await authed(server, a.apiKey, "/audit/?limit=1")).json();
+    assertEquals(auditA.events.length, 1);
+    assert(typeof auditA.next_cursor === "string", JSON.stringify(auditA));
+    await assertApiError(
+      await asB(`/audit/?cursor=${encodeURIComponent(auditA.next_cursor)}`),
+      400,
+      "invalid_json",
+    );
     // A's data is untouched.
     assertSameBytes(await server.stored(a.orgId, "secret"), VALID, "A's direct upload");
     assertSameBytes(await server.stored(a.orgId, "twostep"), VALID, "A's two-step delivery");
