@@ -9,8 +9,7 @@
  * dropped beyond, with a warning); a crash loses at most the last `delayMs` of events.
  */
 import type { AuditAction, AuditEvent, ControlPlane } from "../db/control_plane.ts";
-import { nowIso } from "../db/control_plane.ts";
-import { newId } from "../db/ids.ts";
+import { randomBase62, toBase62 } from "../db/ids.ts";
 import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 
@@ -34,6 +33,18 @@ export interface AuditLogOptions {
 const BATCH_EVENTS = 500;
 const MAX_PENDING = 10_000;
 
+let sequence = 0;
+
+/**
+ * A new event id, `evt_` + 20 base62 characters: the time in milliseconds, a counter, then random
+ * characters. Ids sort as they were made (within one process; across instances by time), so the
+ * trail's newest-first order (by time, then id) keeps the order of events of one millisecond.
+ */
+export function auditEventId(now = Date.now()): string {
+  sequence = (sequence + 1) % 62 ** 4;
+  return `evt_${toBase62(now, 8)}${toBase62(sequence, 4)}${randomBase62(8)}`;
+}
+
 export class AuditLog {
   readonly #db: ControlPlane;
   readonly #log: Logger;
@@ -51,10 +62,11 @@ export class AuditLog {
 
   /** Records an event, written within `delayMs`; answers it. */
   record(entry: AuditEntry): AuditEvent {
+    const now = Date.now();
     const event: AuditEvent = {
-      id: newId("evt"),
+      id: auditEventId(now),
       org_id: entry.orgId,
-      at: nowIso(),
+      at: new Date(now).toISOString(),
       action: entry.action,
       key_id: entry.keyId ?? null,
       experiment_id: entry.experimentId ?? null,

@@ -6,8 +6,8 @@
 import type { Config } from "../config.ts";
 import { openControlPlane } from "../db/open_control_plane.ts";
 import type { ApiKeyInfo, ControlPlane, NewKeyOptions } from "../db/control_plane.ts";
-import { DatabaseOpenError, DatabaseUnavailable, nowIso } from "../db/control_plane.ts";
-import { newId } from "../db/ids.ts";
+import { DatabaseOpenError, DatabaseUnavailable } from "../db/control_plane.ts";
+import { auditEventId } from "../audit/audit_log.ts";
 import { SCOPES } from "../scopes.ts";
 import { MAX_OVERLAP_HOURS, parseKeyName, parseScopeList } from "../routes/key_requests.ts";
 import { SqliteControlPlane } from "../db/sqlite/sqlite_control_plane.ts";
@@ -383,10 +383,11 @@ async function auditKeyChange(
   key: ApiKeyInfo,
   details: Record<string, unknown>,
 ): Promise<void> {
+  const now = Date.now();
   await db.audit.record([{
-    id: newId("evt"),
+    id: auditEventId(now),
     org_id: key.org_id,
-    at: nowIso(),
+    at: new Date(now).toISOString(),
     action,
     key_id: null,
     experiment_id: null,
