@@ -166,6 +166,18 @@ Deno.test("admin CLI creates scoped, named, expiring keys, lists their scopes an
     assertEquals(badOverlap.code, 2);
     assertEquals((await runMain(["admin", "key", "rotate", "key_missing"], env)).code, 1);
 
+    // Key changes made here are in the organization's audit trail, made by no key.
+    const audit = await (await call(all.api_key, "/audit/")).json();
+    assertEquals(
+      audit.events.map((e: { action: string; details: { target_key_id: string } }) => [
+        e.action,
+        e.details.target_key_id,
+      ]),
+      [["key.rotated", key.key_id], ["key.created", all.key_id], ["key.created", key.key_id]],
+    );
+    for (const e of audit.events) assertEquals([e.key_id, e.details.via], [null, "admin_cli"]);
+    assertEquals(audit.events[0].details.new_key_id, next.key_id);
+
     // Revoking the organization's last admin key is allowed here, with a warning.
     const revoked = await runMain(["admin", "key", "revoke", all.key_id], env);
     assertEquals(revoked.code, 0, revoked.stderr);

@@ -5,7 +5,7 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 
-const MIGRATIONS: string[] = [
+export const MIGRATIONS: readonly string[] = [
   `CREATE TABLE orgs (
      id TEXT PRIMARY KEY,
      name TEXT NOT NULL,
