@@ -18,7 +18,20 @@ export const MAX_KEY_NAME = 100;
 export const MAX_OVERLAP_HOURS = 168;
 
 /** ISO-8601 date and time with a zone (`Z` or `±hh:mm`). */
-const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/;
+const ISO_TIME =
+  /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)(?::(\d\d)(?:\.\d{1,9})?)?(?:Z|[+-](\d\d):(\d\d))$/;
+
+/** The time of an ISO-8601 text naming a real calendar date and clock time, or NaN. */
+function isoTime(text: string): number {
+  const m = ISO_TIME.exec(text);
+  if (!m) return NaN;
+  const parts = m.slice(1).map((part) => Number(part ?? 0));
+  const [year, month, day, hour, minute, second, zoneHours, zoneMinutes] = parts;
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  const real = month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth && hour <= 23 &&
+    minute <= 59 && second <= 59 && zoneHours <= 23 && zoneMinutes <= 59;
+  return real ? Date.parse(text) : NaN;
+}
 
 function refuse(message: string): ApiError {
   return new ApiError("invalid_key_request", message);
@@ -62,7 +75,7 @@ export function parseScopeList(value: unknown): Scope[] {
 /** An expiry in the future, as ISO-8601 UTC, or null (never). */
 export function parseExpiry(value: unknown, now = Date.now()): string | null {
   if (value === undefined || value === null) return null;
-  const time = typeof value === "string" && ISO_TIME.test(value) ? Date.parse(value) : NaN;
+  const time = typeof value === "string" ? isoTime(value) : NaN;
   if (!Number.isFinite(time)) {
     throw refuse("expires_at must be an ISO-8601 time with a zone, e.g. 2027-01-31T00:00:00Z");
   }
