@@ -44,6 +44,8 @@ export interface Config {
   analysisLeaseSeconds: number;
   /** Snapshots kept per experiment in its history; the oldest beyond are dropped. */
   historyMaxSnapshots: number;
+  /** Days the audit trail keeps an event; the clean-up deletes older ones. */
+  auditRetentionDays: number;
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -241,5 +243,6 @@ export function loadConfig(env: Env): Readonly<Config> {
     databaseUrl: databaseUrl(env),
     analysisLeaseSeconds: integer(env, "ABN_ANALYSIS_LEASE_SECONDS", 60, 1, 3600),
     historyMaxSnapshots: integer(env, "ABN_HISTORY_MAX_SNAPSHOTS", 1000, 1, 1_000_000),
+    auditRetentionDays: integer(env, "ABN_AUDIT_RETENTION_DAYS", 365, 1, 36_500),
   });
 }

@@ -15,6 +15,8 @@ export type ErrorCode =
   | "invalid_experiment_id"
   | "invalid_json"
   | "invalid_settings"
+  | "invalid_key_request"
+  | "last_admin_key"
   | "multipart_not_supported"
   | "archive_detected"
   | "binary_content"

@@ -33,6 +33,7 @@ import type { PeriodicJob } from "./jobs/periodic_job.ts";
 import { startTimerJobs, startupSweep } from "./jobs/timer_jobs.ts";
 import { DatasetCatalog } from "./catalog/dataset_catalog.ts";
 import { GrantRecorder } from "./catalog/grant_recorder.ts";
+import { AuditLog } from "./audit/audit_log.ts";
 
 export interface Service {
   config: Readonly<Config>;
@@ -192,17 +193,8 @@ export async function createService(
   addGauges(metrics, uploads);
   await startupSweep(store, log);
   const analysis = buildAnalysis(config, { db, store, deliveries, metrics, uploads, log });
-  const timers = startTimerJobs({
-    config,
-    db,
-    store,
-    deliveries,
-    catalog,
-    grants,
-    analysis,
-    metrics,
-    log,
-  });
+  const audit = new AuditLog({ db, log });
+  const timers = startTimerJobs({ ...received, config, db, store, audit, analysis, metrics, log });
   const recorder = new LastUsedRecorder(db);
   const handler = buildApp(config, {
     ...received,
@@ -211,6 +203,7 @@ export async function createService(
     metrics,
     recorder,
     signer,
+    audit,
     analysis: new AnalysisService({ db, scheduler: analysis }),
     log,
   }, options.routes);
@@ -230,6 +223,7 @@ export async function createService(
       await analysis.stop();
       await grants?.flush();
       await recorder.flush();
+      await audit.close();
       log.flush();
       await db.close();
     },

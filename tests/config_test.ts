@@ -19,6 +19,9 @@ Deno.test("loadConfig answers the documented defaults", () => {
   assertEquals(c.historyMaxSnapshots, 1000);
   assertEquals(loadConfig({ ABN_HISTORY_MAX_SNAPSHOTS: "365" }).historyMaxSnapshots, 365);
   assertThrows(() => loadConfig({ ABN_HISTORY_MAX_SNAPSHOTS: "0" }), ConfigError);
+  assertEquals(c.auditRetentionDays, 365);
+  assertEquals(loadConfig({ ABN_AUDIT_RETENTION_DAYS: "30" }).auditRetentionDays, 30);
+  assertThrows(() => loadConfig({ ABN_AUDIT_RETENTION_DAYS: "0" }), ConfigError);
   assertEquals(Object.isFrozen(c), true);
 });
 

@@ -21,7 +21,10 @@ export class GrantRecorder {
   readonly #log: Logger;
   readonly #delayMs: number;
   /** Grants to write, by key, with their expiry in milliseconds (made ISO when written). */
-  #pending = new Map<string, { orgId: string; experimentId: string; expiresMs: number }>();
+  #pending = new Map<
+    string,
+    { orgId: string; experimentId: string; expiresMs: number; keyId?: string }
+  >();
   #timer: ReturnType<typeof setTimeout> | undefined;
   #writing: Promise<void> = Promise.resolve();
 
@@ -31,11 +34,20 @@ export class GrantRecorder {
     this.#delayMs = options.delayMs ?? 50;
   }
 
-  /** Records the grant of `key` until `expiresMs` (a time in milliseconds since the epoch). */
-  record(key: string, orgId: string, experimentId: string, expiresMs: number): void {
+  /**
+   * Records the grant of `key` until `expiresMs` (a time in milliseconds since the epoch), asked
+   * for by the API key `keyId` (named in the audit event of its delivery).
+   */
+  record(
+    key: string,
+    orgId: string,
+    experimentId: string,
+    expiresMs: number,
+    keyId?: string,
+  ): void {
     const known = this.#pending.get(key);
-    if (known === undefined || known.expiresMs < expiresMs) {
-      this.#pending.set(key, { orgId, experimentId, expiresMs });
+    if (known === undefined || known.expiresMs <= expiresMs) {
+      this.#pending.set(key, { orgId, experimentId, expiresMs, keyId });
     }
     this.#timer ??= setTimeout(() => this.flush(), this.#delayMs);
   }
@@ -50,6 +62,7 @@ export class GrantRecorder {
         org_id: g.orgId,
         experiment_id: g.experimentId,
         expires_at: new Date(g.expiresMs).toISOString(),
+        key_id: g.keyId ?? null,
       }));
       this.#pending = new Map();
       this.#writing = this.#writing.then(() =>

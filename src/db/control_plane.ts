@@ -2,7 +2,7 @@
  * The control plane: what the service keeps besides the datasets themselves (organizations, API
  * keys, settings, analysis results, the dataset catalog and upload grants, each experiment's
  * history of snapshots and the summary of its previous delivery, analysis jobs, signing
- * secrets). One interface; each repository is written once (`repos/`) over a small dialect
+ * secrets, the audit trail). One interface; each repository is written once (`repos/`) over a small dialect
  * (`dialect.ts`) with two engines: SQLite (`sqlite/`, the embedded default for one host) and
  * PostgreSQL (`postgres/`, several instances sharing one bucket). Every method is asynchronous
  * so both fit; SQLite answers at once.
@@ -26,9 +26,19 @@ import type { HistoryRepo } from "./repos/history.ts";
 import type { DeliverySummaryRepo } from "./repos/summaries.ts";
 import type { AnalysisJobRepo } from "./repos/jobs.ts";
 import type { SecretRepo } from "./repos/secrets.ts";
+import type { AuditRepo } from "./repos/audit.ts";
 
 export type { Org, OrgRepo } from "./repos/orgs.ts";
-export type { ApiKeyInfo, KeyOwner, KeyRepo } from "./repos/keys.ts";
+export type {
+  ApiKeyInfo,
+  CreatedKey,
+  KeyOwner,
+  KeyRepo,
+  KeyStatus,
+  NewKeyOptions,
+  RevokeResult,
+  RotateResult,
+} from "./repos/keys.ts";
 export type { SettingsRepo } from "./repos/settings.ts";
 export type {
   AnalysisOutcome,
@@ -50,6 +60,13 @@ export type {
   DeliverySource,
 } from "./repos/jobs.ts";
 export type { SecretRepo } from "./repos/secrets.ts";
+export type {
+  AuditAction,
+  AuditEvent,
+  AuditPageOptions,
+  AuditPosition,
+  AuditRepo,
+} from "./repos/audit.ts";
 export { DatabaseOpenError, DatabaseUnavailable, nowIso } from "./errors.ts";
 
 export interface ControlPlane {
@@ -66,6 +83,8 @@ export interface ControlPlane {
   readonly jobs: AnalysisJobRepo;
   /** Secrets that sign list cursors and local upload URLs. */
   readonly secrets: SecretRepo;
+  /** The audit trail of each organization. */
+  readonly audit: AuditRepo;
   /**
    * Runs `fn` while this instance holds the lock `name`, so that timer work runs on one instance
    * at a time; answers undefined without running `fn` when another instance holds it.

@@ -1,13 +1,15 @@
 /**
  * Bearer authentication (docs/api.md, "Authentication"): exactly `Authorization: Bearer abn_…`. Missing,
- * malformed, unknown or revoked keys answer 401; a key of a deactivated organization 403.
- * Lookups are remembered for half a second, so admin changes apply within a second.
+ * malformed, unknown, revoked or expired keys answer 401; a key of a deactivated organization 403.
+ * The caller's scopes are the key's own. Lookups are remembered for half a second, so admin
+ * changes apply within a second (at once on the instance that made them through the API:
+ * `forgetKey`); an expiry is checked at every request against the remembered time.
  */
 import type { ControlPlane, KeyOwner } from "../db/control_plane.ts";
 import type { LastUsedRecorder } from "../db/api_keys.ts";
 import { hashKey, isWellFormedKey } from "../db/api_keys.ts";
 import { ApiError } from "./errors.ts";
-import { type Scope, SCOPES } from "./context.ts";
+import type { Scope } from "../scopes.ts";
 
 export interface Principal {
   orgId: string;
@@ -59,6 +61,8 @@ export function bearerKey(header: string | null): string {
 interface KeyCache {
   recent: Map<string, { owner: KeyOwner | null; at: number }>;
   pending: Map<string, Promise<KeyOwner | null>>;
+  /** Raised by `forgetKey`: a lookup started before it does not fill the cache. */
+  generation: number;
 }
 const caches = new WeakMap<ControlPlane, KeyCache>();
 const RECENT_MS = 500;
@@ -68,22 +72,44 @@ function refresh(db: ControlPlane, cache: KeyCache, hash: string): Promise<KeyOw
   const inFlight = cache.pending.get(hash);
   if (inFlight) return inFlight;
   const started = performance.now();
+  const generation = cache.generation;
   const query = db.keys.ownerByHash(hash).then((owner) => {
+    if (cache.generation !== generation) return owner;
     if (cache.recent.size >= 10_000) cache.recent.clear();
     // Dated from when the query started: what it read is at most that old.
     cache.recent.set(hash, { owner, at: started });
     return owner;
-  }).finally(() => cache.pending.delete(hash));
+  }).finally(() => {
+    if (cache.pending.get(hash) === query) cache.pending.delete(hash);
+  });
   cache.pending.set(hash, query);
   return query;
 }
 
-function lookup(db: ControlPlane, key: string): Promise<KeyOwner | null> {
+function cacheOf(db: ControlPlane): KeyCache {
   let cache = caches.get(db);
   if (!cache) {
-    cache = { recent: new Map(), pending: new Map() };
+    cache = { recent: new Map(), pending: new Map(), generation: 0 };
     caches.set(db, cache);
   }
+  return cache;
+}
+
+/**
+ * Forgets what this instance remembers of the key `keyId` (revoked or rotated here), so its next
+ * request reads the database. Other instances see the change within a second.
+ */
+export function forgetKey(db: ControlPlane, keyId: string): void {
+  const cache = cacheOf(db);
+  cache.generation++;
+  cache.pending.clear();
+  for (const [hash, entry] of cache.recent) {
+    if (entry.owner?.keyId === keyId) cache.recent.delete(hash);
+  }
+}
+
+function lookup(db: ControlPlane, key: string): Promise<KeyOwner | null> {
+  const cache = cacheOf(db);
   const hash = hashKey(key);
   const hit = cache.recent.get(hash);
   const age = hit ? performance.now() - hit.at : Infinity;
@@ -108,9 +134,15 @@ export async function authenticate(
   if (!owner || owner.revoked) {
     throw new ApiError("unauthorized", "Invalid API key");
   }
+  if (owner.expiresAt !== null && Date.parse(owner.expiresAt) <= Date.now()) {
+    throw new ApiError(
+      "unauthorized",
+      `This API key expired at ${owner.expiresAt}: use its replacement, or ask an admin of the organization for a new key`,
+    );
+  }
   if (!owner.orgActive) {
     throw new ApiError("org_deactivated", "The organization of this API key is deactivated");
   }
   recorder?.touch(owner.keyId);
-  return { orgId: owner.orgId, keyId: owner.keyId, scopes: SCOPES };
+  return { orgId: owner.orgId, keyId: owner.keyId, scopes: owner.scopes };
 }

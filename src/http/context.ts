@@ -7,6 +7,7 @@
 import type { Params } from "./router.ts";
 import type { Principal } from "./auth.ts";
 import { jsonResponse } from "./json.ts";
+import type { Scope } from "../scopes.ts";
 
 export interface Ctx<D> {
   req: Request;
@@ -25,8 +26,7 @@ export interface Ctx<D> {
 export type Handler<D> = (ctx: Ctx<D>) => Response | Promise<Response>;
 
 /** What a key may do (docs/api.md, "Scopes"); no scope implies another. */
-export type Scope = "upload" | "read" | "write" | "admin";
-export const SCOPES: readonly Scope[] = ["upload", "read", "write", "admin"];
+export { type Scope, SCOPES } from "../scopes.ts";
 
 /**
  * Who may call a route: anyone (`public`: health, metrics, the UI's files, and the routes that

@@ -14,6 +14,7 @@ import type { Metrics } from "../metrics.ts";
 import type { ObjectStore } from "../storage/object_store.ts";
 import type { DatasetCatalog } from "../catalog/dataset_catalog.ts";
 import type { GrantRecorder } from "../catalog/grant_recorder.ts";
+import type { AuditLog } from "../audit/audit_log.ts";
 import { reconcile } from "../catalog/reconcile.ts";
 import type { AnalysisScheduler } from "../analysis/queue.ts";
 import { NOT_RUN, PeriodicJob } from "./periodic_job.ts";
@@ -27,6 +28,8 @@ export interface TimerJobDeps {
   catalog: DatasetCatalog;
   /** Upload grants to write before a scan reads them (S3 only). */
   grants?: GrantRecorder;
+  /** The audit trail: deliveries the scan notices, deletions by the clean-up, and its pruning. */
+  audit: AuditLog;
   analysis: AnalysisScheduler;
   metrics: Metrics;
   log: Logger;
@@ -42,7 +45,7 @@ export interface TimerJobs {
 
 /** Every `ABN_SCAN_INTERVAL_SECONDS`: two-step deliveries, and pending analyses offered again. */
 export function scanJob(deps: TimerJobDeps): PeriodicJob {
-  const { config, db, store, deliveries, grants, analysis, metrics, log } = deps;
+  const { config, db, store, deliveries, grants, audit, analysis, metrics, log } = deps;
   return new PeriodicJob({
     name: "scan",
     intervalMs: config.scanIntervalSeconds * 1000,
@@ -56,6 +59,7 @@ export function scanJob(deps: TimerJobDeps): PeriodicJob {
           store,
           db,
           deliveries,
+          audit,
           maxUploadBytes: config.maxUploadBytes,
           inFlight: (orgId, experimentId, etag) => analysis.inFlight(orgId, experimentId, etag),
         }));
@@ -94,20 +98,29 @@ export function reconcileJob(deps: TimerJobDeps): PeriodicJob {
   });
 }
 
-/** Every `ABN_CLEANUP_INTERVAL_SECONDS`: oversize datasets, leftovers, closed grants. */
+/**
+ * Every `ABN_CLEANUP_INTERVAL_SECONDS`: oversize datasets, leftovers, closed grants, audit events
+ * older than `ABN_AUDIT_RETENTION_DAYS`.
+ */
 export function cleanupJob(deps: TimerJobDeps): PeriodicJob {
-  const { config, db, store, metrics, log } = deps;
+  const { config, db, store, audit, metrics, log } = deps;
   return new PeriodicJob({
     name: "cleanup",
     intervalMs: config.cleanupIntervalSeconds * 1000,
     metrics,
     log,
     run: async () => {
-      const result = await db.withTimerLock(
-        "cleanup",
-        () => cleanup({ store, db, metrics, maxUploadBytes: config.maxUploadBytes }),
-      );
-      return result !== undefined && result.deleted + result.swept + result.grantsPruned > 0
+      const result = await db.withTimerLock("cleanup", () =>
+        cleanup({
+          store,
+          db,
+          audit,
+          metrics,
+          maxUploadBytes: config.maxUploadBytes,
+          auditRetentionDays: config.auditRetentionDays,
+        }));
+      return result !== undefined &&
+          result.deleted + result.swept + result.grantsPruned + result.auditPruned > 0
         ? result
         : undefined;
     },

@@ -77,12 +77,20 @@ async function writeSettings(ctx: AppCtx): Promise<Response> {
     const data = await ctx.deps.analysis.dataOf(principal.orgId, experimentId, info);
     if (data) checkSettingsAgainstData(settings, data);
   }
+  const before = await ctx.deps.db.settings.get(principal.orgId, experimentId);
   await ctx.deps.db.settings.save(
     principal.orgId,
     experimentId,
     settings as Record<string, unknown>,
   );
   if (analysed) ctx.deps.analysis.rerun(principal.orgId, experimentId, info);
+  await ctx.deps.audit.write({
+    orgId: principal.orgId,
+    action: "settings.changed",
+    keyId: principal.keyId,
+    experimentId,
+    details: { before, after: settings },
+  });
   return json(ctx, settings);
 }
 

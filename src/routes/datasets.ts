@@ -19,6 +19,7 @@ import { nowIso } from "../db/control_plane.ts";
 import { infoOfRow, openGrantsSince } from "../catalog/dataset_catalog.ts";
 import { headGrants } from "../catalog/grant_scan.ts";
 import type { AppDeps } from "./deps.ts";
+import { auditTwoStep, storedGrant } from "../audit/two_step_audit.ts";
 
 export function notFound(experimentId: string): ApiError {
   return new ApiError(
@@ -93,6 +94,10 @@ export async function findDataset(
     { orgId, experimentId, key, info, validated: false, source: "scan" },
     observedAt,
   );
+  // Where grants are recorded, the object came by a PUT that bypassed this process.
+  if (deps.grants !== undefined) {
+    auditTwoStep(deps.audit, { orgId, experimentId, info }, await storedGrant(db, key, deps.log));
+  }
   const recorded = await db.datasets.get(orgId, experimentId);
   return recorded?.etag === info.etag
     ? fromRow(recorded)
@@ -274,7 +279,8 @@ async function remove(ctx: AppCtx): Promise<Response> {
   const key = datasetKey(principal.orgId, experimentId);
   // Storage decides whether there is something to delete.
   const checkedAt = nowIso();
-  if (!(await store.head(key))) {
+  const stored = await store.head(key);
+  if (!stored) {
     await db.datasets.remove(principal.orgId, experimentId, checkedAt);
     throw notFound(experimentId);
   }
@@ -286,6 +292,13 @@ async function remove(ctx: AppCtx): Promise<Response> {
   await store.delete(key);
   // A delivery committed after this keeps its row (it is observed later).
   await db.datasets.remove(principal.orgId, experimentId, nowIso());
+  await ctx.deps.audit.write({
+    orgId: principal.orgId,
+    action: "dataset.deleted",
+    keyId: principal.keyId,
+    experimentId,
+    details: { size_bytes: stored.size, etag: stored.etag },
+  });
   return json(ctx, { deleted: true, experiment_id: experimentId });
 }
 

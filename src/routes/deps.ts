@@ -16,6 +16,7 @@ import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
 import type { ObjectStore } from "../storage/object_store.ts";
 import type { Uploads } from "../upload/upload.ts";
+import type { AuditLog } from "../audit/audit_log.ts";
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -36,6 +37,8 @@ export interface AppDeps {
   uploads: Uploads;
   /** The analyses of stored deliveries, as reads and settings changes need them. */
   analysis: AnalysisService;
+  /** The audit trail, written in batches. */
+  audit: AuditLog;
   /** Per-key request limit; absent: none. */
   rateLimiter?: RateLimiter;
   log: Logger;

@@ -37,6 +37,7 @@ async function initiate(ctx: AppCtx): Promise<Response> {
   const uploadUrl = await store.presignPut(key, {
     expiresInSeconds: config.presignTtlSeconds,
     contentLength: sizeBytes,
+    keyId: principal.keyId,
   });
   // The timer heads this key while the grant is open (written within 50 ms, not awaited).
   ctx.deps.grants?.record(
@@ -44,6 +45,7 @@ async function initiate(ctx: AppCtx): Promise<Response> {
     principal.orgId,
     experimentId,
     Date.now() + config.presignTtlSeconds * 1000,
+    principal.keyId,
   );
   return json(ctx, {
     upload_url: uploadUrl,

@@ -3,6 +3,7 @@ import { uploadRoutes } from "./upload.ts";
 import { initiateRoutes } from "./initiate.ts";
 import { datasetRoutes } from "./datasets.ts";
 import { keyRoutes } from "./keys.ts";
+import { auditRoutes } from "./audit.ts";
 import { analysisRoutes } from "./analysis.ts";
 import { historyRoutes } from "./history.ts";
 import { storageEventRoutes } from "./storage_events.ts";
@@ -19,6 +20,7 @@ export const apiRoutes: AppRoutes[] = [
   analysisRoutes,
   historyRoutes,
   keyRoutes,
+  auditRoutes,
   storagePutRoutes,
   storageEventRoutes,
   uiRoutes,

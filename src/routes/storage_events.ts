@@ -11,6 +11,7 @@ import { ApiError } from "../http/errors.ts";
 import { parseDatasetKey } from "../storage/object_store.ts";
 import { readJson } from "./json_body.ts";
 import { nowIso } from "../db/control_plane.ts";
+import { auditTwoStep, storedGrant } from "../audit/two_step_audit.ts";
 
 async function storageEvents(ctx: AppCtx): Promise<Response> {
   const expected = ctx.deps.config.storageEventsToken;
@@ -51,7 +52,10 @@ async function storageEvents(ctx: AppCtx): Promise<Response> {
     const info = await ctx.deps.store.head(key);
     if (!info) continue;
     // Recorded even over the limit (the clean-up deletes it from the catalog's list).
-    await ctx.deps.deliveries.notice(info, observedAt, "event");
+    if (await ctx.deps.deliveries.notice(info, observedAt, "event")) {
+      const grant = await storedGrant(ctx.deps.db, key, ctx.deps.log);
+      auditTwoStep(ctx.deps.audit, { ...target, info }, grant);
+    }
     if (info.size <= ctx.deps.config.maxUploadBytes) accepted++;
   }
   return json(ctx, { accepted });

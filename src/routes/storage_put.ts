@@ -41,6 +41,14 @@ async function storagePut(ctx: AppCtx): Promise<Response> {
     throw error;
   }
   const info = await uploads.put(ctx, key, target, check.size);
+  ctx.deps.audit.record({
+    orgId: target.orgId,
+    action: "dataset.delivered",
+    // The key that asked for the URL, bound into its signature (none in URLs made before that).
+    keyId: check.keyId ?? null,
+    experimentId: target.experimentId,
+    details: { route: "upload_url", size_bytes: info.size, etag: info.etag },
+  });
   return new Response(null, {
     status: 200,
     headers: { etag: `"${info.etag}"`, "x-request-id": ctx.requestId },

@@ -22,6 +22,13 @@ async function upload(ctx: AppCtx): Promise<Response> {
   ctx.logFields.experiment_id = experimentId;
   const stored = await ctx.deps.uploads.upload(ctx, { orgId: principal.orgId, experimentId });
   const { bytes, summary, sha256, info } = stored;
+  ctx.deps.audit.record({
+    orgId: principal.orgId,
+    action: "dataset.delivered",
+    keyId: principal.keyId,
+    experimentId,
+    details: { route: "direct", size_bytes: bytes, etag: info.etag, sha256 },
+  });
   return json(ctx, {
     success: true,
     size_mb: bytes / 1048576,

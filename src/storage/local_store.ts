@@ -403,7 +403,7 @@ export class LocalStore implements ObjectStore {
   presignPut(key: string, options: PresignOptions): Promise<string> {
     checkKey(key);
     const expires = Math.floor(Date.now() / 1000) + options.expiresInSeconds;
-    const query = this.#signer.sign("PUT", key, expires, options.contentLength);
+    const query = this.#signer.sign("PUT", key, expires, options.contentLength, options.keyId);
     // Plain keys need no escaping (PLAIN_KEY's characters are all unreserved).
     const path = PLAIN_KEY.test(key) ? key : key.split("/").map(encodeURIComponent).join("/");
     return Promise.resolve(`${this.#publicUrl}/storage/${path}?${query}`);

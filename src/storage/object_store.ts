@@ -109,6 +109,11 @@ export interface PresignOptions {
   expiresInSeconds: number;
   /** When set, the URL only accepts a body of exactly this many bytes. */
   contentLength?: number;
+  /**
+   * The API key id that asked for the URL: the local driver binds it into the URL, so the
+   * delivery's audit event names it (S3's grants record it instead).
+   */
+  keyId?: string;
 }
 
 export interface ObjectStore {

@@ -18,27 +18,30 @@ function fakeDb(fail = false) {
   return { db, writes };
 }
 
-const grant = (key: string, expires: string): Grant => ({
+const grant = (key: string, expires: string, keyId: string | null = null): Grant => ({
   key,
   org_id: "o",
   experiment_id: key,
   expires_at: expires,
+  key_id: keyId,
 });
 
 /** `record`'s arguments for a grant. */
-const args = (g: Grant) => [g.key, g.org_id, g.experiment_id, Date.parse(g.expires_at)] as const;
+const args = (g: Grant) =>
+  [g.key, g.org_id, g.experiment_id, Date.parse(g.expires_at), g.key_id ?? undefined] as const;
 
 Deno.test("GrantRecorder writes the grants of one window together, one per key with its latest expiry", async () => {
   const { db, writes } = fakeDb();
   const recorder = new GrantRecorder({ db, log: createLogger({ sink: () => {} }), delayMs: 20 });
-  recorder.record(...args(grant("a", "2026-01-01T00:00:02.000Z")));
+  recorder.record(...args(grant("a", "2026-01-01T00:00:02.000Z", "key_first")));
   recorder.record(...args(grant("b", "2026-01-01T00:00:01.000Z")));
-  recorder.record(...args(grant("a", "2026-01-01T00:00:03.000Z")));
-  recorder.record(...args(grant("a", "2026-01-01T00:00:01.000Z")));
+  recorder.record(...args(grant("a", "2026-01-01T00:00:03.000Z", "key_latest")));
+  recorder.record(...args(grant("a", "2026-01-01T00:00:01.000Z", "key_older")));
   assertEquals(writes, []);
   await new Promise((r) => setTimeout(r, 60));
+  // The key that asked for the latest grant is the one kept.
   assertEquals(writes, [[
-    grant("a", "2026-01-01T00:00:03.000Z"),
+    grant("a", "2026-01-01T00:00:03.000Z", "key_latest"),
     grant("b", "2026-01-01T00:00:01.000Z"),
   ]]);
   recorder.record(...args(grant("c", "2026-01-01T00:00:04.000Z")));

@@ -61,6 +61,133 @@ Deno.test("admin CLI manages organizations and keys while the server runs; chang
   }
 });
 
+Deno.test("admin CLI creates scoped, named, expiring keys, lists their scopes and status, and rotates them", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "abn-admin-keys-" });
+  const env = { ABN_DATA_DIR: dataDir };
+  const server = await spawnServer(env);
+  try {
+    const { org_id } = JSON.parse(
+      (await runMain(["admin", "org", "create", "acme", "--json"], env)).stdout,
+    );
+    const created = await runMain([
+      "admin",
+      "key",
+      "create",
+      org_id,
+      "--scopes",
+      "read,upload",
+      "--name=ci pipeline",
+      "--expires-in-days",
+      "30",
+      "--json",
+    ], env);
+    assertEquals(created.code, 0, created.stderr);
+    const key = JSON.parse(created.stdout);
+    assert(/^abn_/.test(key.api_key));
+    assertEquals(key.scopes, ["upload", "read"]);
+    assertEquals(key.name, "ci pipeline");
+    const days = (Date.parse(key.expires_at) - Date.now()) / 86_400_000;
+    assert(days > 29.99 && days <= 30, key.expires_at);
+
+    const call = (apiKey: string, path: string, init: RequestInit = {}) =>
+      fetch(`${server.url}/api/v1${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${apiKey}` },
+      });
+    const read = await call(key.api_key, "/datasets/");
+    assertEquals(read.status, 200);
+    await read.body?.cancel();
+    const denied = await call(key.api_key, "/keys/", { method: "POST", body: "{}" });
+    assertEquals(denied.status, 403);
+    assertEquals((await denied.json()).error.code, "insufficient_scope");
+
+    const all = JSON.parse(
+      (await runMain(["admin", "key", "create", org_id, "--json"], env)).stdout,
+    );
+    assertEquals(all.scopes, ["upload", "read", "write", "admin"]);
+    assertEquals(all.expires_at, null);
+
+    for (
+      const bad of [
+        ["--scopes", "read,delete"],
+        ["--scopes", ""],
+        ["--expires-in-days", "0"],
+        ["--expires-in-days", "soon"],
+        ["--color", "red"],
+      ]
+    ) {
+      const refused = await runMain(["admin", "key", "create", org_id, ...bad], env);
+      assertEquals(refused.code, 2, `${bad.join(" ")}: ${refused.stdout}`);
+    }
+    const unknownScope = await runMain(
+      ["admin", "key", "create", org_id, "--scopes", "read,delete"],
+      env,
+    );
+    assert(unknownScope.stderr.includes('"delete"'), unknownScope.stderr);
+
+    const listed = (await runMain(["admin", "key", "list", org_id], env)).stdout.trim()
+      .split("\n");
+    assertEquals(listed.length, 2);
+    const line = listed.find((l) => l.startsWith(key.key_id)) ?? "";
+    assert(line.includes("\tactive\tupload,read\t"), line);
+    assert(line.includes(`expires ${key.expires_at}`) && line.endsWith("ci pipeline"), line);
+
+    const status = async (apiKey: string) => {
+      const res = await call(apiKey, "/keys/");
+      await res.body?.cancel();
+      return res.status;
+    };
+    const rotated = await runMain(
+      ["admin", "key", "rotate", key.key_id, "--overlap-hours", "0", "--json"],
+      env,
+    );
+    assertEquals(rotated.code, 0, rotated.stderr);
+    const next = JSON.parse(rotated.stdout);
+    assertEquals(next.scopes, ["upload", "read"]);
+    assertEquals(next.name, "ci pipeline");
+    assert(next.key_id !== key.key_id && next.api_key !== key.api_key);
+    // The old key stops within a second (the server's key cache); the new one works.
+    await eventually(() => status(key.api_key), 401, 1000);
+    assertEquals(await status(next.api_key), 200);
+    const after = JSON.parse(
+      (await runMain(["admin", "key", "list", org_id, "--json"], env)).stdout,
+    );
+    const byId = new Map(after.map((k: { key_id: string }) => [k.key_id, k]));
+    assertEquals((byId.get(key.key_id) as { status: string }).status, "expired");
+    assertEquals((byId.get(next.key_id) as { status: string }).status, "active");
+
+    const again = await runMain(["admin", "key", "rotate", key.key_id], env);
+    assertEquals(again.code, 1);
+    assert(again.stderr.includes("expired"), again.stderr);
+    const badOverlap = await runMain(
+      ["admin", "key", "rotate", next.key_id, "--overlap-hours", "169"],
+      env,
+    );
+    assertEquals(badOverlap.code, 2);
+    assertEquals((await runMain(["admin", "key", "rotate", "key_missing"], env)).code, 1);
+
+    // Key changes made here are in the organization's audit trail, made by no key.
+    const audit = await (await call(all.api_key, "/audit/")).json();
+    assertEquals(
+      audit.events.map((e: { action: string; details: { target_key_id: string } }) => [
+        e.action,
+        e.details.target_key_id,
+      ]),
+      [["key.rotated", key.key_id], ["key.created", all.key_id], ["key.created", key.key_id]],
+    );
+    for (const e of audit.events) assertEquals([e.key_id, e.details.via], [null, "admin_cli"]);
+    assertEquals(audit.events[0].details.new_key_id, next.key_id);
+
+    // Revoking the organization's last admin key is allowed here, with a warning.
+    const revoked = await runMain(["admin", "key", "revoke", all.key_id], env);
+    assertEquals(revoked.code, 0, revoked.stderr);
+    assert(revoked.stderr.includes("no active admin key left"), revoked.stderr);
+  } finally {
+    await server.stop();
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
 Deno.test("serve refuses a bad configuration with one line naming the variable", async () => {
   const result = await runMain(["serve"], { ABN_PORT: "eighty" });
   assertEquals(result.code, 1);

@@ -52,12 +52,14 @@ Deno.test("keys.ownerByHash finds a key, sees its revocation and the organizatio
     orgId: org.id,
     orgActive: true,
     revoked: false,
+    scopes: ["upload", "read", "write", "admin"],
+    expiresAt: null,
   });
   assertEquals(await db.keys.ownerByHash(hashKey(generateKey())), null);
-  assert(await db.keys.revoke(info.key_id));
+  assertEquals((await db.keys.revoke(info.key_id)).outcome, "revoked");
   assertEquals((await db.keys.ownerByHash(hashKey(api_key)))?.revoked, true);
   assertEquals((await db.keys.list(org.id))[0].active, false);
-  assertEquals(await db.keys.revoke("key_missing"), false);
+  assertEquals((await db.keys.revoke("key_missing")).outcome, "not_found");
   await db.close();
   await Deno.remove(dir, { recursive: true });
 });

@@ -47,6 +47,8 @@ controlPlaneTest(
       orgId: org.id,
       orgActive: true,
       revoked: false,
+      scopes: ["upload", "read", "write", "admin"],
+      expiresAt: null,
     });
     assertEquals(await other.keys.ownerByHash(hashKey(generateKey())), null);
     assertEquals((await other.keys.list(org.id)).map((k) => k.key_id), [
@@ -60,16 +62,17 @@ controlPlaneTest(
     await db.keys.touch(new Map());
     assertEquals((await other.keys.list(org.id)).map((k) => k.last_used_at), [at, at]);
 
-    assertEquals(await db.keys.revoke(first.info.key_id), true);
+    assertEquals((await db.keys.revoke(first.info.key_id)).outcome, "revoked");
     const revoked = (await other.keys.list(org.id))[0];
     assertEquals(revoked.active, false);
     assert(ISO.test(revoked.revoked_at ?? ""));
-    assertEquals(await db.keys.revoke(first.info.key_id), true); // again: the first time stays
+    // Again: the first time stays.
+    assertEquals((await db.keys.revoke(first.info.key_id)).outcome, "unchanged");
     assertEquals((await other.keys.list(org.id))[0].revoked_at, revoked.revoked_at);
     assertEquals((await other.keys.ownerByHash(hashKey(first.api_key)))?.revoked, true);
     await db.orgs.setActive(org.id, false);
     assertEquals((await other.keys.ownerByHash(hashKey(second.api_key)))?.orgActive, false);
-    assertEquals(await db.keys.revoke("key_missing"), false);
+    assertEquals((await db.keys.revoke("key_missing")).outcome, "not_found");
   },
 );
 

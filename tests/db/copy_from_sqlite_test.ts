@@ -35,6 +35,7 @@ async function snapshot(db: ControlPlane, experiments: [string, string][]) {
     const row = await db.deliverySummaries.get(o, e);
     return row === null ? null : { ...row, summary: [...row.summary] };
   }));
+  const audit = await Promise.all(orgs.map((o) => db.audit.page(o.id, { limit: 100 })));
   const secret = await db.secrets.get("url-signing");
   // Plain objects (SQLite's rows have no prototype), secrets and blobs as arrays.
   return JSON.parse(JSON.stringify({
@@ -46,6 +47,7 @@ async function snapshot(db: ControlPlane, experiments: [string, string][]) {
     grants,
     history,
     summaries,
+    audit,
     secret: [...secret ?? []],
   }));
 }
@@ -62,7 +64,11 @@ postgresTest(
         const gone = await sqlite.orgs.create("gone");
         await sqlite.orgs.setActive(gone.id, false);
         const kept = await sqlite.keys.create(acme.id);
-        const revoked = await sqlite.keys.create(acme.id);
+        const revoked = await sqlite.keys.create(acme.id, {
+          name: "ci pipeline",
+          scopes: ["upload", "read"],
+          expiresAt: "2030-01-01T00:00:00.000Z",
+        });
         await sqlite.keys.create(gone.id);
         await sqlite.keys.revoke(revoked.info.key_id);
         await sqlite.keys.touch(new Map([[kept.info.key_id, "2026-03-05T10:00:00.123Z"]]));
@@ -100,6 +106,24 @@ postgresTest(
           org_id: acme.id,
           experiment_id: "pricing",
           expires_at: "2026-03-05T10:00:00.000Z",
+          key_id: kept.info.key_id,
+        }]);
+        await sqlite.audit.record([{
+          id: "evt_0000000000000001",
+          org_id: acme.id,
+          at: "2026-03-05T09:00:00.250Z",
+          action: "dataset.delivered",
+          key_id: kept.info.key_id,
+          experiment_id: "checkout",
+          details: { route: "direct", size_bytes: 1234, etag: "etag-1", sha256: "bb" },
+        }, {
+          id: "evt_0000000000000002",
+          org_id: gone.id,
+          at: "2026-03-05T09:10:00.000Z",
+          action: "key.created",
+          key_id: null,
+          experiment_id: null,
+          details: { target_key_id: "key_x", scopes: ["read"] },
         }]);
         for (const [i, sha] of ["aa", "bb"].entries()) {
           await sqlite.history.record(acme.id, "checkout", {
@@ -142,6 +166,7 @@ postgresTest(
           "history_snapshots: 2 in SQLite, 2 of them in PostgreSQL (2 rows there in all)",
           "delivery_summaries: 1 in SQLite, 1 of them in PostgreSQL (1 rows there in all)",
           "delivery_summary_parts: 1 in SQLite, 1 of them in PostgreSQL (1 rows there in all)",
+          "audit_events: 2 in SQLite, 2 of them in PostgreSQL (2 rows there in all)",
           "secret url-signing: copied",
           "Copy verified: every SQLite row is in PostgreSQL",
         ]);
@@ -151,12 +176,31 @@ postgresTest(
           assertEquals(await snapshot(pg, experiments), before);
           assertEquals((await pg.keys.ownerByHash(hashKey(kept.api_key)))?.orgId, acme.id);
 
+          const scoped = (await pg.keys.list(acme.id)).find((k) =>
+            k.key_id === revoked.info.key_id
+          );
+          assertEquals(scoped?.scopes, ["upload", "read"]);
+          assertEquals(scoped?.name, "ci pipeline");
+
           // Changes made on PostgreSQL since survive a second copy; nothing is duplicated.
           await pg.keys.revoke(kept.info.key_id);
+          const gonesKey = (await pg.keys.list(gone.id))[0];
+          const rotated = await pg.keys.rotate(gonesKey.key_id, { overlapSeconds: 3600 });
+          assertEquals(rotated.outcome, "rotated");
           const second = await copy(path, env);
           assertEquals(second.code, 0, second.err.join("\n"));
-          assertEquals(second.out.slice(0, 9), first.out.slice(0, 9));
-          assertEquals(second.out[9], "secret url-signing: same");
+          assertEquals(second.out.slice(0, 1), first.out.slice(0, 1));
+          assertEquals(
+            second.out[1],
+            "api_keys: 3 in SQLite, 3 of them in PostgreSQL (4 rows there in all)",
+          );
+          assertEquals(second.out.slice(2, 10), first.out.slice(2, 10));
+          assertEquals(second.out[10], "secret url-signing: same");
+          // The rotated key's expiry on PostgreSQL is kept (SQLite has none for it).
+          assertEquals(
+            (await pg.keys.get(gonesKey.key_id))?.expires_at,
+            rotated.outcome === "rotated" ? rotated.old.expires_at : "",
+          );
           // The catalog's statuses are PostgreSQL's analyses' (the ready result, pending else).
           assertEquals(
             (await pg.datasets.page(acme.id, { limit: 10 })).map((r) => [

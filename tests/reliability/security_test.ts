@@ -29,6 +29,10 @@ const COVERED = new Set([
   "GET /api/v1/datasets/:experiment_id/settings/",
   "PUT /api/v1/datasets/:experiment_id/settings/",
   "GET /api/v1/keys/",
+  "POST /api/v1/keys/",
+  "DELETE /api/v1/keys/:key_id/",
+  "POST /api/v1/keys/:key_id/rotate/",
+  "GET /api/v1/audit/",
   "PUT /storage/*key",
   // Token-authenticated (not by API key) and without organization data of its own:
   "POST /api/v1/storage-events/",
@@ -148,10 +152,43 @@ driverTest(
     const historyB = await (await asB("/datasets/secret/history/?format=csv")).text();
     const historyA = await (await authed(server, a.apiKey, "/datasets/secret/history/")).json();
     assert(!historyB.includes(historyA.snapshots[0].etag), "A's snapshot in B's history");
-    // Keys: B sees its organization and keys only.
+    // Keys: B sees its organization and keys only, and cannot revoke or rotate A's.
     const keys = await (await asB("/keys/")).json();
     assertEquals(keys.organization.org_id, b.orgId);
     assert(!JSON.stringify(keys).includes(a.orgId), "A's organization leaked into B's key list");
+    const keyA = (await server.service.db.keys.list(a.orgId))[0];
+    await assertApiError(
+      await asB(`/keys/${keyA.key_id}/`, { method: "DELETE" }),
+      404,
+      "not_found",
+    );
+    await assertApiError(
+      await asB(`/keys/${keyA.key_id}/rotate/`, { method: "POST", body: "{}" }),
+      404,
+      "not_found",
+    );
+    const madeByB = await asB("/keys/", {
+      method: "POST",
+      body: JSON.stringify({ scopes: ["read"] }),
+    });
+    assertEquals(madeByB.status, 201);
+    const { key_id: keyOfB } = await madeByB.json();
+    assertEquals((await server.service.db.keys.get(keyOfB))?.org_id, b.orgId);
+    assertEquals((await server.service.db.keys.get(keyA.key_id))?.status, "active");
+    assertEquals((await server.service.db.keys.list(a.orgId)).length, 1);
+    // The audit trail: B sees its own events only, and A's cursor means nothing to B.
+    const auditB = await (await asB("/audit/")).json();
+    const auditText = JSON.stringify(auditB);
+    assert(!auditText.includes(a.orgId) && !auditText.includes(keyA.key_id), auditText);
+    assert(auditB.events.some((e: { action: string }) => e.action === "key.created"), auditText);
+    const auditA = await (await authed(server, a.apiKey, "/audit/?limit=1")).json();
+    assertEquals(auditA.events.length, 1);
+    assert(typeof auditA.next_cursor === "string", JSON.stringify(auditA));
+    await assertApiError(
+      await asB(`/audit/?cursor=${encodeURIComponent(auditA.next_cursor)}`),
+      400,
+      "invalid_json",
+    );
     // A's data is untouched.
     assertSameBytes(await server.stored(a.orgId, "secret"), VALID, "A's direct upload");
     assertSameBytes(await server.stored(a.orgId, "twostep"), VALID, "A's two-step delivery");

@@ -1,4 +1,4 @@
-import { assert, assertEquals } from "../_assert.ts";
+import { assert, assertEquals, assertThrows } from "../_assert.ts";
 import { DirectorySyncs, LocalStore } from "../../src/storage/local_store.ts";
 import { StorageError } from "../../src/storage/object_store.ts";
 import { UrlSigner } from "../../src/crypto/url_signer.ts";
@@ -181,6 +181,29 @@ Deno.test("UrlSigner accepts its own signature and refuses altered, expired or r
   assertEquals(signer.verify("PUT", "k/x", sized, now).result, "invalid");
   const other = new UrlSigner(new Uint8Array(32).fill(4));
   assertEquals(other.verify("PUT", "org/a/experiments/e/latest.csv", q, now).result, "invalid");
+});
+
+Deno.test("UrlSigner binds the key id that asked for a URL: it reads back, and cannot be changed or dropped", () => {
+  const signer = new UrlSigner(new Uint8Array(32).fill(3));
+  const now = 1_000_000;
+  const keyId = "key_0123456789abcdef";
+  const q = new URLSearchParams(signer.sign("PUT", "k/x", now + 60, 10, keyId));
+  assertEquals(q.get("key_id"), keyId);
+  assertEquals(signer.verify("PUT", "k/x", q, now), { result: "ok", size: 10, keyId });
+  assertEquals(signer.verify("PUT", "k/x", q, now + 61), { result: "expired", size: 10, keyId });
+  const other = new URLSearchParams(q);
+  other.set("key_id", "key_fedcba9876543210");
+  assertEquals(signer.verify("PUT", "k/x", other, now).result, "invalid");
+  const dropped = new URLSearchParams(q);
+  dropped.delete("key_id");
+  assertEquals(signer.verify("PUT", "k/x", dropped, now).result, "invalid");
+  const malformed = new URLSearchParams(q);
+  malformed.set("key_id", "key_x&size=1");
+  assertEquals(signer.verify("PUT", "k/x", malformed, now).result, "invalid");
+  assertThrows(() => signer.sign("PUT", "k/x", now + 60, undefined, "not a key"), TypeError);
+  // A URL signed without a key id (before ids were bound) still passes, naming none.
+  const plain = new URLSearchParams(signer.sign("PUT", "k/x", now + 60));
+  assertEquals(signer.verify("PUT", "k/x", plain, now), { result: "ok", size: undefined });
 });
 
 Deno.test("LocalStore lists in key order across folders whose names prefix each other, from any cursor", async () => {

@@ -2,9 +2,10 @@
  * `main.ts admin db copy-from-sqlite PATH`: moves a single-host install's control plane into
  * PostgreSQL, in one transaction, table by table (the tables and columns are the same on both
  * engines; only the types differ): organizations, keys, settings, analyses, the dataset catalog,
- * upload grants, history snapshots and delivery summaries (with their parts). Idempotent: rows PostgreSQL lacks are
- * inserted; rows it has are updated only where the SQLite row is newer, and a revocation or
- * deactivation on either side is never undone. Afterwards every SQLite row is looked up by its
+ * upload grants, history snapshots, delivery summaries (with their parts) and the audit trail.
+ * Idempotent: rows PostgreSQL lacks are inserted; rows it has are updated only where the SQLite
+ * row is newer, and a revocation, a key's expiry or a deactivation on either side is never
+ * undone. Afterwards every SQLite row is looked up by its
  * key in PostgreSQL and the counts are compared; a difference fails the command.
  *
  * Adding a table to the control plane means adding it to `COPIED_TABLES`.
@@ -94,9 +95,14 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
       created_at: "time",
       last_used_at: "time",
       revoked_at: "time",
+      name: "text",
+      scopes: "text",
+      expires_at: "time",
     },
+    // An expiry set on either side (a rotation) stays: the earlier one wins.
     onConflict: `DO UPDATE SET revoked_at = COALESCE(t.revoked_at, excluded.revoked_at),
-      last_used_at = GREATEST(t.last_used_at, excluded.last_used_at)`,
+      last_used_at = GREATEST(t.last_used_at, excluded.last_used_at),
+      expires_at = LEAST(t.expires_at, excluded.expires_at)`,
   },
   {
     name: "settings",
@@ -129,8 +135,14 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
   {
     name: "grants",
     key: ["key"],
-    columns: { key: "text", org_id: "text", experiment_id: "text", expires_at: "time" },
-    onConflict: `DO UPDATE SET expires_at = excluded.expires_at
+    columns: {
+      key: "text",
+      org_id: "text",
+      experiment_id: "text",
+      expires_at: "time",
+      key_id: "text",
+    },
+    onConflict: `DO UPDATE SET expires_at = excluded.expires_at, key_id = excluded.key_id
       WHERE excluded.expires_at > t.expires_at`,
   },
   {
@@ -165,6 +177,21 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
     columns: { org_id: "text", experiment_id: "text", part: "integer", bytes: "bytes" },
     onConflict: "DO UPDATE SET bytes = excluded.bytes",
     parent: { table: "delivery_summaries", by: ["org_id", "experiment_id"], same: "updated_at" },
+  },
+  {
+    // An event never changes: one PostgreSQL holds already is kept.
+    name: "audit_events",
+    key: ["id"],
+    columns: {
+      id: "text",
+      org_id: "text",
+      at: "time",
+      action: "text",
+      key_id: "text",
+      experiment_id: "text",
+      details: "text",
+    },
+    onConflict: "DO NOTHING",
   },
 ];
 

@@ -178,6 +178,29 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX analysis_jobs_claim ON analysis_jobs (lane, offered_at, delivered_at DESC);
       DROP INDEX analysis_jobs_offered;`,
   },
+  {
+    version: 7,
+    name: "scoped keys with names and expiry, the key behind a grant, the audit trail",
+    // Keys made before keep every scope. The audit is read newest first per organization (all
+    // actions or one) and pruned by age.
+    sql: `
+      ALTER TABLE api_keys ADD COLUMN name TEXT;
+      ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT 'upload,read,write,admin';
+      ALTER TABLE api_keys ADD COLUMN expires_at TIMESTAMPTZ;
+      ALTER TABLE grants ADD COLUMN key_id TEXT;
+      CREATE TABLE audit_events (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        org_id TEXT COLLATE "C" NOT NULL,
+        at TIMESTAMPTZ NOT NULL,
+        action TEXT COLLATE "C" NOT NULL,
+        key_id TEXT,
+        experiment_id TEXT,
+        details TEXT NOT NULL
+      );
+      CREATE INDEX audit_events_org ON audit_events (org_id, at, id);
+      CREATE INDEX audit_events_org_action ON audit_events (org_id, action, at, id);
+      CREATE INDEX audit_events_at ON audit_events (at);`,
+  },
 ];
 
 /** Every table the service reads and writes (checked for privileges at start-up). */
@@ -193,6 +216,7 @@ export const TABLES = [
   "history_snapshots",
   "delivery_summaries",
   "delivery_summary_parts",
+  "audit_events",
 ];
 
 /** The advisory lock that serializes migrations. */

@@ -12,6 +12,8 @@ export interface Grant {
   key: string;
   /** When the URL expires, ISO-8601. */
   expires_at: string;
+  /** The API key that asked for the grant (of the key's latest grant), if known. */
+  key_id?: string | null;
 }
 
 export interface GrantRepo {
@@ -25,7 +27,7 @@ export interface GrantRepo {
   prune(before: string): Promise<number>;
 }
 
-const COLUMNS = "key, org_id, experiment_id, expires_at";
+const COLUMNS = "key, org_id, experiment_id, expires_at, key_id";
 
 export function grantRepo(db: Dialect): GrantRepo {
   return {
@@ -42,11 +44,17 @@ export function grantRepo(db: Dialect): GrantRepo {
       await db.run(
         `INSERT INTO grants (${COLUMNS})
          SELECT ${COLUMNS} FROM ${
-          db.rows("g", { key: "text", org_id: "text", experiment_id: "text", expires_at: "time" })
+          db.rows("g", {
+            key: "text",
+            org_id: "text",
+            experiment_id: "text",
+            expires_at: "time",
+            key_id: "text",
+          })
         } WHERE true
-         ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at
+         ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at, key_id = excluded.key_id
          WHERE excluded.expires_at > grants.expires_at`,
-        [rowsParam(batch.map((g) => ({ ...g })))],
+        [rowsParam(batch.map((g) => ({ ...g, key_id: g.key_id ?? null })))],
       );
     },
     open: (since, orgId) =>

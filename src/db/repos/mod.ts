@@ -15,6 +15,7 @@ import { historyRepo } from "./history.ts";
 import { summaryRepo } from "./summaries.ts";
 import { jobRepo } from "./jobs.ts";
 import type { SecretRepo } from "./secrets.ts";
+import { auditRepo } from "./audit.ts";
 
 export class SqlControlPlane implements ControlPlane {
   readonly driver: Dialect["engine"];
@@ -28,6 +29,7 @@ export class SqlControlPlane implements ControlPlane {
   readonly deliverySummaries: ControlPlane["deliverySummaries"];
   readonly jobs: ControlPlane["jobs"];
   readonly secrets: SecretRepo;
+  readonly audit: ControlPlane["audit"];
   readonly #sql: Dialect;
 
   constructor(sql: Dialect, secrets: SecretRepo) {
@@ -43,6 +45,7 @@ export class SqlControlPlane implements ControlPlane {
     this.deliverySummaries = summaryRepo(sql);
     this.jobs = jobRepo(sql);
     this.secrets = secrets;
+    this.audit = auditRepo(sql);
   }
 
   withTimerLock<T>(name: string, fn: () => Promise<T>): Promise<T | undefined> {

@@ -5,7 +5,7 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 
-const MIGRATIONS: string[] = [
+export const MIGRATIONS: readonly string[] = [
   `CREATE TABLE orgs (
      id TEXT PRIMARY KEY,
      name TEXT NOT NULL,
@@ -127,6 +127,24 @@ const MIGRATIONS: string[] = [
      PRIMARY KEY (org_id, experiment_id)
    );
    CREATE INDEX analysis_jobs_claim ON analysis_jobs(lane, offered_at, delivered_at DESC);`,
+  // 6: scoped keys with names and expiry (keys made before keep every scope), the key that asked
+  // for an upload grant, and the audit trail: newest first per organization, all actions or one.
+  `ALTER TABLE api_keys ADD COLUMN name TEXT;
+   ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT 'upload,read,write,admin';
+   ALTER TABLE api_keys ADD COLUMN expires_at TEXT;
+   ALTER TABLE grants ADD COLUMN key_id TEXT;
+   CREATE TABLE audit_events (
+     id TEXT PRIMARY KEY,
+     org_id TEXT NOT NULL,
+     at TEXT NOT NULL,
+     action TEXT NOT NULL,
+     key_id TEXT,
+     experiment_id TEXT,
+     details TEXT NOT NULL
+   );
+   CREATE INDEX audit_events_org ON audit_events(org_id, at, id);
+   CREATE INDEX audit_events_org_action ON audit_events(org_id, action, at, id);
+   CREATE INDEX audit_events_at ON audit_events(at);`,
 ];
 
 function version(db: DatabaseSync): number {
