@@ -79,10 +79,12 @@ async function shownSecret(page: Page, previous = ""): Promise<string> {
   return await text(page, "#new-key-secret");
 }
 
-/** The key row of the key named `name` that is active. */
-async function activeRowOf(server: TestServer, name: string): Promise<string> {
+/** The row of the active key named `name`, once the page shows it with its actions. */
+async function activeRowOf(page: Page, server: TestServer, name: string): Promise<string> {
   const key = (await keysByName(server)).get(name)!.find((k) => k.status === "active")!;
-  return `tr[data-key="${key.key_id}"]`;
+  const row = `tr[data-key="${key.key_id}"]`;
+  await page.waitForSelector(`${row} [data-action=revoke]`, { timeout: 15_000 });
+  return row;
 }
 
 browserTest({
@@ -134,12 +136,14 @@ browserTest({
         const list = await call(server, secret, "/datasets/");
         assert.equal(list.status, 403);
         assert.equal((await list.json()).error.code, "insufficient_scope");
-        await page.waitForSelector(`${await activeRowOf(server, "pipeline")} [data-cell=scopes]`);
+        await page.waitForSelector(
+          `${await activeRowOf(page, server, "pipeline")} [data-cell=scopes]`,
+        );
         await screenshot(page, "keys-created-1280");
       });
 
       await t.step("rotating with no overlap shows the new key; the old one stops", async () => {
-        const row = await activeRowOf(server, "pipeline");
+        const row = await activeRowOf(page, server, "pipeline");
         await page.click(`${row} [data-action=rotate]`);
         await page.$eval(`${row} input[name=overlap_hours]`, (el) => {
           (el as unknown as PageElement).value = "0";
@@ -157,7 +161,7 @@ browserTest({
       });
 
       await t.step("revoking asks first, then the key is refused", async () => {
-        const row = await activeRowOf(server, "pipeline");
+        const row = await activeRowOf(page, server, "pipeline");
         await page.click(`${row} [data-action=revoke]`);
         await waitForText(page, `${row} .confirm`, "refused at once");
         // Not yet revoked: the key is still known (403, it may not list), not refused (401).
