@@ -37,27 +37,7 @@ function failingFirst(d) {
  * @param {string[]} variants
  */
 function dimensionBlock(d, variants) {
-  const id = `health-${idPart(d.name)}`;
-  const failing = (d.values ?? []).filter((/** @type {any} */ v) => v.srm?.mismatch);
-  const head = h(
-    "h4",
-    { id },
-    h("span", { class: "metric-name" }, d.name),
-    h(
-      "span",
-      { class: "tag" },
-      d.distinct_values >= 10000 ? "10,000+ values" : `${formatInteger(d.distinct_values)} values`,
-    ),
-    d.skipped
-      ? h("span", { class: "tag", dataset: { tag: "skipped" } }, "skipped")
-      : failing.length > 0
-      ? h(
-        "span",
-        { class: "tag tag-bad", dataset: { tag: "failing" } },
-        `${failing.length} failing`,
-      )
-      : h("span", { class: "tag tag-good", dataset: { tag: "ok" } }, "split ok"),
-  );
+  const head = dimensionHead(d);
   if (d.skipped) {
     return h(
       "div",
@@ -78,59 +58,7 @@ function dimensionBlock(d, variants) {
     "div",
     { class: "dimension", dataset: { dimension: d.name } },
     head,
-    scrollTable(
-      `${d.name}: the split of each value`,
-      h(
-        "table",
-        { class: "numbers health-table" },
-        h(
-          "thead",
-          {},
-          h(
-            "tr",
-            {},
-            h("th", { scope: "col" }, "Value"),
-            variants.map((name) => h("th", { scope: "col" }, `${name} users`)),
-            h("th", { scope: "col" }, "p-value"),
-            h("th", { scope: "col" }, "Split"),
-          ),
-        ),
-        h(
-          "tbody",
-          {},
-          failingFirst(d).map((/** @type {any} */ v) =>
-            h(
-              "tr",
-              {
-                class: v.srm?.mismatch ? "failing" : "",
-                dataset: { value: v.value, mismatch: String(Boolean(v.srm?.mismatch)) },
-              },
-              h(
-                "th",
-                {
-                  scope: "row",
-                  title: v.pooled_values ? `Pooled: ${v.pooled_values.join(", ")}` : null,
-                },
-                v.value,
-              ),
-              variants.map((name) => {
-                const found = (v.variants ?? []).find((/** @type {any} */ x) => x.name === name);
-                return h("td", { dataset: { cell: `users-${name}` } }, formatInteger(found?.users));
-              }),
-              h("td", { dataset: { cell: "p" } }, formatPValue(v.srm?.p_value)),
-              h(
-                "td",
-                {
-                  class: `split-cell split-${v.srm?.mismatch ? "bad" : "ok"}`,
-                  dataset: { cell: "split" },
-                },
-                v.srm?.mismatch ? "mismatch" : v.srm?.enough_data ? "ok" : "too few users",
-              ),
-            )
-          ),
-        ),
-      ),
-    ),
+    scrollTable(`${d.name}: the split of each value`, splitTable(d, variants)),
     h(
       "p",
       { class: "muted small" },
@@ -140,6 +68,88 @@ function dimensionBlock(d, variants) {
           formatInteger(d.inconsistent_users)
         } users have rows with different values; each counts under the value of their first row.`
         : "",
+    ),
+  );
+}
+
+/**
+ * The dimension's heading: its name, how many values it has, and skipped, failing or ok.
+ * @param {any} d
+ */
+function dimensionHead(d) {
+  const failing = (d.values ?? []).filter((/** @type {any} */ v) => v.srm?.mismatch);
+  return h(
+    "h4",
+    { id: `health-${idPart(d.name)}` },
+    h("span", { class: "metric-name" }, d.name),
+    h(
+      "span",
+      { class: "tag" },
+      d.distinct_values >= 10000 ? "10,000+ values" : `${formatInteger(d.distinct_values)} values`,
+    ),
+    d.skipped
+      ? h("span", { class: "tag", dataset: { tag: "skipped" } }, "skipped")
+      : failing.length > 0
+      ? h(
+        "span",
+        { class: "tag tag-bad", dataset: { tag: "failing" } },
+        `${failing.length} failing`,
+      )
+      : h("span", { class: "tag tag-good", dataset: { tag: "ok" } }, "split ok"),
+  );
+}
+
+/**
+ * The split table of a dimension: a row per value, failing values first.
+ * @param {any} d
+ * @param {string[]} variants
+ */
+function splitTable(d, variants) {
+  return h(
+    "table",
+    { class: "numbers health-table" },
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        h("th", { scope: "col" }, "Value"),
+        variants.map((name) => h("th", { scope: "col" }, `${name} users`)),
+        h("th", { scope: "col" }, "p-value"),
+        h("th", { scope: "col" }, "Split"),
+      ),
+    ),
+    h("tbody", {}, failingFirst(d).map((/** @type {any} */ v) => splitRow(v, variants))),
+  );
+}
+
+/**
+ * A value's users per variant, its p-value and whether its split fits.
+ * @param {any} v a value of a dimension
+ * @param {string[]} variants
+ */
+function splitRow(v, variants) {
+  return h(
+    "tr",
+    {
+      class: v.srm?.mismatch ? "failing" : "",
+      dataset: { value: v.value, mismatch: String(Boolean(v.srm?.mismatch)) },
+    },
+    h(
+      "th",
+      { scope: "row", title: v.pooled_values ? `Pooled: ${v.pooled_values.join(", ")}` : null },
+      v.value,
+    ),
+    variants.map((name) => {
+      const found = (v.variants ?? []).find((/** @type {any} */ x) => x.name === name);
+      return h("td", { dataset: { cell: `users-${name}` } }, formatInteger(found?.users));
+    }),
+    h("td", { dataset: { cell: "p" } }, formatPValue(v.srm?.p_value)),
+    h(
+      "td",
+      { class: `split-cell split-${v.srm?.mismatch ? "bad" : "ok"}`, dataset: { cell: "split" } },
+      v.srm?.mismatch ? "mismatch" : v.srm?.enough_data ? "ok" : "too few users",
     ),
   );
 }

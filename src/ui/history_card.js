@@ -85,109 +85,139 @@ function sinceLast(a) {
  * @param {Map<string, string>} colors
  */
 function historyBody(a, snapshots, colors) {
-  const metric = a.key_metric;
+  /** @type {string[]} */
   const others = (a.variants ?? []).map((/** @type {any} */ v) => v.name).filter((
     /** @type {string} */ n,
   ) => n !== a.control);
-  const deliveries = snapshots.map((snapshot) => snapshot.delivered_at);
-  /**
-   * @param {any} snapshot
-   * @param {string} name
-   */
-  const comparison = (snapshot, name) =>
-    (snapshot.metrics ?? []).find((/** @type {any} */ m) => m.name === metric)?.comparisons
-      ?.find((/** @type {any} */ c) => c.name === name) ?? null;
-  const series = others.map((/** @type {string} */ name) => ({
-    name,
-    color: colors.get(name) ?? "#333",
-    values: snapshots.map((snapshot) => comparison(snapshot, name)?.lift ?? null),
-    bands: snapshots.map((snapshot) => comparison(snapshot, name)?.sequential_ci ?? null),
-  }));
-  const chances = others.map((/** @type {string} */ name) => ({
-    name,
-    color: colors.get(name) ?? "#333",
-    values: snapshots.map((snapshot) => comparison(snapshot, name)?.chance_to_beat_control ?? null),
-  }));
   return [
-    legend(
-      others.map((/** @type {string} */ name) => ({ name, color: colors.get(name) ?? "#333" })),
-    ),
-    h(
-      "div",
-      { class: "chart-pair" },
-      h(
-        "figure",
-        {},
-        h("figcaption", {}, `${metric}: lift per delivery, always-valid interval`),
-        historyChart({
-          label:
-            `Lift of each variant over ${a.control} on ${metric} at each of ${snapshots.length} deliveries, with the always-valid interval as a band`,
-          kind: "lift",
-          deliveries,
-          series,
-        }),
-      ),
-      h(
-        "figure",
-        {},
-        h("figcaption", {}, "Chance to beat the control per delivery"),
-        historyChart({
-          label:
-            `Chance of each variant to beat ${a.control} on ${metric} at each of ${snapshots.length} deliveries`,
-          kind: "chance",
-          deliveries,
-          series: chances,
-        }),
-      ),
-    ),
+    legend(others.map((name) => ({ name, color: colors.get(name) ?? "#333" }))),
+    historyCharts(a, snapshots, others, colors),
     h(
       "details",
       { class: "daily" },
       h("summary", {}, "The history as a table"),
-      scrollTable(
-        "History",
-        h(
-          "table",
-          { class: "numbers history-table" },
-          h(
-            "thead",
-            {},
-            h(
-              "tr",
-              {},
-              h("th", { scope: "col" }, "Delivered"),
-              h("th", { scope: "col" }, "Rows"),
-              others.map((/** @type {string} */ name) => [
-                h("th", { scope: "col" }, `${name} lift`),
-                h("th", { scope: "col" }, `${name} always valid`),
-                h("th", { scope: "col" }, `${name} chance to beat`),
-              ]),
-            ),
-          ),
-          h(
-            "tbody",
-            {},
-            snapshots.map((snapshot, i) =>
-              h(
-                "tr",
-                { dataset: { delivery: String(i) } },
-                h("th", { scope: "row" }, formatDateTime(snapshot.delivered_at)),
-                h("td", {}, formatInteger(snapshot.rows)),
-                others.map((/** @type {string} */ name) => {
-                  const c = comparison(snapshot, name);
-                  return [
-                    h("td", {}, formatLift(c?.lift)),
-                    h("td", {}, formatLiftInterval(c?.sequential_ci)),
-                    h("td", {}, formatShare(c?.chance_to_beat_control)),
-                  ];
-                }),
-              )
-            ),
-          ),
-        ),
-      ),
+      scrollTable("History", historyTable(a.key_metric, snapshots, others)),
     ),
   ];
+}
+
+/**
+ * A variant's comparison with the control on a metric at one delivery, or null.
+ * @param {any} snapshot
+ * @param {string} metric
+ * @param {string} name the variant
+ */
+function comparisonOf(snapshot, metric, name) {
+  return (snapshot.metrics ?? []).find((/** @type {any} */ m) => m.name === metric)?.comparisons
+    ?.find((/** @type {any} */ c) => c.name === name) ?? null;
+}
+
+/**
+ * The two charts: the key metric's lift with its always-valid band, and the chance to beat the
+ * control, per delivery.
+ * @param {any} a
+ * @param {any[]} snapshots
+ * @param {string[]} others the variants besides the control
+ * @param {Map<string, string>} colors
+ */
+function historyCharts(a, snapshots, others, colors) {
+  const metric = a.key_metric;
+  const deliveries = snapshots.map((snapshot) => snapshot.delivered_at);
+  /**
+   * One figure of a variant's comparison per delivery.
+   * @param {string} name
+   * @param {(c: any) => any} pick
+   */
+  const perDelivery = (name, pick) =>
+    snapshots.map((snapshot) => pick(comparisonOf(snapshot, metric, name)) ?? null);
+  const series = others.map((name) => ({
+    name,
+    color: colors.get(name) ?? "#333",
+    values: perDelivery(name, (c) => c?.lift),
+    bands: perDelivery(name, (c) => c?.sequential_ci),
+  }));
+  const chances = others.map((name) => ({
+    name,
+    color: colors.get(name) ?? "#333",
+    values: perDelivery(name, (c) => c?.chance_to_beat_control),
+  }));
+  return h(
+    "div",
+    { class: "chart-pair" },
+    h(
+      "figure",
+      {},
+      h("figcaption", {}, `${metric}: lift per delivery, always-valid interval`),
+      historyChart({
+        label:
+          `Lift of each variant over ${a.control} on ${metric} at each of ${snapshots.length} deliveries, with the always-valid interval as a band`,
+        kind: "lift",
+        deliveries,
+        series,
+      }),
+    ),
+    h(
+      "figure",
+      {},
+      h("figcaption", {}, "Chance to beat the control per delivery"),
+      historyChart({
+        label:
+          `Chance of each variant to beat ${a.control} on ${metric} at each of ${snapshots.length} deliveries`,
+        kind: "chance",
+        deliveries,
+        series: chances,
+      }),
+    ),
+  );
+}
+
+/**
+ * The history as a table: per delivery, its rows and each variant's lift, always-valid interval
+ * and chance to beat the control.
+ * @param {string} metric the key metric
+ * @param {any[]} snapshots
+ * @param {string[]} others the variants besides the control
+ */
+function historyTable(metric, snapshots, others) {
+  return h(
+    "table",
+    { class: "numbers history-table" },
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        h("th", { scope: "col" }, "Delivered"),
+        h("th", { scope: "col" }, "Rows"),
+        others.map((name) => [
+          h("th", { scope: "col" }, `${name} lift`),
+          h("th", { scope: "col" }, `${name} always valid`),
+          h("th", { scope: "col" }, `${name} chance to beat`),
+        ]),
+      ),
+    ),
+    h(
+      "tbody",
+      {},
+      snapshots.map((snapshot, i) =>
+        h(
+          "tr",
+          { dataset: { delivery: String(i) } },
+          h("th", { scope: "row" }, formatDateTime(snapshot.delivered_at)),
+          h("td", {}, formatInteger(snapshot.rows)),
+          others.map((name) => {
+            const c = comparisonOf(snapshot, metric, name);
+            return [
+              h("td", {}, formatLift(c?.lift)),
+              h("td", {}, formatLiftInterval(c?.sequential_ci)),
+              h("td", {}, formatShare(c?.chance_to_beat_control)),
+            ];
+          }),
+        )
+      ),
+    ),
+  );
 }
 
 /**

@@ -67,36 +67,81 @@ function domain(options) {
 }
 
 /**
+ * @typedef {object} Frame where the plot sits in the chart, and its scales
+ * @property {number} width
+ * @property {number} height
+ * @property {{ left: number, right: number, top: number, bottom: number }} m the margins
+ * @property {number} plotW
+ * @property {number[]} ticks the y values with a grid line
+ * @property {(i: number) => number} x of the i-th delivery
+ * @property {(v: number) => number} y of a value, held inside the plot
+ * @property {(v: number) => string} format a value as the chart labels it
+ */
+
+/**
  * @param {HistoryChartOptions} options
  * @param {number} width
+ * @returns {Frame}
  */
-function render(options, width) {
+function frameOf(options, width) {
   const height = 200;
   const m = { left: 64, right: 14, top: 10, bottom: 26 };
   const plotW = width - m.left - m.right;
   const plotH = height - m.top - m.bottom;
   const n = options.deliveries.length;
   const [y0, y1] = domain(options);
-  /** @param {number} i */
-  const x = (i) => m.left + (n > 1 ? (i / (n - 1)) * plotW : plotW / 2);
-  /** @param {number} v */
-  const y = (v) => m.top + plotH - ((Math.min(Math.max(v, y0), y1) - y0) / (y1 - y0)) * plotH;
-  const format = options.kind === "chance"
-    ? (/** @type {number} */ v) => formatShare(v, 0)
-    : (/** @type {number} */ v) => formatLift(v);
-  const svg = chartSvg(width, height, options.label);
-  const grid = s("g", { class: "grid" });
-  const ticks = options.kind === "chance" ? [0, 0.25, 0.5, 0.75, 1] : niceTicks(y0, y1);
-  for (const t of ticks) {
-    grid.append(
-      s("line", { x1: m.left, x2: width - m.right, y1: y(t), y2: y(t) }),
-      s(
-        "text",
-        { x: m.left - 6, y: y(t), "text-anchor": "end", "dominant-baseline": "middle" },
-        format(t),
-      ),
-    );
+  const chance = options.kind === "chance";
+  return {
+    width,
+    height,
+    m,
+    plotW,
+    ticks: chance ? [0, 0.25, 0.5, 0.75, 1] : niceTicks(y0, y1),
+    x: (i) => m.left + (n > 1 ? (i / (n - 1)) * plotW : plotW / 2),
+    y: (v) => m.top + plotH - ((Math.min(Math.max(v, y0), y1) - y0) / (y1 - y0)) * plotH,
+    format: chance ? (v) => formatShare(v, 0) : (v) => formatLift(v),
+  };
+}
+
+/**
+ * @param {HistoryChartOptions} options
+ * @param {number} width
+ */
+function render(options, width) {
+  const frame = frameOf(options, width);
+  const { m, y } = frame;
+  const svg = chartSvg(width, frame.height, options.label);
+  svg.append(s("g", { class: "grid" }, valueTicks(frame), deliveryLabels(options, frame)));
+  if (options.kind === "lift") {
+    svg.append(s("line", { class: "zero", x1: m.left, x2: width - m.right, y1: y(0), y2: y(0) }));
   }
+  for (const line of options.series) svg.append(variantLayer(options, frame, line));
+  return svg;
+}
+
+/**
+ * A grid line and a label at each tick of the y axis.
+ * @param {Frame} frame
+ */
+function valueTicks(frame) {
+  const { m, y } = frame;
+  return frame.ticks.map((t) => [
+    s("line", { x1: m.left, x2: frame.width - m.right, y1: y(t), y2: y(t) }),
+    s(
+      "text",
+      { x: m.left - 6, y: y(t), "text-anchor": "end", "dominant-baseline": "middle" },
+      frame.format(t),
+    ),
+  ]);
+}
+
+/**
+ * The deliveries along the x axis, as many as fit.
+ * @param {HistoryChartOptions} options
+ * @param {Frame} frame
+ */
+function deliveryLabels(options, frame) {
+  const n = options.deliveries.length;
   // Deliveries of one day are told apart by their time (UTC, as the ISO stamps are).
   const days = options.deliveries.map((d) => d.slice(0, 10));
   const shared = new Set(days.filter((day, i) => days.indexOf(day) !== i));
@@ -107,76 +152,91 @@ function render(options, width) {
       : formatDay(days[i]);
   const every = Math.max(
     1,
-    Math.ceil(n / Math.max(1, Math.floor(plotW / (shared.size > 0 ? 96 : 64)))),
+    Math.ceil(n / Math.max(1, Math.floor(frame.plotW / (shared.size > 0 ? 96 : 64)))),
   );
+  const labels = [];
   for (let i = 0; i < n; i += every) {
-    grid.append(
-      s(
-        "text",
-        {
-          x: x(i),
-          y: height - 8,
-          // The last label ends at the plot's edge instead of running past it.
-          "text-anchor": n > 1 && i === n - 1 ? "end" : "middle",
-        },
-        label(i),
-      ),
-    );
+    labels.push(s(
+      "text",
+      {
+        x: frame.x(i),
+        y: frame.height - 8,
+        // The last label ends at the plot's edge instead of running past it.
+        "text-anchor": n > 1 && i === n - 1 ? "end" : "middle",
+      },
+      label(i),
+    ));
   }
-  svg.append(grid);
-  if (options.kind === "lift") {
-    svg.append(s("line", { class: "zero", x1: m.left, x2: width - m.right, y1: y(0), y2: y(0) }));
-  }
-  for (const line of options.series) {
-    const g = s("g", { class: "variant", dataset: { variant: line.name } });
-    if (line.bands) {
-      // The band as one polygon per run of deliveries that have one.
-      let upper = "";
-      let lower = "";
-      const flush = () => {
-        if (upper) {
-          g.append(s("path", { class: "band", d: `M${upper}L${lower}Z`, fill: line.color }));
-        }
-        upper = "";
-        lower = "";
-      };
-      line.bands.forEach((band, i) => {
-        if (!band) return flush();
-        upper = upper
-          ? `${upper}L${x(i).toFixed(1)},${y(band[1]).toFixed(1)}`
-          : `${x(i).toFixed(1)},${y(band[1]).toFixed(1)}`;
-        lower = `${x(i).toFixed(1)},${y(band[0]).toFixed(1)}${lower ? "L" + lower : ""}`;
-      });
-      flush();
+  return labels;
+}
+
+/**
+ * One variant: its line, its band (when it has one) and a point per delivery with a value.
+ * @param {HistoryChartOptions} options
+ * @param {Frame} frame
+ * @param {HistorySeries} line
+ */
+function variantLayer(options, frame, line) {
+  const { x, y } = frame;
+  let d = "";
+  let pen = false;
+  /** @type {SVGElement[]} */
+  const points = [];
+  line.values.forEach((v, i) => {
+    if (typeof v !== "number") {
+      pen = false;
+      return;
     }
-    let d = "";
-    let pen = false;
-    line.values.forEach((v, i) => {
-      if (typeof v !== "number") {
-        pen = false;
-        return;
-      }
-      d += `${pen ? "L" : "M"}${x(i).toFixed(1)},${y(v).toFixed(1)}`;
-      pen = true;
-      g.append(
-        s(
-          "circle",
-          {
-            class: "point",
-            cx: x(i),
-            cy: y(v),
-            r: 3,
-            fill: line.color,
-            dataset: { delivery: String(i) },
-          },
-          s("title", {}, `${line.name}, ${options.deliveries[i]}: ${format(v)}`),
-        ),
-      );
-    });
-    g.prepend(s("path", { class: "line", d, stroke: line.color, fill: "none", "stroke-width": 2 }));
-    svg.append(g);
-  }
-  return svg;
+    d += `${pen ? "L" : "M"}${x(i).toFixed(1)},${y(v).toFixed(1)}`;
+    pen = true;
+    points.push(s(
+      "circle",
+      {
+        class: "point",
+        cx: x(i),
+        cy: y(v),
+        r: 3,
+        fill: line.color,
+        dataset: { delivery: String(i) },
+      },
+      s("title", {}, `${line.name}, ${options.deliveries[i]}: ${frame.format(v)}`),
+    ));
+  });
+  return s(
+    "g",
+    { class: "variant", dataset: { variant: line.name } },
+    s("path", { class: "line", d, stroke: line.color, fill: "none", "stroke-width": 2 }),
+    line.bands ? bandPaths(frame, line.bands, line.color) : null,
+    points,
+  );
+}
+
+/**
+ * The band as one polygon per run of deliveries that have one.
+ * @param {Frame} frame
+ * @param {([number, number] | null)[]} bands
+ * @param {string} color
+ */
+function bandPaths(frame, bands, color) {
+  const { x, y } = frame;
+  /** @type {SVGElement[]} */
+  const paths = [];
+  let upper = "";
+  let lower = "";
+  const flush = () => {
+    if (upper) paths.push(s("path", { class: "band", d: `M${upper}L${lower}Z`, fill: color }));
+    upper = "";
+    lower = "";
+  };
+  bands.forEach((band, i) => {
+    if (!band) return flush();
+    upper = upper
+      ? `${upper}L${x(i).toFixed(1)},${y(band[1]).toFixed(1)}`
+      : `${x(i).toFixed(1)},${y(band[1]).toFixed(1)}`;
+    lower = `${x(i).toFixed(1)},${y(band[0]).toFixed(1)}${lower ? "L" + lower : ""}`;
+  });
+  flush();
+  return paths;
 }
 
 /**
