@@ -5,7 +5,7 @@
  * column and a cap. Fields the form does not show (alpha, power, metric kinds) are kept as they
  * were saved; a field the reader left at its default is not pinned.
  */
-import { api, ApiError, datasetPath } from "./api.js";
+import { api, ApiError, datasetPath, keyScopes } from "./api.js";
 import { h } from "./dom.js";
 import { settingsBody } from "./settings_body.js";
 import { settingsFields, settingsGrid } from "./settings_fields.js";
@@ -18,6 +18,17 @@ function save(experimentId, body) {
   return api(`${datasetPath(experimentId)}settings/`, { method: "PUT", body });
 }
 
+/** The line that says why the settings cannot be changed with this key. */
+function needsWrite() {
+  return h(
+    "p",
+    { class: "muted", id: "settings-scope" },
+    "Changing settings needs a key with the write scope; this key may ",
+    keyScopes().join(", ") || "do nothing",
+    ".",
+  );
+}
+
 /**
  * A button that puts the default settings back.
  * @param {string} experimentId
@@ -28,6 +39,7 @@ export function resetSettingsButton(experimentId, onSaved) {
   const button = h("button", {
     type: "button",
     class: "quiet",
+    disabled: !keyScopes().includes("write"),
     onclick: async () => {
       button.disabled = true;
       try {
@@ -83,9 +95,10 @@ function settingsForm(a, saved, flash, onSaved) {
   const fields = settingsFields(a, saved);
   const error = h("p", { class: "form-error", role: "alert", id: "settings-error" });
   const ok = h("p", { class: "form-ok", role: "status", id: "settings-status" }, flash);
+  const canWrite = keyScopes().includes("write");
   const submit = h(
     "button",
-    { type: "submit", class: "primary", id: "settings-save" },
+    { type: "submit", class: "primary", id: "settings-save", disabled: !canWrite },
     "Save and re-analyse",
   );
   const form = h(
@@ -104,10 +117,12 @@ function settingsForm(a, saved, flash, onSaved) {
         submitSettings(parts, () => settingsBody(a, saved, fields), a.experiment_id, onSaved);
       },
     },
-    settingsGrid(fields),
+    // Without the write scope the form shows the settings but cannot change them.
+    h("fieldset", { class: "settings-fields", disabled: !canWrite }, settingsGrid(fields)),
     h(
       "div",
       { class: "actions" },
+      canWrite ? null : needsWrite(),
       submit,
       Object.keys(saved).length > 0 ? resetSettingsButton(a.experiment_id, onSaved) : null,
       error,

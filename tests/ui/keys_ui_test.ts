@@ -11,12 +11,14 @@ import { startTestServer } from "../_server.ts";
 import type { TestServer } from "../_server.ts";
 import { browserTest, launchBrowser, screenshot } from "../_browser.ts";
 import type { Page } from "../_browser.ts";
+import { generateCsv } from "../../bench/generate_csv.ts";
 
 interface PageElement {
   value: string;
   hidden: boolean;
   textContent: string | null;
   checked: boolean;
+  disabled: boolean;
 }
 declare const document: { querySelector(selector: string): PageElement | null };
 
@@ -98,6 +100,13 @@ browserTest({
       const db = server.service.db;
       const reader = await db.keys.create(server.orgId, { name: "analyst", scopes: ["read"] });
       const uploader = await db.keys.create(server.orgId, { name: "ci", scopes: ["upload"] });
+      const parts: Uint8Array[] = [];
+      for await (const chunk of generateCsv({ rows: 2000, users: 500, seed: 3 })) parts.push(chunk);
+      const stored = await call(server, server.apiKey, "/datasets/upload/?experiment_id=shown", {
+        method: "POST",
+        body: new Blob(parts as BlobPart[]),
+      });
+      assert.equal(stored.status, 201, await stored.text());
       browser = await launchBrowser();
       const page = await browser.browser.newPage();
       const problems: string[] = [];
@@ -217,6 +226,13 @@ browserTest({
           await page.$eval("#app", (el) => (el as unknown as PageElement).hidden),
           false,
         );
+        // Its analysis shows, and its settings form says which scope changing them needs.
+        await page.goto(`${server.url}/#/get-via-api/shown`, { waitUntil: "load" });
+        await waitForText(page, "#settings-scope", "needs a key with the write scope");
+        const disabled = (selector: string) =>
+          page.$eval(selector, (el) => (el as unknown as PageElement).disabled);
+        assert.equal(await disabled("#settings-save"), true);
+        assert.equal(await disabled(".settings-fields"), true);
       });
 
       await t.step("an upload-only key is told why it cannot sign in", async () => {
