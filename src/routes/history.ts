@@ -9,6 +9,7 @@ import { type AppCtx, type AppRoutes, route } from "./deps.ts";
 import { ApiError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
+import { queryParam } from "../http/query.ts";
 import { datasetKey } from "../storage/object_store.ts";
 import { historyCsvHeader, historyCsvRows } from "../analysis/csv_export.ts";
 import { snapshotJson } from "../analysis/history/snapshot.ts";
@@ -16,10 +17,13 @@ import { notFound, openCursor, pageLimit, sealCursor } from "./datasets.ts";
 
 const CURSOR_SCOPE = "HISTORY";
 
-/** The answer's format: `?format=json` (the default) or `csv`; 400 `invalid_json` otherwise. */
+/**
+ * The answer's format: `?format=json` (the default, also when absent) or `csv`; 400
+ * `invalid_json` otherwise, an empty or repeated `format` included.
+ */
 export function responseFormat(url: URL): "json" | "csv" {
-  const format = url.searchParams.get("format");
-  if (format === null || format === "" || format === "json") return "json";
+  const format = queryParam(url, "format");
+  if (format === null || format === "json") return "json";
   if (format === "csv") return "csv";
   throw new ApiError("invalid_json", `format must be json or csv, got ${JSON.stringify(format)}`);
 }
@@ -66,7 +70,7 @@ async function history(ctx: AppCtx): Promise<Response> {
     return csvResponse(ctx, body, `${experimentId}-history.csv`);
   }
   const limit = pageLimit(ctx.url);
-  const given = ctx.url.searchParams.get("cursor") || null;
+  const given = queryParam(ctx.url, "cursor") || null;
   let after = 0;
   if (given !== null) {
     const cursor = openCursor(ctx.deps.signer, orgId, given, CURSOR_SCOPE);
