@@ -243,8 +243,8 @@ export function settingsCard(a, saved, flash, onSaved) {
       delete next.sequential_tuning;
     } else {
       const value = tuning.valueAsNumber;
-      if (!Number.isFinite(value) || value <= 0) {
-        return "The sequential tuning must be a number of users above 0.";
+      if (!Number.isFinite(value) || value < 1) {
+        return "The sequential tuning must be a number of users, 1 or more.";
       }
       next.sequential_tuning = value;
     }
