@@ -55,20 +55,8 @@ async function history(ctx: AppCtx): Promise<Response> {
   ctx.logFields.experiment_id = experimentId;
   const orgId = principal.orgId;
   const db = ctx.deps.db;
-  if (responseFormat(ctx.url) === "csv") {
-    let body = historyCsvHeader();
-    let after = 0;
-    let count = 0;
-    for (;;) {
-      const page = await db.history.list(orgId, experimentId, after, 1000);
-      for (const row of page) body += historyCsvRows(JSON.parse(snapshotJson(row)));
-      count += page.length;
-      if (page.length < 1000) break;
-      after = page[page.length - 1].seq;
-    }
-    if (count === 0) await requireStored(ctx, orgId, experimentId);
-    return csvResponse(ctx, body, `${experimentId}-history.csv`);
-  }
+  // The page's parameters are checked whatever the format (the CSV is the whole history).
+  const format = responseFormat(ctx.url);
   const limit = pageLimit(ctx.url);
   const given = queryParam(ctx.url, "cursor") || null;
   let after = 0;
@@ -82,6 +70,20 @@ async function history(ctx: AppCtx): Promise<Response> {
       );
     }
     after = Number(m[2]);
+  }
+  if (format === "csv") {
+    let body = historyCsvHeader();
+    let seq = 0;
+    let count = 0;
+    for (;;) {
+      const page = await db.history.list(orgId, experimentId, seq, 1000);
+      for (const row of page) body += historyCsvRows(JSON.parse(snapshotJson(row)));
+      count += page.length;
+      if (page.length < 1000) break;
+      seq = page[page.length - 1].seq;
+    }
+    if (count === 0) await requireStored(ctx, orgId, experimentId);
+    return csvResponse(ctx, body, `${experimentId}-history.csv`);
   }
   const rows = await db.history.list(orgId, experimentId, after, limit + 1);
   if (rows.length === 0 && after === 0) await requireStored(ctx, orgId, experimentId);
