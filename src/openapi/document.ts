@@ -81,7 +81,7 @@ export function undescribed(
 function security(access: Access, doc: OperationDoc): Record<string, unknown> {
   if (access === "public") return { security: doc.security ?? [] };
   return {
-    security: access.map((scope) => ({ apiKey: [scope] })),
+    security: access.map((scope) => ({ bearerAuth: [scope] })),
     "x-scopes": [...access],
   };
 }
@@ -231,7 +231,7 @@ export function buildDocument(
     components: {
       schemas,
       securitySchemes: {
-        apiKey: {
+        bearerAuth: {
           type: "http",
           scheme: "bearer",
           bearerFormat: "abn_ followed by 38 letters and digits",

@@ -70,7 +70,7 @@ Deno.test("the document states each route's method, path and scopes as the route
       assertEquals(operation.security, expected, `${route.method} ${route.path}`);
     } else {
       assertEquals(operation["x-scopes"], [...route.access]);
-      assertEquals(operation.security, route.access.map((scope) => ({ apiKey: [scope] })));
+      assertEquals(operation.security, route.access.map((scope) => ({ bearerAuth: [scope] })));
     }
   }
   const documented = Object.values(document.paths as Record<string, Json>)
