@@ -7,6 +7,7 @@ import type { Service, ServiceOptions } from "../src/wiring.ts";
 import { createService } from "../src/wiring.ts";
 import { SqliteControlPlane } from "../src/db/sqlite/sqlite_control_plane.ts";
 import type { DatabaseSync } from "node:sqlite";
+import { responseContract } from "./contract/_contract.ts";
 
 export function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -59,10 +60,24 @@ export async function startTestServer(
       throw error;
     },
   );
+  // Every answer is checked against the OpenAPI document; what breaks it fails the test at close.
+  const contract = responseContract();
+  const violations: string[] = [];
+  const handler = async (req: Request, info: Deno.ServeHandlerInfo) => {
+    const response = await service.handler(req, info);
+    try {
+      const checked = await contract.check(req.method, req.url, response);
+      violations.push(...checked.problems);
+      return checked.response;
+    } catch (error) {
+      violations.push(`${req.method} ${req.url}: the answer could not be checked: ${error}`);
+      return response;
+    }
+  };
   const controller = new AbortController();
   const server = Deno.serve(
     { hostname: "127.0.0.1", port, signal: controller.signal, onListen: () => {} },
-    service.handler,
+    handler,
   );
   const newOrg = async (name = "test") => {
     const org = await service.db.orgs.create(name);
@@ -84,6 +99,13 @@ export async function startTestServer(
       await service.close();
       await database?.drop();
       await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+      if (violations.length > 0) {
+        throw new Error(
+          `${violations.length} answers break the OpenAPI document (src/openapi/):\n${
+            [...new Set(violations)].join("\n")
+          }`,
+        );
+      }
     },
   };
 }

@@ -27,7 +27,7 @@ export interface Settings {
   metric_kinds?: Record<string, MetricKind>;
   /** The view the UI leads with; default `sequential`. */
   inference?: InferenceView;
-  /** N of the sequential intervals: the total sample where they are tightest; default 5000. */
+  /** N of the sequential intervals: the total sample where they are tightest, ≥ 1; default 5000. */
   sequential_tuning?: number;
   /** Metric → its CUPED covariate column (instead of `<metric>_pre`). */
   covariates?: Record<string, string>;
@@ -51,6 +51,8 @@ export const SETTINGS_DEFAULTS = Object.freeze({
 });
 
 const SPLIT_TOLERANCE = 1e-9;
+/** The smallest `alpha` whose intervals are finite numbers. */
+export const MIN_ALPHA = 1e-10;
 const FIELDS = [
   "key_metric",
   "control",
@@ -243,7 +245,8 @@ export function validateSettings(input: unknown): Settings {
     settings.mde = numberInRange("mde", mde, (x) => x > 0 && x <= 10, "in (0, 10]");
   }
   if (alpha != null) {
-    settings.alpha = numberInRange("alpha", alpha, (x) => x > 0 && x < 1, "in (0, 1)");
+    // Below 1e-10 the fixed-horizon interval's t quantile (at 1 − α/2) is no longer finite.
+    settings.alpha = numberInRange("alpha", alpha, (x) => x >= MIN_ALPHA && x < 1, "in [1e-10, 1)");
   }
   if (power != null) {
     settings.power = numberInRange("power", power, (x) => x > 0 && x < 1, "in (0, 1)");
@@ -273,8 +276,8 @@ export function validateSettings(input: unknown): Settings {
     settings.sequential_tuning = numberInRange(
       "sequential_tuning",
       input.sequential_tuning,
-      (x) => x > 0,
-      "above 0 (the total number of users where the sequential interval is tightest)",
+      (x) => x >= 1,
+      "of 1 or more (the total number of users where the sequential interval is tightest)",
     );
   }
   if (input.covariates != null) settings.covariates = covariates(input.covariates);

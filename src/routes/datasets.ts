@@ -10,6 +10,7 @@ import { type AppCtx, type AppRoutes, route } from "./deps.ts";
 import { json } from "../http/context.ts";
 import { ApiError, megabytes } from "../http/errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
+import { queryParam } from "../http/query.ts";
 import type { ObjectInfo } from "../storage/object_store.ts";
 import { Buffer } from "node:buffer";
 import { datasetKey, orgPrefix, parseDatasetKey } from "../storage/object_store.ts";
@@ -220,7 +221,7 @@ async function storagePage(
 
 /** The `limit` of a paged list: 1 to 1000, 1000 when absent (400 `invalid_json` otherwise). */
 export function pageLimit(url: URL): number {
-  const limitText = url.searchParams.get("limit");
+  const limitText = queryParam(url, "limit");
   const limit = limitText === null ? 1000 : Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
     throw new ApiError("invalid_json", "limit must be a whole number from 1 to 1000");
@@ -232,7 +233,7 @@ async function list(ctx: AppCtx): Promise<Response> {
   const principal = await ctx.auth();
   const limit = pageLimit(ctx.url);
   const signer = ctx.deps.signer;
-  const given = ctx.url.searchParams.get("cursor") || null;
+  const given = queryParam(ctx.url, "cursor") || null;
   const after = given === null ? null : openCursor(signer, principal.orgId, given);
   const read = ctx.deps.catalog.ready ? catalogPage : storagePage;
   const { datasets, last } = await read(ctx.deps, principal.orgId, after, limit);

@@ -9,6 +9,7 @@ import { type AppCtx, type AppRoutes, route } from "./deps.ts";
 import { ApiError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
+import { queryParam } from "../http/query.ts";
 import { datasetKey } from "../storage/object_store.ts";
 import { historyCsvHeader, historyCsvRows } from "../analysis/csv_export.ts";
 import { snapshotJson } from "../analysis/history/snapshot.ts";
@@ -16,10 +17,13 @@ import { notFound, openCursor, pageLimit, sealCursor } from "./datasets.ts";
 
 const CURSOR_SCOPE = "HISTORY";
 
-/** The answer's format: `?format=json` (the default) or `csv`; 400 `invalid_json` otherwise. */
+/**
+ * The answer's format: `?format=json` (the default, also when absent) or `csv`; 400
+ * `invalid_json` otherwise, an empty or repeated `format` included.
+ */
 export function responseFormat(url: URL): "json" | "csv" {
-  const format = url.searchParams.get("format");
-  if (format === null || format === "" || format === "json") return "json";
+  const format = queryParam(url, "format");
+  if (format === null || format === "json") return "json";
   if (format === "csv") return "csv";
   throw new ApiError("invalid_json", `format must be json or csv, got ${JSON.stringify(format)}`);
 }
@@ -51,22 +55,10 @@ async function history(ctx: AppCtx): Promise<Response> {
   ctx.logFields.experiment_id = experimentId;
   const orgId = principal.orgId;
   const db = ctx.deps.db;
-  if (responseFormat(ctx.url) === "csv") {
-    let body = historyCsvHeader();
-    let after = 0;
-    let count = 0;
-    for (;;) {
-      const page = await db.history.list(orgId, experimentId, after, 1000);
-      for (const row of page) body += historyCsvRows(JSON.parse(snapshotJson(row)));
-      count += page.length;
-      if (page.length < 1000) break;
-      after = page[page.length - 1].seq;
-    }
-    if (count === 0) await requireStored(ctx, orgId, experimentId);
-    return csvResponse(ctx, body, `${experimentId}-history.csv`);
-  }
+  // The page's parameters are checked whatever the format (the CSV is the whole history).
+  const format = responseFormat(ctx.url);
   const limit = pageLimit(ctx.url);
-  const given = ctx.url.searchParams.get("cursor") || null;
+  const given = queryParam(ctx.url, "cursor") || null;
   let after = 0;
   if (given !== null) {
     const cursor = openCursor(ctx.deps.signer, orgId, given, CURSOR_SCOPE);
@@ -78,6 +70,20 @@ async function history(ctx: AppCtx): Promise<Response> {
       );
     }
     after = Number(m[2]);
+  }
+  if (format === "csv") {
+    let body = historyCsvHeader();
+    let seq = 0;
+    let count = 0;
+    for (;;) {
+      const page = await db.history.list(orgId, experimentId, seq, 1000);
+      for (const row of page) body += historyCsvRows(JSON.parse(snapshotJson(row)));
+      count += page.length;
+      if (page.length < 1000) break;
+      seq = page[page.length - 1].seq;
+    }
+    if (count === 0) await requireStored(ctx, orgId, experimentId);
+    return csvResponse(ctx, body, `${experimentId}-history.csv`);
   }
   const rows = await db.history.list(orgId, experimentId, after, limit + 1);
   if (rows.length === 0 && after === 0) await requireStored(ctx, orgId, experimentId);

@@ -10,6 +10,7 @@ import { storageEventRoutes } from "./storage_events.ts";
 import { storagePutRoutes } from "./storage_put.ts";
 import { uiRoutes } from "./ui.ts";
 import { healthRoutes } from "./health.ts";
+import { openapiRoutes } from "./openapi.ts";
 
 /** Every route table, in the order they are matched. */
 export const apiRoutes: AppRoutes[] = [
@@ -23,5 +24,7 @@ export const apiRoutes: AppRoutes[] = [
   auditRoutes,
   storagePutRoutes,
   storageEventRoutes,
+  // The document of every table here, this one included.
+  openapiRoutes(() => apiRoutes),
   uiRoutes,
 ];

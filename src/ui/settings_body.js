@@ -70,8 +70,8 @@ function readInference(next, saved, fields) {
     return null;
   }
   const value = tuning.valueAsNumber;
-  if (!Number.isFinite(value) || value <= 0) {
-    return "The sequential tuning must be a number of users above 0.";
+  if (!Number.isFinite(value) || value < 1) {
+    return "The sequential tuning must be a number of users, 1 or more.";
   }
   next.sequential_tuning = value;
   return null;

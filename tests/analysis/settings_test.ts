@@ -65,8 +65,9 @@ Deno.test("validateSettings rejects each malformed field", () => {
     [{ mde: 0 }, /mde must be a number in \(0, 10\]/],
     [{ mde: 10.5 }, /mde must be a number in \(0, 10\]/],
     [{ mde: "0.05" }, /mde must be a number/],
-    [{ alpha: 0 }, /alpha must be a number in \(0, 1\)/],
-    [{ alpha: 1 }, /alpha must be a number in \(0, 1\)/],
+    [{ alpha: 0 }, /alpha must be a number in \[1e-10, 1\)/],
+    [{ alpha: 1 }, /alpha must be a number in \[1e-10, 1\)/],
+    [{ alpha: 5e-324 }, /alpha must be a number in \[1e-10, 1\), got 5e-324/],
     [{ power: 1 }, /power must be a number in \(0, 1\)/],
     [{ power: -0.2 }, /power must be a number in \(0, 1\)/],
     [{ target_users_per_variant: 0 }, /target_users_per_variant must be a positive integer/],
@@ -95,8 +96,9 @@ Deno.test("validateSettings accepts the inference settings of the design documen
 Deno.test("validateSettings rejects malformed inference settings with a clear message", () => {
   const cases: [Record<string, unknown>, RegExp][] = [
     [{ inference: "bayes" }, /inference must be one of "sequential", "frequentist", "bayesian"/],
-    [{ sequential_tuning: 0 }, /sequential_tuning must be a number above 0 .*, got 0/],
-    [{ sequential_tuning: -5 }, /sequential_tuning must be a number above 0/],
+    [{ sequential_tuning: 0 }, /sequential_tuning must be a number of 1 or more .*, got 0/],
+    [{ sequential_tuning: 0.5 }, /sequential_tuning must be a number of 1 or more .*, got 0.5/],
+    [{ sequential_tuning: -5 }, /sequential_tuning must be a number of 1 or more/],
     [{ sequential_tuning: "5000" }, /sequential_tuning must be a number/],
     [{ covariates: ["revenue_pre"] }, /covariates must be an object of metric → covariate column/],
     [{ covariates: { revenue: "" } }, /covariates of "revenue" must be a column name/],
@@ -119,11 +121,12 @@ Deno.test("validateSettings rejects malformed inference settings with a clear me
 });
 
 Deno.test("validateSettings accepts the edges of each range", () => {
-  assert.deepEqual(validateSettings({ mde: 10, alpha: 1e-9, power: 0.999999 }), {
+  assert.deepEqual(validateSettings({ mde: 10, alpha: 1e-10, power: 0.999999 }), {
     mde: 10,
-    alpha: 1e-9,
+    alpha: 1e-10,
     power: 0.999999,
   });
+  assert.deepEqual(validateSettings({ sequential_tuning: 1 }), { sequential_tuning: 1 });
   assert.deepEqual(validateSettings({ target_users_per_variant: 1 }), {
     target_users_per_variant: 1,
   });

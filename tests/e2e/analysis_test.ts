@@ -313,7 +313,7 @@ driverTest(
       [{ winsorize: { revenue: 1 } }, /in \(0\.5, 1\), got 1/],
       [{ covariates: { revenue: "nope" } }, /"nope", which is not a column of numbers/],
       [{ key_metric: "revenue_pre" }, /"revenue_pre", which is the covariate of "revenue"/],
-      [{ sequential_tuning: 0 }, /sequential_tuning must be a number above 0/],
+      [{ sequential_tuning: 0 }, /sequential_tuning must be a number of 1 or more/],
       [{ lower_is_better: ["clicks"] }, /lower_is_better names "clicks"/],
       [{ inference: "bayes" }, /inference must be one of/],
     ];

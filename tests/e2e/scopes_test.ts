@@ -38,6 +38,7 @@ const EXPECTED: Readonly<Record<string, readonly Scope[] | "public">> = {
   "POST /api/v1/storage-events/": "public",
   "GET /healthz": "public",
   "GET /metrics": "public",
+  "GET /api/v1/openapi.json": "public",
   "GET /": "public",
   "GET /ui/:file": "public",
 };
@@ -137,6 +138,7 @@ const CALLS: Readonly<Record<string, CallMaker>> = {
     Promise.resolve({ path: "/api/v1/storage-events/", init: json("POST", {}), status: 0 }),
   "GET /healthz": () => Promise.resolve({ path: "/healthz", status: 0 }),
   "GET /metrics": () => Promise.resolve({ path: "/metrics", status: 0 }),
+  "GET /api/v1/openapi.json": () => Promise.resolve({ path: "/api/v1/openapi.json", status: 0 }),
   "GET /": () => Promise.resolve({ path: "/", status: 0 }),
   "GET /ui/:file": () => Promise.resolve({ path: "/ui/main.js", status: 0 }),
 };
@@ -180,7 +182,8 @@ driverTest(
           const without = await send(server, await CALLS[name](server, scope), null);
           await without.body?.cancel();
           assertEquals(res.status, without.status, `${where}: ${text}`);
-          assert(!text.includes("insufficient_scope"), `${where}: ${text}`);
+          // (The OpenAPI document names the code in its descriptions: no error answer does.)
+          assert(!/"code":\s*"insufficient_scope"/.test(text), `${where}: ${text.slice(0, 300)}`);
         } else if (expected.includes(scope)) {
           const text = await res.text();
           assertEquals(res.status, call.status, `${where}: ${text}`);

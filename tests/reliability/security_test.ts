@@ -36,6 +36,8 @@ const COVERED = new Set([
   "PUT /storage/*key",
   // Token-authenticated (not by API key) and without organization data of its own:
   "POST /api/v1/storage-events/",
+  // The OpenAPI document: the same for every caller, no organization data.
+  "GET /api/v1/openapi.json",
   // Health and metrics at the root: no organization data.
   "GET /healthz",
   "GET /metrics",
