@@ -178,6 +178,12 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX analysis_jobs_claim ON analysis_jobs (lane, offered_at, delivered_at DESC);
       DROP INDEX analysis_jobs_offered;`,
   },
+  {
+    version: 7,
+    name: "storage quotas per organization",
+    // NULL: the default, ABN_ORG_QUOTA_BYTES.
+    sql: `ALTER TABLE orgs ADD COLUMN quota_bytes BIGINT;`,
+  },
 ];
 
 /** Every table the service reads and writes (checked for privileges at start-up). */

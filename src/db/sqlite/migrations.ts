@@ -127,6 +127,8 @@ const MIGRATIONS: string[] = [
      PRIMARY KEY (org_id, experiment_id)
    );
    CREATE INDEX analysis_jobs_claim ON analysis_jobs(lane, offered_at, delivered_at DESC);`,
+  // 6: each organization's storage quota in bytes (NULL: the default, ABN_ORG_QUOTA_BYTES).
+  `ALTER TABLE orgs ADD COLUMN quota_bytes INTEGER;`,
 ];
 
 function version(db: DatabaseSync): number {
