@@ -286,6 +286,7 @@ async function remove(ctx: AppCtx): Promise<Response> {
   await store.delete(key);
   // A delivery committed after this keeps its row (it is observed later).
   await db.datasets.remove(principal.orgId, experimentId, nowIso());
+  ctx.deps.quotas.forget(principal.orgId);
   return json(ctx, { deleted: true, experiment_id: experimentId });
 }
 

@@ -16,6 +16,7 @@ import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
 import type { ObjectStore } from "../storage/object_store.ts";
 import type { Uploads } from "../upload/upload.ts";
+import type { StorageQuotas } from "../upload/quota.ts";
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -34,6 +35,8 @@ export interface AppDeps {
   signer: UrlSigner;
   /** Receives datasets: direct uploads and local upload URLs. */
   uploads: Uploads;
+  /** The organizations' storage quotas (uploads are admitted under them; grants checked). */
+  quotas: StorageQuotas;
   /** The analyses of stored deliveries, as reads and settings changes need them. */
   analysis: AnalysisService;
   /** Per-key request limit; absent: none. */
