@@ -13,6 +13,8 @@ const USAGE = `usage:
   admin org deactivate ORG_ID
   admin org activate ORG_ID
   admin org list [--json]
+  admin org set-quota ORG_ID BYTES|none [--json]
+                                     storage its datasets may take; none: ABN_ORG_QUOTA_BYTES
   admin key create ORG_ID [--json]
   admin key list ORG_ID [--json]
   admin key revoke KEY_ID
@@ -33,7 +35,7 @@ export async function runAdmin(
   io: CliIo = defaultIo,
 ): Promise<number> {
   const asJson = args.includes("--json");
-  const [group, action, arg] = args.filter((a) => a !== "--json");
+  const [group, action, arg, value] = args.filter((a) => a !== "--json");
   if (!group || !action) {
     io.err(USAGE);
     return 2;
@@ -86,6 +88,22 @@ export async function runAdmin(
             io.out(`${o.id}\t${o.active ? "active" : "deactivated"}\t${o.created_at}\t${o.name}`);
           }
         }
+        return 0;
+      }
+      case "org set-quota": {
+        const id = need("ORG_ID");
+        const quota = parseQuota(value);
+        if (!(await db.orgs.setQuota(id, quota))) {
+          io.err(`No organization ${id}`);
+          return 1;
+        }
+        io.out(
+          asJson
+            ? JSON.stringify({ org_id: id, quota_bytes: quota })
+            : quota === null
+            ? `${id} quota none (ABN_ORG_QUOTA_BYTES applies)`
+            : `${id} quota ${quota} bytes`,
+        );
         return 0;
       }
       case "key create": {
@@ -225,3 +243,16 @@ async function runDb(
 }
 
 class UsageError extends Error {}
+
+/** `BYTES` (a whole number) or `none` of `org set-quota`. */
+function parseQuota(value: string | undefined): number | null {
+  if (value === "none") return null;
+  if (value !== undefined && /^\d+$/.test(value) && Number.isSafeInteger(Number(value))) {
+    return Number(value);
+  }
+  throw new UsageError(
+    `${
+      value === undefined ? "missing BYTES" : `Invalid quota ${JSON.stringify(value)}`
+    }: expected a whole number of bytes or none\n${USAGE}`,
+  );
+}
