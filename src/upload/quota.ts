@@ -16,8 +16,12 @@
  * Per request this costs memory reads: the quota is read once a second per organization, the
  * usage once per `refreshMs` (one sum over the organization's catalog rows) and kept up to date
  * in between by the uploads this process stores; a deletion or a dataset noticed in storage
- * (`forget`) makes the next request read it again. Only with a quota is the size of the
- * dataset an upload replaces read (one catalog row).
+ * (`forget`) makes the next request read it again. An upload whose declared length fits even as
+ * a new dataset is admitted on those figures alone and counted whole once stored; only the others
+ * (near the quota, or without a declared length) read the size of the dataset they replace (one
+ * catalog row), and a refusal is decided on a usage read again when a replacement was counted
+ * whole since the last read. Tiny uploads at 16 connections on SQLite: a point read per upload
+ * cost ~12 % of the rate (2026-12-03), these memory reads nothing measurable.
  *
  * @module
  */
@@ -62,10 +66,19 @@ interface Usage {
   loading: Promise<void> | null;
   /** Growth stored while a read was under way (added to what it answers). */
   since: number;
+  /**
+   * False once it counts a stored upload whole that may have replaced a dataset (one admitted
+   * without reading the size it replaces): then it may be above the catalog's sum, and is read
+   * again before an upload is refused.
+   */
+  exact: boolean;
+  /** Whether what `since` holds was exact. */
+  sinceExact: boolean;
 }
 
 function bytesText(bytes: number): string {
-  return bytes >= 1048576 ? `${bytes} bytes (${megabytes(bytes, 1)} MB)` : `${bytes} bytes`;
+  const text = `${bytes} byte${bytes === 1 ? "" : "s"}`;
+  return bytes >= 1048576 ? `${text} (${megabytes(bytes, 1)} MB)` : text;
 }
 
 const WHAT_TO_DO =
@@ -107,8 +120,17 @@ export class StorageQuotas {
     const { orgId } = target;
     const quota = await this.quotaOf(orgId);
     if (quota === null) return NO_QUOTA;
+    const known = await this.#usageOf(orgId);
+    if (
+      declaredBytes !== null &&
+      known.bytes + (this.#reserved.get(orgId) ?? 0) + declaredBytes <= quota
+    ) {
+      // It fits even as a new dataset: admitted without reading the size of the one it may
+      // replace (a point read costs ~25 µs on a busy SQLite file), and counted whole.
+      return this.#hold(orgId, quota, known, null, declaredBytes);
+    }
     const [usage, current] = await Promise.all([
-      this.#usageOf(orgId),
+      this.#usageOf(orgId, true),
       this.#currentSize(target),
     ]);
     // From here on nothing waits: the check and the reservation see the same figures.
@@ -122,7 +144,7 @@ export class StorageQuotas {
         } would add ${bytesText(growth)}; nothing was stored: ${WHAT_TO_DO}`,
       );
     }
-    return this.#hold(orgId, quota, usage, current, declaredBytes === null, growth);
+    return this.#hold(orgId, quota, usage, current, Math.max(0, growth));
   }
 
   /**
@@ -135,8 +157,12 @@ export class StorageQuotas {
   ): Promise<void> {
     const quota = await this.quotaOf(target.orgId);
     if (quota === null) return;
-    const usage = await this.#usageOf(target.orgId);
-    const current = sizeBytes === undefined ? 0 : await this.#currentSize(target);
+    const known = await this.#usageOf(target.orgId);
+    if (known.bytes + (this.#reserved.get(target.orgId) ?? 0) + (sizeBytes ?? 0) < quota) return;
+    const [usage, current] = await Promise.all([
+      this.#usageOf(target.orgId, true),
+      sizeBytes === undefined ? 0 : this.#currentSize(target),
+    ]);
     const others = this.#reserved.get(target.orgId) ?? 0;
     if (usage.bytes + others >= quota) {
       throw new ServiceError(
@@ -189,25 +215,38 @@ export class StorageQuotas {
     return (await this.#db.datasets.get(target.orgId, target.experimentId))?.size_bytes ?? 0;
   }
 
-  async #usageOf(orgId: string): Promise<Usage> {
+  /** The organization's usage, read again when older than `refreshMs` (or not `exact`). */
+  async #usageOf(orgId: string, exact = false): Promise<Usage> {
     let usage = this.#usage.get(orgId);
-    if (usage && performance.now() - usage.readAt < this.#refreshMs) return usage;
     if (!usage) {
-      usage = { bytes: 0, readAt: -Infinity, loading: null, since: 0 };
+      usage = {
+        bytes: 0,
+        readAt: -Infinity,
+        loading: null,
+        since: 0,
+        exact: true,
+        sinceExact: true,
+      };
       this.#usage.set(orgId, usage);
     }
-    usage.loading ??= this.#read(orgId, usage);
-    await usage.loading;
+    for (let reads = 0; reads < 2; reads++) {
+      const fresh = performance.now() - usage.readAt < this.#refreshMs;
+      if (fresh && (usage.exact || !exact)) break;
+      usage.loading ??= this.#read(orgId, usage);
+      await usage.loading;
+    }
     return usage;
   }
 
   async #read(orgId: string, usage: Usage): Promise<void> {
     const readAt = performance.now();
     usage.since = 0;
+    usage.sinceExact = true;
     try {
       const bytes = await this.#db.datasets.storedBytes(orgId);
       // An upload stored while the sum was read may or may not be in it: counted once more.
       usage.bytes = bytes + usage.since;
+      usage.exact = usage.sinceExact;
       usage.readAt = readAt;
     } finally {
       usage.loading = null;
@@ -220,15 +259,18 @@ export class StorageQuotas {
     else this.#reserved.set(orgId, total);
   }
 
+  /**
+   * The hold of an admitted upload reserving `reserve` bytes. `current`: the size of the dataset
+   * it replaces (0: none); null when not read (a body with a declared length that fits whole).
+   */
   #hold(
     orgId: string,
     quota: number,
     usage: Usage,
-    current: number,
-    chunked: boolean,
-    growth: number,
+    current: number | null,
+    reserve: number,
   ): QuotaHold {
-    let reserved = Math.max(0, growth);
+    let reserved = reserve;
     this.#reserve(orgId, reserved);
     const release = () => {
       this.#reserve(orgId, -reserved);
@@ -236,8 +278,9 @@ export class StorageQuotas {
     };
     return {
       see: (total) => {
+        if (current === null) return; // a declared length, admitted whole
         const grown = total - current;
-        if (!chunked || grown <= reserved) return;
+        if (grown <= reserved) return;
         const others = (this.#reserved.get(orgId) ?? 0) - reserved;
         if (usage.bytes + others + grown > quota) {
           const crossing = Math.max(quota - usage.bytes - others + current, current) + 1;
@@ -252,8 +295,13 @@ export class StorageQuotas {
         reserved = grown;
       },
       stored: (bytes) => {
-        usage.bytes += bytes - current;
-        if (usage.loading) usage.since += bytes - current;
+        const growth = bytes - (current ?? 0);
+        usage.bytes += growth;
+        if (current === null) usage.exact = false;
+        if (usage.loading) {
+          usage.since += growth;
+          if (current === null) usage.sinceExact = false;
+        }
         release();
       },
       release,

@@ -12,7 +12,7 @@ import { type QuotaDb, StorageQuotas } from "../../src/upload/quota.ts";
 class MemoryDb implements QuotaDb {
   quota: number | null = null;
   sizes = new Map<string, number>();
-  reads = { orgs: 0, sums: 0 };
+  reads = { orgs: 0, sums: 0, gets: 0 };
 
   orgs = {
     get: (id: string): Promise<Org | null> => {
@@ -29,6 +29,7 @@ class MemoryDb implements QuotaDb {
 
   datasets = {
     get: (org_id: string, experiment_id: string) => {
+      this.reads.gets++;
       const size = this.sizes.get(experiment_id);
       return Promise.resolve(
         size === undefined ? null : {
@@ -75,6 +76,13 @@ Deno.test("StorageQuotas admits a fresh upload up to the quota and refuses one b
     error.message,
     /\(DELETE \/api\/v1\/datasets\/\{experiment_id\}\/\) or ask the operator/,
   );
+  // Sizes from 1 MiB on are also given in MB.
+  const large = setup(10 * 1048576, { old: 9 * 1048576 });
+  const mb = await refused(large.quotas.admit(at("new"), 1048577));
+  assertMatch(
+    mb.message,
+    /take 9437184 bytes \(9\.0 MB\) of its storage quota of 10485760 bytes \(10\.0 MB\)/,
+  );
 });
 
 Deno.test("StorageQuotas counts a replacement's growth only; one of equal size passes at the quota", async () => {
@@ -83,7 +91,7 @@ Deno.test("StorageQuotas counts a replacement's growth only; one of equal size p
   (await quotas.admit(at("b"), 400)).release();
   (await quotas.admit(at("b"), 10)).release();
   const error = await refused(quotas.admit(at("b"), 401));
-  assertMatch(error.message, /upload of 401 bytes would add 1 bytes/);
+  assertMatch(error.message, /upload of 401 bytes would add 1 byte;/);
   // Over the quota (it was lowered): a replacement that shrinks still passes.
   const lowered = setup(500, { a: 600 });
   (await lowered.quotas.admit(at("a"), 300)).release();
@@ -122,7 +130,7 @@ Deno.test("StorageQuotas refuses a body without a declared length at the byte th
 });
 
 Deno.test("StorageQuotas reserves the growth of uploads streaming together", async () => {
-  const { quotas } = setup(1000, { a: 200 });
+  const { db, quotas } = setup(1000, { a: 200 });
   const first = await quotas.admit(at("x"), 500);
   // 500 of the remaining 800 are on their way: 300 are left for others.
   const error = await refused(quotas.admit(at("y"), 301));
@@ -133,6 +141,7 @@ Deno.test("StorageQuotas reserves the growth of uploads streaming together", asy
   await refused(quotas.admit(at("y"), 1)); // the chunked one holds the last 300
   chunked.release();
   // The first is stored: its bytes are now the catalog's, its reservation is gone.
+  db.sizes.set("x", 500);
   first.stored(500);
   first.release();
   (await quotas.admit(at("y"), 300)).release();
@@ -162,23 +171,39 @@ Deno.test("StorageQuotas reads the quota once a second and the usage once per re
   db.sizes.set("a", 100);
   const quotas = new StorageQuotas({ db, refreshMs: 200, quotaCacheMs: 100 });
   for (let i = 0; i < 20; i++) (await quotas.admit(at(`e${i}`), 10)).release();
-  assertEquals(db.reads, { orgs: 1, sums: 1 });
-  // An upload this process stores joins the figure without a read.
+  assertEquals(db.reads, { orgs: 1, sums: 1, gets: 0 });
+  // An upload this process stores joins the figure without a read (counted whole: it fits as
+  // a new dataset, so the size of the one it may replace is not read).
   const hold = await quotas.admit(at("b"), 800);
   db.sizes.set("b", 800);
   hold.stored(800);
+  assertEquals(db.reads, { orgs: 1, sums: 1, gets: 0 });
+  // Near the quota: the dataset replaced is read, and the usage again (it counted b whole).
   await refused(quotas.admit(at("c"), 101));
-  assertEquals(db.reads.sums, 1);
+  assertEquals(db.reads, { orgs: 1, sums: 2, gets: 1 });
+  (await quotas.admit(at("b"), 900)).release(); // b grows by 100: fits
   // A dataset deleted (or noticed in storage) is seen at the next upload once forgotten.
   db.sizes.delete("b");
   await refused(quotas.admit(at("c"), 101));
+  assertEquals(db.reads.sums, 2);
   quotas.forget("org_a");
   (await quotas.admit(at("c"), 101)).release();
-  assertEquals(db.reads.sums, 2);
+  assertEquals(db.reads.sums, 3);
   // A quota changed by the operator applies within its cache time; the usage after a refresh.
   db.quota = 100;
   db.sizes.set("d", 500);
   await new Promise((resolve) => setTimeout(resolve, 250));
   await refused(quotas.admit(at("c"), 1));
-  assertEquals(db.reads, { orgs: 2, sums: 3 });
+  assertEquals([db.reads.orgs, db.reads.sums], [2, 4]);
+});
+
+Deno.test("StorageQuotas never refuses on a usage that counted a replacement whole", async () => {
+  const { db, quotas } = setup(1000, { a: 600 });
+  // Admitted whole (600 + 300 fits), stored as a replacement of a: the true usage is 300.
+  const hold = await quotas.admit(at("a"), 300);
+  db.sizes.set("a", 300);
+  hold.stored(300);
+  // Counted whole the usage would be 900; read again, 300 + 700 fits.
+  (await quotas.admit(at("b"), 700)).release();
+  await refused(quotas.admit(at("b"), 701));
 });
