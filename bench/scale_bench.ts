@@ -77,7 +77,13 @@ export async function serve(
   apiKey: string,
 ): Promise<Service & { startupMs: number }> {
   const port = String(freePort());
-  const full = { ...env, ...serviceEnv(), ABN_PORT: port };
+  // The burst's 16 connections are one organization's: they fit in its share of upload slots.
+  const full = {
+    ABN_MAX_CONCURRENT_UPLOADS_PER_ORG: "16",
+    ...env,
+    ...serviceEnv(),
+    ABN_PORT: port,
+  };
   const started = performance.now();
   const child = new Deno.Command(Deno.execPath(), {
     args: serveArgs(MAIN),

@@ -22,8 +22,9 @@ async function orgKey(env: Record<string, string>): Promise<string> {
   return (await benchKey(env)).apiKey;
 }
 
+/** One organization's 16 connections of tiny uploads fit in its share of the upload slots. */
 function serve(env: Record<string, string>): Promise<Child> {
-  return spawnService(env);
+  return spawnService({ ABN_MAX_CONCURRENT_UPLOADS_PER_ORG: "16", ...env });
 }
 
 const TINY_CSV = "user_id,variant,date,converted\nu1,A,2026-01-01,1\nu2,B,2026-01-01,0\n";

@@ -1,12 +1,14 @@
 /**
- * The HTTP application: routes, authentication, the one error boundary, request ids and the
- * per-request log line. `createApp(deps)` answers a plain `(Request) => Promise<Response>`.
+ * The HTTP application: routes, authentication, the one error boundary, request ids, the
+ * security headers (`http/security_headers.ts`) and the per-request log line. `createApp(deps)`
+ * answers a plain `(Request) => Promise<Response>`.
  */
 import { DatabaseUnavailable } from "./db/control_plane.ts";
 import { StorageError } from "./storage/object_store.ts";
 import { Router } from "./http/router.ts";
 import { ApiError, errorHeaders, errorResponse } from "./http/errors.ts";
 import { ServiceError } from "./errors.ts";
+import { withSecurityHeaders } from "./http/security_headers.ts";
 import type { AppHandler, Ctx, Route } from "./http/context.ts";
 import { authenticate, type Principal, requireScope } from "./http/auth.ts";
 import type { Logger } from "./log.ts";
@@ -19,6 +21,7 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
     for (const entry of table) router.add(entry.method, entry.path, entry);
   }
   const log = deps.log;
+  const tls = deps.config.tlsCert !== undefined && deps.config.tlsKey !== undefined;
 
   return async function handle(req: Request): Promise<Response> {
     const started = performance.now();
@@ -27,7 +30,7 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
     try {
       url = new URL(req.url);
     } catch {
-      return errorResponse("not_found", "Not found", requestId);
+      return withSecurityHeaders(errorResponse("not_found", "Not found", requestId), tls);
     }
     const logFields: Record<string, unknown> = {};
     let closing = false;
@@ -84,6 +87,7 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
       logFields.error_code = (error instanceof ServiceError) ? error.code : "internal_error";
     }
     if (closing) response = withHeader(response, "connection", "close");
+    response = withSecurityHeaders(response, tls);
     const seconds = (performance.now() - started) / 1000;
     deps.metrics.requests.inc({
       route,

@@ -31,6 +31,10 @@ export interface Config {
   bodyMinBytesPerSecond: number;
   /** Upload bodies streaming at once; one more answers 503. 0: no cap. */
   maxConcurrentUploads: number;
+  /** Upload bodies one organization streams at once; one more answers 429. 0: no cap. */
+  maxConcurrentUploadsPerOrg: number;
+  /** The storage quota of an organization without one of its own, in bytes; absent: none. */
+  orgQuotaBytes?: number;
   rateLimitPerMinute: number;
   tlsCert?: string;
   tlsKey?: string;
@@ -86,6 +90,11 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
     );
   }
   return Number(raw);
+}
+
+/** As `integer`, without a default: absent when the variable is unset. */
+function optionalInteger(env: Env, name: string, min: number, max: number): number | undefined {
+  return text(env, name) === undefined ? undefined : integer(env, name, min, min, max);
 }
 
 /** The values a true-or-false variable may take, in any case. */
@@ -236,6 +245,8 @@ export function loadConfig(env: Env): Readonly<Config> {
     bodyIdleTimeoutSeconds: integer(env, "ABN_BODY_IDLE_TIMEOUT_SECONDS", 30, 1, 3600),
     bodyMinBytesPerSecond: integer(env, "ABN_BODY_MIN_BYTES_PER_SECOND", 1024, 0, 1 << 30),
     maxConcurrentUploads: integer(env, "ABN_MAX_CONCURRENT_UPLOADS", 64, 0, 100_000),
+    maxConcurrentUploadsPerOrg: integer(env, "ABN_MAX_CONCURRENT_UPLOADS_PER_ORG", 8, 0, 100_000),
+    orgQuotaBytes: optionalInteger(env, "ABN_ORG_QUOTA_BYTES", 0, Number.MAX_SAFE_INTEGER),
     rateLimitPerMinute: integer(env, "ABN_RATE_LIMIT_PER_MINUTE", 0, 0, 1_000_000),
     tlsCert,
     tlsKey,

@@ -35,6 +35,8 @@ export type ErrorCode =
   | "not_found"
   | "method_not_allowed"
   | "rate_limited"
+  | "too_many_uploads"
+  | "quota_exceeded"
   | "storage_error"
   | "internal_error"
   | "service_unavailable";

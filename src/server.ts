@@ -6,6 +6,7 @@ import type { Config } from "./config.ts";
 import { createService, type Service } from "./wiring.ts";
 import type { ControlPlane } from "./db/control_plane.ts";
 import { errorResponse } from "./http/errors.ts";
+import { withSecurityHeaders } from "./http/security_headers.ts";
 
 export interface ServeOptions {
   /** First start creates an organization `dev` and prints its key once. */
@@ -52,11 +53,14 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
   const handler = async (req: Request, info: Deno.ServeHandlerInfo) => {
     if (draining) {
       req.body?.cancel().catch(() => {});
-      return errorResponse(
-        "service_unavailable",
-        "The service is shutting down; retry in a few seconds",
-        crypto.randomUUID(),
-        { connection: "close", "retry-after": "5" },
+      return withSecurityHeaders(
+        errorResponse(
+          "service_unavailable",
+          "The service is shutting down; retry in a few seconds",
+          crypto.randomUUID(),
+          { connection: "close", "retry-after": "5" },
+        ),
+        config.tlsCert !== undefined,
       );
     }
     inFlight++;

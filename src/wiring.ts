@@ -22,6 +22,7 @@ import type { AppHandler } from "./http/context.ts";
 import { createApp } from "./app.ts";
 import { RateLimiter } from "./http/rate_limiter.ts";
 import { Uploads } from "./upload/upload.ts";
+import { StorageQuotas } from "./upload/quota.ts";
 import { apiRoutes } from "./routes/mod.ts";
 import type { AppDeps, AppRoutes } from "./routes/deps.ts";
 import { createLogger } from "./log.ts";
@@ -103,6 +104,14 @@ function buildDeliveries(
   const deliveries = new DeliveryHub({ log, catalog, db });
   // Only S3 needs grants: local upload URLs are PUT through this process, which delivers them.
   const grants = store.driver === "s3" ? new GrantRecorder({ db, log }) : undefined;
+  const quotas = new StorageQuotas({ db, defaultQuotaBytes: config.orgQuotaBytes });
+  // A dataset noticed in storage (a two-step delivery on S3, a repair) is not in the usage
+  // this process keeps: the next upload of its organization reads it again.
+  deliveries.subscribe((d) => {
+    if (d.source === "scan" || d.source === "event" || d.source === "reconcile") {
+      quotas.forget(d.orgId);
+    }
+  });
   const uploads = new Uploads({
     store,
     metrics,
@@ -111,8 +120,10 @@ function buildDeliveries(
     bodyIdleTimeoutSeconds: config.bodyIdleTimeoutSeconds,
     bodyMinBytesPerSecond: config.bodyMinBytesPerSecond,
     maxConcurrentUploads: config.maxConcurrentUploads,
+    maxConcurrentUploadsPerOrg: config.maxConcurrentUploadsPerOrg,
+    quotas,
   });
-  return { catalog, deliveries, grants, uploads };
+  return { catalog, deliveries, grants, uploads, quotas };
 }
 
 /** The process's gauges: uploads streaming, and its memory. */

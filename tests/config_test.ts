@@ -16,6 +16,14 @@ Deno.test("loadConfig answers the documented defaults", () => {
   assertEquals(c.reconcileIntervalSeconds, 3600);
   assertEquals(c.bodyIdleTimeoutSeconds, 30);
   assertEquals(c.rateLimitPerMinute, 0);
+  assertEquals(c.maxConcurrentUploadsPerOrg, 8);
+  assertEquals(
+    loadConfig({ ABN_MAX_CONCURRENT_UPLOADS_PER_ORG: "0" }).maxConcurrentUploadsPerOrg,
+    0,
+  );
+  assertEquals(c.orgQuotaBytes, undefined);
+  assertEquals(loadConfig({ ABN_ORG_QUOTA_BYTES: "1000000" }).orgQuotaBytes, 1_000_000);
+  assertEquals(loadConfig({ ABN_ORG_QUOTA_BYTES: "0" }).orgQuotaBytes, 0);
   assertEquals(c.historyMaxSnapshots, 1000);
   assertEquals(loadConfig({ ABN_HISTORY_MAX_SNAPSHOTS: "365" }).historyMaxSnapshots, 365);
   assertThrows(() => loadConfig({ ABN_HISTORY_MAX_SNAPSHOTS: "0" }), ConfigError);
@@ -62,6 +70,9 @@ for (
     [{ ABN_DATABASE_URL: "mysql://u:p@h/db" }, "ABN_DATABASE_URL"],
     [{ ABN_DATABASE_URL: "postgres://u:p@h" }, "ABN_DATABASE_URL"],
     [{ ABN_ANALYSIS_LEASE_SECONDS: "0" }, "ABN_ANALYSIS_LEASE_SECONDS"],
+    [{ ABN_MAX_CONCURRENT_UPLOADS_PER_ORG: "-1" }, "ABN_MAX_CONCURRENT_UPLOADS_PER_ORG"],
+    [{ ABN_ORG_QUOTA_BYTES: "10GB" }, "ABN_ORG_QUOTA_BYTES"],
+    [{ ABN_ORG_QUOTA_BYTES: "1e12" }, "ABN_ORG_QUOTA_BYTES"],
   ] as [Record<string, string>, string][]
 ) {
   Deno.test(`loadConfig refuses ${JSON.stringify(env)} naming ${name}`, () => {

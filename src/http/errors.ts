@@ -36,6 +36,8 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   not_found: 404,
   method_not_allowed: 405,
   rate_limited: 429,
+  too_many_uploads: 429,
+  quota_exceeded: 403,
   storage_error: 500,
   internal_error: 500,
   service_unavailable: 503,
@@ -61,6 +63,8 @@ export class ApiError extends ServiceError {
 const CLOSING_CODES: ReadonlySet<ErrorCode> = new Set([
   "payload_too_large",
   "body_timeout",
+  "too_many_uploads",
+  "quota_exceeded",
 ]);
 
 /** The headers `error`'s answer carries: its own, `Retry-After`, `Connection: close`. */

@@ -64,6 +64,8 @@ export const UPLOAD_OPERATIONS: OperationDocs = {
       "multipart_not_supported",
       ...CSV_CODES,
       ...BODY_CODES,
+      "too_many_uploads",
+      "quota_exceeded",
       "storage_error",
     ],
   },
@@ -81,7 +83,13 @@ export const UPLOAD_OPERATIONS: OperationDocs = {
     responses: {
       200: { description: "The upload grant", content: { "application/json": ref("UploadGrant") } },
     },
-    errors: ["invalid_json", "invalid_experiment_id", ...BODY_CODES, "storage_error"],
+    errors: [
+      "invalid_json",
+      "invalid_experiment_id",
+      ...BODY_CODES,
+      "quota_exceeded",
+      "storage_error",
+    ],
   },
   "PUT /storage/*key": {
     operationId: "putUploadUrl",
@@ -144,6 +152,8 @@ export const UPLOAD_OPERATIONS: OperationDocs = {
       "org_deactivated",
       "not_found",
       ...BODY_CODES,
+      "too_many_uploads",
+      "quota_exceeded",
       "storage_error",
     ],
     security: [],

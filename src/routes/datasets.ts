@@ -300,6 +300,7 @@ async function remove(ctx: AppCtx): Promise<Response> {
     experimentId,
     details: { size_bytes: stored.size, etag: stored.etag },
   });
+  ctx.deps.quotas.forget(principal.orgId);
   return json(ctx, { deleted: true, experiment_id: experimentId });
 }
 

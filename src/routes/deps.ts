@@ -17,6 +17,7 @@ import type { Metrics } from "../metrics.ts";
 import type { ObjectStore } from "../storage/object_store.ts";
 import type { Uploads } from "../upload/upload.ts";
 import type { AuditLog } from "../audit/audit_log.ts";
+import type { StorageQuotas } from "../upload/quota.ts";
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -35,6 +36,8 @@ export interface AppDeps {
   signer: UrlSigner;
   /** Receives datasets: direct uploads and local upload URLs. */
   uploads: Uploads;
+  /** The organizations' storage quotas (uploads are admitted under them; grants checked). */
+  quotas: StorageQuotas;
   /** The analyses of stored deliveries, as reads and settings changes need them. */
   analysis: AnalysisService;
   /** The audit trail, written in batches. */

@@ -1,6 +1,7 @@
 /**
  * `POST /api/v1/datasets/initiate/` (docs/api.md): a time-limited URL for one `PUT` of the dataset
- * straight to storage. Optional `size_bytes` binds the URL to that exact length.
+ * straight to storage. Optional `size_bytes` binds the URL to that exact length. Refused while the
+ * organization is at its storage quota, or when `size_bytes` would take it over.
  */
 import { type AppCtx, type AppRoutes, route } from "./deps.ts";
 import { json } from "../http/context.ts";
@@ -33,6 +34,7 @@ async function initiate(ctx: AppCtx): Promise<Response> {
     }
     sizeBytes = body.size_bytes;
   }
+  await ctx.deps.quotas.refuseGrant({ orgId: principal.orgId, experimentId }, sizeBytes);
   const key = datasetKey(principal.orgId, experimentId);
   const uploadUrl = await store.presignPut(key, {
     expiresInSeconds: config.presignTtlSeconds,

@@ -1,10 +1,11 @@
 /**
  * The limits every request body the service reads is held to, as one stream stage: a byte limit
  * (refused at the first byte past it), an idle timeout (the body sent nothing for that long while
- * it was asked for more), a minimum average rate once a grace period has passed, and an optional
- * deadline for the whole body. `limitBody(body, options)` answers a byte stream of the same
- * bytes that errors with the first limit broken and cancels the body then; its reader's buffers
- * are filled by the body in place (see `_byte_stage.ts`).
+ * it was asked for more), a minimum average rate once a grace period has passed, an optional
+ * deadline for the whole body, and an optional check of the running total (a storage quota).
+ * `limitBody(body, options)` answers a byte stream of the same bytes that errors with the first
+ * limit broken and cancels the body then; its reader's buffers are filled by the body in place
+ * (see `_byte_stage.ts`).
  *
  * Time counts only while the stage waits for the body: a slow consumer (storage applying
  * backpressure) never makes the client look idle.
@@ -34,6 +35,11 @@ export interface BodyLimitsOptions {
   tooLarge?: () => Error;
   /** Sees the size of every chunk as it passes (counters). */
   onBytes?: (bytes: number) => void;
+  /**
+   * Sees the running total after every chunk, and throws to refuse the body there (the storage
+   * quota); the chunk is not handed on.
+   */
+  admit?: (total: number) => void;
 }
 
 /** `payload_too_large`: the body is over the limit. */
@@ -123,6 +129,13 @@ export function limitBody(
       options.onBytes?.(bytes.length);
       if (total > options.maxBytes) {
         throw broken ??= options.tooLarge?.() ?? tooLargeError(options.maxBytes);
+      }
+      if (options.admit) {
+        try {
+          options.admit(total);
+        } catch (error) {
+          throw broken ??= error as Error;
+        }
       }
       if (minRate > 0) {
         const elapsed = performance.now() - started;

@@ -1,9 +1,11 @@
 /**
  * Receiving a dataset through this process, one way whatever its size. The direct upload
- * (`POST /api/v1/datasets/upload/`) and the local driver's upload URL (`PUT /storage/*key`) each
- * take an upload slot and run the body through the same stream stages:
+ * (`POST /api/v1/datasets/upload/`) and the local driver's upload URL (`PUT /storage/*key`) are
+ * each admitted under the organization's storage quota (`quota.ts`), take an upload slot (of the
+ * organization's share and of the service's, `slots.ts`) and run the body through the same
+ * stream stages:
  *
- *     body → limitBody (size, idle, minimum rate) → DatasetChecks (CSV checks + SHA-256)
+ *     body → limitBody (size, idle, minimum rate, quota) → DatasetChecks (CSV checks + SHA-256)
  *          → writeBody (the store's writer) → commit → catalog → publish
  *
  * The stages are byte streams: the bytes land once, in the buffers `writeBody` reads them into,
@@ -27,6 +29,7 @@ import type { ObjectInfo, ObjectStore } from "../storage/object_store.ts";
 import { datasetKey, StorageError, writeBody } from "../storage/object_store.ts";
 import { type CheckedDataset, DatasetChecks } from "./checks.ts";
 import { limitBody, tooLargeError } from "./limits.ts";
+import type { QuotaHold, StorageQuotas } from "./quota.ts";
 import { UploadSlots } from "./slots.ts";
 
 export interface UploadsOptions {
@@ -41,6 +44,10 @@ export interface UploadsOptions {
   bodyMinBytesPerSecond: number;
   /** Bodies streaming at once; one more gets 503. 0: no cap. */
   maxConcurrentUploads: number;
+  /** Bodies one organization streams at once; one more gets 429. 0 (the default): no cap. */
+  maxConcurrentUploadsPerOrg?: number;
+  /** The organizations' storage quotas; absent: none. */
+  quotas?: Pick<StorageQuotas, "admit">;
 }
 
 /** The request an upload belongs to, as the upload sees it (a route's context is one). */
@@ -107,6 +114,8 @@ interface Way {
   checked: boolean;
   /** Largest body accepted, and the error past it (default `tooLargeError`). */
   maxBytes: number;
+  /** The length the body will have (declared, or bound by the URL); null: unknown. */
+  expectedBytes: number | null;
   tooLarge?: () => Error;
   /** Refuses the request before its body is read (throws). */
   refuseEarly?: (req: Request) => void;
@@ -122,9 +131,17 @@ export function rejectionReason(error: unknown): string {
 
 /** The request's declared body length; 0 when it declares none (or a malformed one). */
 function declaredLength(req: Request): number {
-  const declared = req.headers.get("content-length");
-  return declared !== null && /^\d+$/.test(declared) ? Number(declared) : 0;
+  return contentLength(req) ?? 0;
 }
+
+/** The request's declared body length; null when it declares none (or a malformed one). */
+function contentLength(req: Request): number | null {
+  const declared = req.headers.get("content-length");
+  return declared !== null && /^\d+$/.test(declared) ? Number(declared) : null;
+}
+
+/** Admits every upload: no quota applies. */
+const NO_QUOTA: QuotaHold = { see() {}, stored() {}, release() {} };
 
 function refuseMultipart(req: Request): void {
   const contentType = req.headers.get("content-type")?.toLowerCase() ?? "";
@@ -148,7 +165,10 @@ export class Uploads {
 
   constructor(options: UploadsOptions) {
     this.#o = options;
-    this.#slots = new UploadSlots(options.maxConcurrentUploads);
+    this.#slots = new UploadSlots({
+      max: options.maxConcurrentUploads,
+      maxPerOrg: options.maxConcurrentUploadsPerOrg,
+    });
   }
 
   /** Upload bodies streaming now. */
@@ -175,6 +195,7 @@ export class Uploads {
       target,
       checked: true,
       maxBytes: this.#o.maxUploadBytes,
+      expectedBytes: contentLength(call.req),
       refuseEarly: refuseMultipart,
     });
     return { bytes, summary: checked!.summary, sha256: checked!.sha256, info };
@@ -204,6 +225,7 @@ export class Uploads {
       target,
       checked: false,
       maxBytes: bound ? exactBytes : max,
+      expectedBytes: contentLength(call.req) ?? exactBytes ?? null,
       tooLarge: bound ? () => otherLength("received more") : undefined,
       refuseEarly(req) {
         const declared = req.headers.get("content-length");
@@ -230,7 +252,10 @@ export class Uploads {
     if (declaredLength(call.req) >= CLOSE_AFTER_BODY_BYTES) call.closeConnection();
   }
 
-  /** The refusals before the body, the slot, the stages; counts what came in and how it ended. */
+  /**
+   * The refusals before the body, the quota, the slot, the stages; counts what came in and how
+   * it ended.
+   */
   async #receive(call: UploadCall, way: Way): Promise<Received> {
     const { req } = call;
     const received = { bytes: 0 };
@@ -239,12 +264,20 @@ export class Uploads {
         throw tooLargeError(this.#o.maxUploadBytes);
       }
       way.refuseEarly?.(req);
-      const release = this.#slots.take(req);
+      const quota = await this.#o.quotas?.admit(way.target, way.expectedBytes) ?? NO_QUOTA;
       try {
-        return await this.#store(call, way, received);
+        const release = this.#slots.take(req, way.target.orgId, {
+          declaredBytes: way.expectedBytes,
+          received,
+        });
+        try {
+          return await this.#store(call, way, received, quota);
+        } finally {
+          release();
+          this.#lastDone = performance.now();
+        }
       } finally {
-        release();
-        this.#lastDone = performance.now();
+        quota.release();
       }
     } catch (error) {
       this.refuse(call, error);
@@ -259,7 +292,12 @@ export class Uploads {
   }
 
   /** body → limits → checks → the store's writer → commit → catalog → publish. */
-  async #store(call: UploadCall, way: Way, received: { bytes: number }): Promise<Received> {
+  async #store(
+    call: UploadCall,
+    way: Way,
+    received: { bytes: number },
+    quota: QuotaHold,
+  ): Promise<Received> {
     const { store, metrics, deliveries } = this.#o;
     const writer = await store.createWriter(way.key);
     const started = performance.now();
@@ -270,6 +308,7 @@ export class Uploads {
         idleTimeoutMs: this.#o.bodyIdleTimeoutSeconds * 1000,
         minBytesPerSecond: this.#o.bodyMinBytesPerSecond,
         onBytes: (bytes) => received.bytes += bytes,
+        admit: way.expectedBytes === null ? (total) => quota.see(total) : undefined,
       });
       const checks = way.checked ? new DatasetChecks(limited) : null;
       await writeBody(checks?.readable ?? limited, writer, bufferBytesFor(call.req));
@@ -277,6 +316,7 @@ export class Uploads {
       const checked = await checks?.result;
       const stored = performance.now();
       const info = await writer.commit();
+      quota.stored(info.size);
       const committed = performance.now();
       metrics.uploadsStored.inc({ route: way.route });
       // Stored: the catalog row is written (and awaited) before the answer; its failure is logged.

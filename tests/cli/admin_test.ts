@@ -48,6 +48,35 @@ Deno.test("admin CLI manages organizations and keys while the server runs; chang
     assertEquals(keys[0].key_id, key_id);
     assertEquals(JSON.stringify(keys).includes(api_key), false);
 
+    // A storage quota: 0 refuses every upload URL, `none` brings back the default (none here).
+    const grant = async () => {
+      const r = await fetch(`${server.url}/api/v1/datasets/initiate/`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${api_key}`, "content-type": "application/json" },
+        body: JSON.stringify({ experiment_id: "quota" }),
+      });
+      await r.body?.cancel();
+      return r.status;
+    };
+    assertEquals(await grant(), 200);
+    const zero = await runMain(["admin", "org", "set-quota", org_id, "0", "--json"], env);
+    assertEquals(zero.code, 0, zero.stderr);
+    assertEquals(JSON.parse(zero.stdout), { org_id, quota_bytes: 0 });
+    assert((await eventually(grant, 403, 1500)) <= 1500);
+    const none = await runMain(["admin", "org", "set-quota", org_id, "none"], env);
+    assertEquals(none.stdout, `${org_id} quota none (ABN_ORG_QUOTA_BYTES applies)\n`);
+    await eventually(grant, 200, 1500);
+    const set = await runMain(["admin", "org", "set-quota", org_id, "5000000000"], env);
+    assertEquals(set.stdout, `${org_id} quota 5000000000 bytes\n`);
+    const listed = JSON.parse((await runMain(["admin", "org", "list", "--json"], env)).stdout);
+    assertEquals(listed.find((o: { org_id: string }) => o.org_id === org_id)?.quota_bytes, 5e9);
+    for (const bad of [["10GB"], ["-1"], ["1.5"], []]) {
+      const refused = await runMain(["admin", "org", "set-quota", org_id, ...bad], env);
+      assertEquals(refused.code, 2, bad.join(" "));
+      assert(/expected a whole number of bytes or none/.test(refused.stderr), refused.stderr);
+    }
+    assertEquals((await runMain(["admin", "org", "set-quota", "org_missing", "1"], env)).code, 1);
+
     assertEquals((await runMain(["admin", "key", "revoke", key_id], env)).code, 0);
     await eventually(status, 401, 1000);
 

@@ -95,7 +95,7 @@ Deno.test("every keyed operation declares 401, 403 and 429 with the codes of aut
     for (const code of ["org_deactivated", "insufficient_scope"]) {
       assert(codes("403").includes(code), `${route.method} ${route.path}: ${code}`);
     }
-    assertEquals(codes("429"), ["rate_limited"]);
+    assert(codes("429").includes("rate_limited"), `${route.method} ${route.path}: 429`);
     assertEquals(responses["429"].headers["Retry-After"].required, true);
   }
 });

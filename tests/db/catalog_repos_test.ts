@@ -30,6 +30,30 @@ function plain<T>(row: T): T {
 }
 
 controlPlaneTest(
+  "datasets.storedBytes sums one organization's dataset sizes, replacements and removals seen",
+  async (db, reopen) => {
+    assertEquals(await db.datasets.storedBytes("org_a"), 0);
+    const big = 3 * 2 ** 40;
+    await db.datasets.put([
+      entry("x", { size_bytes: 100 }),
+      entry("y", { size_bytes: 250 }),
+      entry("z", { size_bytes: big }),
+      entry("x", { org_id: "org_b", size_bytes: 7 }),
+    ]);
+    const other = await reopen();
+    assertEquals(await other.datasets.storedBytes("org_a"), 350 + big);
+    assertEquals(await other.datasets.storedBytes("org_b"), 7);
+    // A replacement counts its new size; a removed row nothing.
+    await db.datasets.put([
+      entry("y", { size_bytes: 50, observed_at: "2026-01-01T00:00:02.000Z" }),
+    ]);
+    await db.datasets.remove("org_a", "z", "2026-01-01T00:00:03.000Z");
+    assertEquals(await other.datasets.storedBytes("org_a"), 150);
+    assertEquals(await other.datasets.storedBytes("org_missing"), 0);
+  },
+);
+
+controlPlaneTest(
   "datasets.page answers one organization's rows in experiment_id byte order, by keyset",
   async (db, reopen) => {
     const ids = ["x", "x-1", "x.y", "X", "_a", "0", "x0", "a"];

@@ -33,6 +33,29 @@ controlPlaneTest(
 );
 
 controlPlaneTest(
+  "orgs.setQuota keeps a storage quota per organization, none by default",
+  async (db, reopen) => {
+    const a = await db.orgs.create("acme");
+    const b = await db.orgs.create("beta");
+    assertEquals(a.quota_bytes, null);
+    const big = 5 * 2 ** 40; // past 32 bits: PostgreSQL's BIGINT comes back as a number
+    assertEquals(await db.orgs.setQuota(a.id, big), true);
+    assertEquals(await db.orgs.setQuota(b.id, 0), true);
+    const other = await reopen();
+    assertEquals((await other.orgs.get(a.id))?.quota_bytes, big);
+    assertEquals((await other.orgs.get(b.id))?.quota_bytes, 0);
+    const listed = new Map((await other.orgs.list()).map((o) => [o.id, o.quota_bytes]));
+    assertEquals([listed.get(a.id), listed.get(b.id)], [big, 0]);
+    assertEquals(await other.orgs.setQuota(a.id, null), true);
+    assertEquals((await db.orgs.get(a.id))?.quota_bytes, null);
+    assertEquals(await db.orgs.setQuota("org_missing", 1), false);
+    await assertRejects(() => db.orgs.setQuota(a.id, -1), RangeError);
+    await assertRejects(() => db.orgs.setQuota(a.id, 1.5), RangeError);
+    assertEquals((await db.orgs.get(a.id))?.quota_bytes, null);
+  },
+);
+
+controlPlaneTest(
   "keys are stored as hashes, listed, revoked and touched in one batch",
   async (db, reopen) => {
     const org = await db.orgs.create("acme");

@@ -63,6 +63,7 @@ postgresTest(
         const acme = await sqlite.orgs.create("acme");
         const gone = await sqlite.orgs.create("gone");
         await sqlite.orgs.setActive(gone.id, false);
+        await sqlite.orgs.setQuota(acme.id, 5_000_000);
         const kept = await sqlite.keys.create(acme.id);
         const revoked = await sqlite.keys.create(acme.id, {
           name: "ci pipeline",

@@ -207,7 +207,7 @@ postgresTest(
       }
       const db = await openPostgres(database.url);
       try {
-        assertEquals(db.schema, { from: 6, to: 7 });
+        assertEquals(db.schema, { from: 6, to: 8 });
         const [key] = await db.keys.list("org_old");
         assertEquals([key.scopes, key.status, key.name, key.expires_at], [
           ["upload", "read", "write", "admin"],

@@ -44,6 +44,24 @@ Deno.test("limitBody refuses a body at the first chunk past the limit and cancel
   assert(state.cancelled);
 });
 
+Deno.test("limitBody refuses a body where admit throws, at that chunk, and cancels it", async () => {
+  const { body, state } = countingBody(64, 1024);
+  const totals: number[] = [];
+  const admit = (total: number) => {
+    totals.push(total);
+    if (total > 3000) throw new ServiceError("quota_exceeded", "Storage quota exceeded");
+  };
+  let handedOn = 0;
+  const stream = limitBody(body, { maxBytes: 1 << 20, idleTimeoutMs: 1000, admit });
+  const code = await codeOf((async () => {
+    for await (const chunk of stream) handedOn += chunk.length;
+  })());
+  assertEquals(code, "quota_exceeded");
+  assertEquals(totals, [1024, 2048, 3072]);
+  assertEquals(handedOn, 2048); // the crossing chunk is not handed on
+  assert(state.cancelled);
+});
+
 Deno.test("limitBody abandons a body that stops sending with 408", async () => {
   const stalled = new ReadableStream<Uint8Array>({
     start(controller) {

@@ -16,6 +16,7 @@ import type {
 } from "../../src/storage/object_store.ts";
 import { StorageError } from "../../src/storage/object_store.ts";
 import { type UploadCall, Uploads } from "../../src/upload/upload.ts";
+import { StorageQuotas } from "../../src/upload/quota.ts";
 
 const encoder = new TextEncoder();
 const CSV = encoder.encode(
@@ -92,7 +93,15 @@ class MemoryStore implements ObjectStore {
   }
 }
 
-function setup(options: { maxUploadBytes?: number; maxConcurrentUploads?: number } = {}) {
+interface SetupOptions {
+  maxUploadBytes?: number;
+  maxConcurrentUploads?: number;
+  maxConcurrentUploadsPerOrg?: number;
+  /** Every organization's storage quota; the usage is that of the store's objects. */
+  quotaBytes?: number;
+}
+
+function setup(options: SetupOptions = {}) {
   const store = new MemoryStore();
   const metrics = new Metrics();
   const deliveries = new DeliveryHub({ log: createLogger({ sink: () => {} }) });
@@ -106,6 +115,36 @@ function setup(options: { maxUploadBytes?: number; maxConcurrentUploads?: number
     bodyIdleTimeoutSeconds: 5,
     bodyMinBytesPerSecond: 0,
     maxConcurrentUploads: options.maxConcurrentUploads ?? 0,
+    maxConcurrentUploadsPerOrg: options.maxConcurrentUploadsPerOrg,
+    quotas: options.quotaBytes === undefined ? undefined : new StorageQuotas({
+      defaultQuotaBytes: options.quotaBytes,
+      db: {
+        orgs: { get: () => Promise.resolve(null) },
+        datasets: {
+          get: (org_id, experiment_id) => {
+            const key = `org/${org_id}/experiments/${experiment_id}/latest.csv`;
+            const bytes = store.objects.get(key);
+            return Promise.resolve(
+              bytes === undefined ? null : {
+                org_id,
+                experiment_id,
+                key,
+                size_bytes: bytes.length,
+                etag: "e",
+                delivered_at: "2026-12-01T00:00:00.000Z",
+                observed_at: "2026-12-01T00:00:00.000Z",
+                analysis_status: "pending",
+              },
+            );
+          },
+          storedBytes: (orgId) =>
+            Promise.resolve(
+              [...store.objects].filter(([key]) => key.startsWith(`org/${orgId}/`))
+                .reduce((sum, [, bytes]) => sum + bytes.length, 0),
+            ),
+        },
+      },
+    }),
   });
   return { store, metrics, delivered, uploads };
 }
@@ -303,4 +342,103 @@ Deno.test("Uploads answers 503 when every slot is taken, and frees the slot afte
   await first;
   assertEquals(uploads.inProgress, 0);
   await uploads.upload(call(CSV).upload, { orgId: "o1", experimentId: "e2" });
+});
+
+/** A body that sends `first` and then waits until `release` is called. */
+function heldBody(first: Uint8Array) {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => release = resolve);
+  let sent = false;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!sent) {
+        sent = true;
+        controller.enqueue(first);
+        return;
+      }
+      await held;
+      controller.close();
+    },
+  });
+  return { body, release };
+}
+
+Deno.test("Uploads answers 429 past an organization's share and frees its slot however a body ends", async () => {
+  const { store, uploads } = setup({ maxConcurrentUploadsPerOrg: 2 });
+  const held = [heldBody(CSV), heldBody(CSV)];
+  const pending = held.map((h, i) =>
+    uploads.upload(call(h.body).upload, { orgId: "o1", experimentId: `held${i}` })
+  );
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assertEquals(uploads.inProgress, 2);
+  const { upload: third, state } = call(CSV);
+  const refused = await assertRejects(
+    () => uploads.upload(third, { orgId: "o1", experimentId: "e3" }),
+    ServiceError,
+  );
+  assertEquals(refused.code, "too_many_uploads");
+  assertEquals(typeof refused.retryAfterSeconds, "number");
+  assertEquals(third.logFields.bytes_in, 0);
+  assertEquals(state.closed, false); // the code's own answer closes it (see http/errors.ts)
+  // Another organization is not held to the first one's share.
+  await uploads.upload(call(CSV).upload, { orgId: "o2", experimentId: "e1" });
+  held.forEach((h) => h.release());
+  await Promise.all(pending);
+  assertEquals(uploads.inProgress, 0);
+  // Refused by the checks, broken by the client, stored: each gives its slot back.
+  const bad = encoder.encode("user_id,variant,date,converted\nu1,A,2026-02-30,1\n");
+  for (let i = 0; i < 3; i++) {
+    await assertRejects(
+      () => uploads.upload(call(bad).upload, { orgId: "o1", experimentId: "bad" }),
+      ServiceError,
+    );
+    const broken = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(CSV.slice(0, 20));
+        controller.error(new Error("connection reset"));
+      },
+    });
+    await assertRejects(
+      () => uploads.upload(call(broken).upload, { orgId: "o1", experimentId: "gone" }),
+      ServiceError,
+    );
+  }
+  assertEquals(uploads.inProgress, 0);
+  for (let i = 0; i < 2; i++) {
+    await uploads.upload(call(CSV).upload, { orgId: "o1", experimentId: `again${i}` });
+  }
+  assertEquals(store.objects.has("org/o1/experiments/again1/latest.csv"), true);
+});
+
+Deno.test("Uploads refuses an upload over the quota before its body, a chunked one at the crossing", async () => {
+  const quota = CSV.length * 2;
+  const { store, metrics, delivered, uploads } = setup({ quotaBytes: quota });
+  await uploads.upload(call(CSV).upload, { orgId: "o1", experimentId: "a" });
+  // Declared: refused unread; one that fits passes.
+  const over = call(encoder.encode(new TextDecoder().decode(CSV) + "u3,A,2026-01-01,1\n"));
+  const error = await assertRejects(
+    () => uploads.upload(over.upload, { orgId: "o1", experimentId: "b" }),
+    ServiceError,
+  );
+  assertEquals(error.code, "quota_exceeded");
+  assertEquals(over.upload.logFields.bytes_in, 0);
+  assertEquals(metrics.uploadsRejected.get({ reason: "quota_exceeded" }), 1);
+  // Chunked: refused at the chunk that crosses, the writer aborted, nothing stored.
+  const aborts = store.aborts;
+  const grown = encoder.encode(new TextDecoder().decode(CSV) + "u3,A,2026-01-01,1\n");
+  const chunked = call(chunks(grown, 16));
+  const crossing = await assertRejects(
+    () => uploads.upload(chunked.upload, { orgId: "o1", experimentId: "b" }),
+    ServiceError,
+  );
+  assertEquals(crossing.code, "quota_exceeded");
+  assertEquals(crossing.message.includes(`at byte ${quota - CSV.length + 1} `), true);
+  assertEquals(store.aborts, aborts + 1);
+  assertEquals(store.objects.has("org/o1/experiments/b/latest.csv"), false);
+  // The replacement of a with the same bytes, and a fresh one that fills the quota, pass.
+  await uploads.upload(call(chunks(CSV, 16)).upload, { orgId: "o1", experimentId: "a" });
+  await uploads.upload(call(CSV).upload, { orgId: "o1", experimentId: "b" });
+  assertEquals(delivered.length, 3);
+  // Another organization has its own quota.
+  await uploads.upload(call(CSV).upload, { orgId: "o2", experimentId: "a" });
 });

@@ -81,8 +81,16 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
   {
     name: "orgs",
     key: ["id"],
-    columns: { id: "text", name: "text", active: "boolean", created_at: "time" },
-    onConflict: "DO UPDATE SET active = t.active AND excluded.active",
+    columns: {
+      id: "text",
+      name: "text",
+      active: "boolean",
+      created_at: "time",
+      quota_bytes: "integer",
+    },
+    // A quota already set in PostgreSQL is kept.
+    onConflict: `DO UPDATE SET active = t.active AND excluded.active,
+      quota_bytes = COALESCE(t.quota_bytes, excluded.quota_bytes)`,
   },
   {
     name: "api_keys",

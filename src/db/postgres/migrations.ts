@@ -201,6 +201,12 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX audit_events_org_action ON audit_events (org_id, action, at, id);
       CREATE INDEX audit_events_at ON audit_events (at);`,
   },
+  {
+    version: 8,
+    name: "storage quotas per organization",
+    // NULL: the default, ABN_ORG_QUOTA_BYTES.
+    sql: `ALTER TABLE orgs ADD COLUMN quota_bytes BIGINT;`,
+  },
 ];
 
 /** Every table the service reads and writes (checked for privileges at start-up). */

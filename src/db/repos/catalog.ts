@@ -68,6 +68,11 @@ export interface DatasetRepo {
    * of a storage listing.
    */
   keyRange(afterKey: string, throughKey: string | null, limit: number): Promise<DatasetRow[]>;
+  /**
+   * The bytes one organization's datasets take in storage (the sum of their sizes): what its
+   * storage quota is held to. Reads the organization's rows along the primary key.
+   */
+  storedBytes(orgId: string): Promise<number>;
   /** Rows over `sizeBytes` (the clean-up deletes those datasets), at most `limit`. */
   larger(sizeBytes: number, limit: number): Promise<DatasetRow[]>;
   /**
@@ -171,6 +176,13 @@ export function catalogRepo(db: Dialect): DatasetRepo {
           `SELECT ${COLUMNS} FROM datasets WHERE key > ? AND key <= ? ORDER BY key LIMIT ?`,
           [afterKey, throughKey, limit],
         ),
+    storedBytes: async (orgId) =>
+      int(
+        (await db.get<{ bytes: unknown }>(
+          "SELECT COALESCE(SUM(size_bytes), 0) AS bytes FROM datasets WHERE org_id = ?",
+          [orgId],
+        ))?.bytes ?? 0,
+      ),
     // A scan of the table (no index to keep up at every delivery): the clean-up asks every
     // ABN_CLEANUP_INTERVAL_SECONDS, about a millisecond per 10,000 rows.
     larger: (sizeBytes, limit) =>

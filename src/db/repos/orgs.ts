@@ -1,5 +1,6 @@
 /** Organizations: who owns datasets and keys; a deactivated one is refused everywhere. */
 import type { Dialect } from "../dialect.ts";
+import { intOrNull } from "../dialect.ts";
 import { nowIso } from "../errors.ts";
 import { newId, orgName } from "../ids.ts";
 
@@ -8,6 +9,8 @@ export interface Org {
   name: string;
   active: boolean;
   created_at: string;
+  /** The bytes its datasets may take in storage; null: the default (`ABN_ORG_QUOTA_BYTES`). */
+  quota_bytes: number | null;
 }
 
 export interface OrgRepo {
@@ -19,6 +22,11 @@ export interface OrgRepo {
   list(): Promise<Org[]>;
   /** False when there is no such organization. */
   setActive(id: string, active: boolean): Promise<boolean>;
+  /**
+   * Sets the storage quota in bytes (null: back to the default); false when there is no such
+   * organization. Throws `RangeError` for a negative or fractional number.
+   */
+  setQuota(id: string, quotaBytes: number | null): Promise<boolean>;
 }
 
 interface Row {
@@ -27,16 +35,29 @@ interface Row {
   name: string;
   active: unknown;
   created_at: string;
+  quota_bytes: unknown;
 }
 
 function toOrg(row: Row): Org {
-  return { id: row.id, name: row.name, active: Boolean(row.active), created_at: row.created_at };
+  return {
+    id: row.id,
+    name: row.name,
+    active: Boolean(row.active),
+    created_at: row.created_at,
+    quota_bytes: intOrNull(row.quota_bytes),
+  };
 }
 
 export function orgRepo(db: Dialect): OrgRepo {
   return {
     create: async (name) => {
-      const org = { id: newId("org"), name: orgName(name), active: true, created_at: nowIso() };
+      const org: Org = {
+        id: newId("org"),
+        name: orgName(name),
+        active: true,
+        created_at: nowIso(),
+        quota_bytes: null,
+      };
       await db.run("INSERT INTO orgs (id, name, active, created_at) VALUES (?, ?, ?, ?)", [
         org.id,
         org.name,
@@ -59,5 +80,11 @@ export function orgRepo(db: Dialect): OrgRepo {
     list: async () => (await db.all<Row>("SELECT * FROM orgs ORDER BY created_at, id")).map(toOrg),
     setActive: async (id, active) =>
       await db.run("UPDATE orgs SET active = ? WHERE id = ?", [active, id]) > 0,
+    setQuota: async (id, quotaBytes) => {
+      if (quotaBytes !== null && !(Number.isSafeInteger(quotaBytes) && quotaBytes >= 0)) {
+        throw new RangeError(`Invalid quota ${quotaBytes}: expected a whole number of bytes`);
+      }
+      return await db.run("UPDATE orgs SET quota_bytes = ? WHERE id = ?", [quotaBytes, id]) > 0;
+    },
   };
 }

@@ -145,6 +145,8 @@ export const MIGRATIONS: readonly string[] = [
    CREATE INDEX audit_events_org ON audit_events(org_id, at, id);
    CREATE INDEX audit_events_org_action ON audit_events(org_id, action, at, id);
    CREATE INDEX audit_events_at ON audit_events(at);`,
+  // 7: each organization's storage quota in bytes (NULL: the default, ABN_ORG_QUOTA_BYTES).
+  `ALTER TABLE orgs ADD COLUMN quota_bytes INTEGER;`,
 ];
 
 function version(db: DatabaseSync): number {
