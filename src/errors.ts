@@ -14,6 +14,7 @@ export type ErrorCode =
   | "invalid_experiment_id"
   | "invalid_json"
   | "invalid_settings"
+  | "invalid_webhook_url"
   | "multipart_not_supported"
   | "archive_detected"
   | "binary_content"

@@ -15,6 +15,7 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   invalid_experiment_id: 400,
   invalid_json: 400,
   invalid_settings: 400,
+  invalid_webhook_url: 400,
   multipart_not_supported: 400,
   archive_detected: 400,
   binary_content: 400,
