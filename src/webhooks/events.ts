@@ -6,7 +6,8 @@
  * { "type": "experiment.srm_detected", "timestamp": "2026-12-01T02:31:07.114Z",
  *   "data": { "organization_id": "…", "experiment_id": "checkout_test", "etag": "…",
  *             "srm": { "p_value": 0.00002, "chi_square": 18.1 },
- *             "links": { "analysis": "https://abn.example.com/api/v1/datasets/checkout_test/analysis/" } } }
+ *             "links": { "analysis": "https://abn.example.com/api/v1/datasets/checkout_test/analysis/",
+ *                        "dataset": "…", "history": "…" } } }
  * ```
  *
  * @module

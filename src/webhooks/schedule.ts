@@ -62,9 +62,10 @@ export function parseRetrySchedule(text: string): number[] {
 /**
  * When the next attempt of a delivery falls due, after `attemptsMade` attempts of it (0: the first
  * try), or null when the schedule has no more: the delivery has `failed`. The schedule counts from
- * `firstTryAt` (with its first entry 0, the default, the first try is then); `retryAfter`, the earliest time the endpoint asked to be tried again
- * (`Retry-After` of a 429 or 503), moves the attempt later, never earlier. A time in the past
- * means now (a service that was stopped catches up, one attempt at a time).
+ * `firstTryAt` (with its first entry 0, the default, the first try is then). `retryAfter`, the
+ * earliest time the endpoint asked to be tried again (`Retry-After` of a 429 or 503), moves the
+ * attempt later, never earlier. A time in the past means now (a service that was stopped catches
+ * up, one attempt at a time).
  */
 export function nextAttempt(
   schedule: readonly number[],
