@@ -314,6 +314,40 @@ Deno.test("attemptDelivery refuses a name that resolves to a private address now
   });
 });
 
+function canListenOnIpv6Loopback(): boolean {
+  try {
+    Deno.listen({ hostname: "::1", port: 0 }).close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+Deno.test({
+  name: "attemptDelivery connects to an IPv6 address it checked",
+  ignore: !canListenOnIpv6Loopback(),
+  async fn() {
+    const heard: string[] = [];
+    const server = Deno.serve({ hostname: "::1", port: 0, onListen() {} }, async (request) => {
+      heard.push(`${request.headers.get("host")} ${await request.text()}`);
+      return new Response(null, { status: 204 });
+    });
+    try {
+      const url = `http://hooks6.example.test:${server.addr.port}/in`;
+      const resolve = () => Promise.resolve(["::1"]);
+      assertEquals(await attemptDelivery(message(url), { ...LOCAL, resolve }), {
+        kind: "delivered",
+        status: 204,
+      });
+      assertEquals(heard, [`hooks6.example.test:${server.addr.port} ${BODY}`]);
+      const literal = await attemptDelivery(message(`http://[::1]:${server.addr.port}/in`), LOCAL);
+      assertEquals(literal.kind, "delivered");
+    } finally {
+      await server.shutdown();
+    }
+  },
+});
+
 Deno.test("attemptDelivery checks the name again at each attempt", async () => {
   // Public when the endpoint was saved (and at the first attempt), private at the second.
   const answers = [["203.0.113.9"], ["10.0.0.7"]];
