@@ -7,7 +7,7 @@
 #     -e ABN_PUBLIC_URL=https://abn.example.com abn
 #   docker exec abn abn admin org create acme
 #
-# Configuration: the ABN_* variables (README, "Configuration"). docs/operations.md covers
+# Configuration: the ABN_* variables (docs/configuration.md). docs/operations.md covers
 # volumes, S3, health checks and upgrades.
 
 # ---- Stage 1: compile ------------------------------------------------------------------------

@@ -1,12 +1,17 @@
 /**
- * Running DuckDB as a benchmark's baseline: in a child process of the benchmark's own module
- * (`--child=duckdb`, where DuckDB loads through `npm:@duckdb/node-api` under Deno), or, if that
- * cannot load, under Node from a temporary directory where `npm install @duckdb/node-api` ran
- * (the benchmark gives that script). Each child prints its measurement as JSON on its last line.
+ * DuckDB as the benchmarks' peer, measured warm (docs/performance.md, "Analysis"): one long-lived
+ * `@duckdb/node-api` instance under Node with 2 threads, the query run once and discarded (the
+ * instance's creation, its first sniffing of the file and the loading of the extension), then
+ * each measurement is one more run of it on the same instance; a benchmark reports the median of
+ * at least five. The discarded first run, from the instance's creation to its rows, is the cold
+ * figure, which a benchmark may print beside the warm one, never as the ratio.
+ *
+ * The package is installed by `npm` into a temporary directory (npm's cache makes later installs
+ * quick), and Node runs a small script there that answers one JSON line per query.
  */
 
-/** The npm package DuckDB runs from under Deno. */
-export const DUCKDB = "npm:@duckdb/node-api@1.5.5-r.5";
+/** The npm package and version DuckDB runs from. */
+export const DUCKDB_PACKAGE = "@duckdb/node-api@1.5.5-r.5";
 
 /** Per variant: users, converted users and revenue, to check both sides agree. */
 export type Totals = Record<string, { users: number; converted: number; revenue: number }>;
@@ -18,7 +23,7 @@ export type Totals = Record<string, { users: number; converted: number; revenue:
  * in two variants is left out; per variant, the users, and per metric the users with a value, the
  * sum and the sum of squares. `{path}` stands for the file (see `sqlString`). A user's rows are in
  * one variant when `min(variant) = max(variant)`: the same users as `count(DISTINCT variant) = 1`,
- * which took DuckDB 1.3 times as long here (docs/performance.md, session AB).
+ * which took DuckDB 1.3 times as long (docs/performance.md, "Analysis").
  */
 export const AGGREGATION_QUERY = `
   WITH per_user AS (
@@ -48,58 +53,6 @@ export function sqlString(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
 }
 
-/** Runs a child (at most ten minutes) and answers the JSON of its last line of output. */
-export async function child<T>(command: string, args: string[], cwd?: string): Promise<T> {
-  const output = await new Deno.Command("timeout", {
-    args: ["600", command, ...args],
-    cwd,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = new TextDecoder().decode(output.stdout).trim();
-  if (!output.success) {
-    const error = new TextDecoder().decode(output.stderr).trim().split("\n").slice(-3).join(" ");
-    throw new Error(`${command} ${args.join(" ")} failed: ${error}`);
-  }
-  return JSON.parse(text.slice(text.lastIndexOf("\n") + 1));
-}
-
-/**
- * A way to run one DuckDB measurement of `path` (tried once here), or why there is none:
- * `module` (the benchmark's `import.meta.url`) run with `--child=duckdb`, else `nodeScript`
- * under Node.
- */
-export async function duckdbRunner<T>(
-  module: string,
-  path: string,
-  nodeScript: string,
-): Promise<{ run: () => Promise<T>; how: string } | { why: string }> {
-  const self = new URL(module).pathname;
-  const underDeno = () => child<T>(Deno.execPath(), ["run", "-A", self, "--child=duckdb", path]);
-  try {
-    await underDeno();
-    return { run: underDeno, how: `under Deno ${Deno.version.deno}, ${DUCKDB}` };
-  } catch (denoError) {
-    try {
-      const dir = await Deno.makeTempDir({ prefix: "abn-bench-duckdb-" });
-      await Deno.writeTextFile(`${dir}/package.json`, '{ "type": "module", "private": true }');
-      await Deno.writeTextFile(`${dir}/bench.mjs`, nodeScript);
-      const install = await new Deno.Command("npm", {
-        args: ["install", "--silent", "@duckdb/node-api"],
-        cwd: dir,
-        stdout: "null",
-        stderr: "piped",
-      }).output();
-      if (!install.success) throw new Error(new TextDecoder().decode(install.stderr));
-      const underNode = () => child<T>("node", ["bench.mjs", path], dir);
-      await underNode();
-      return { run: underNode, how: `under Node, @duckdb/node-api (under Deno: ${denoError})` };
-    } catch (nodeError) {
-      return { why: `DuckDB could not run: under Deno ${denoError}; under Node ${nodeError}` };
-    }
-  }
-}
-
 /** Throws unless both sides found the same users and (to rounding) the same sums. */
 export function checkAgreement(ours: Totals, duckdb: Totals): void {
   const names = Object.keys(ours);
@@ -117,27 +70,117 @@ export function checkAgreement(ours: Totals, duckdb: Totals): void {
   }
 }
 
+/** One query's answer: its wall time, its rows' totals, and Node's peak RSS so far. */
+export interface DuckdbRun {
+  seconds: number;
+  totals: Totals;
+  peakRssMB: number;
+}
+
 /**
- * Runs `query` (its `{path}` replaced by `path` as an SQL string) in a fresh in-memory DuckDB
- * under Deno, with `threads` threads (default: DuckDB's choice, the machine's cores); answers the
- * rows and the seconds from the instance's creation to the rows.
+ * The long-lived Node process: one instance, one connection; each line on stdin is a query, each
+ * answer a JSON line. The first line out reports the instance's creation time.
  */
-export async function queryDuckdb(
-  query: string,
-  path: string,
-  threads?: number,
-): Promise<{ rows: Record<string, unknown>[]; seconds: number }> {
-  const { DuckDBInstance } = await import(DUCKDB);
+const NODE_SCRIPT = `
+import { readFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { DuckDBInstance } from "@duckdb/node-api";
+const peak = () => Number(/VmHWM:\\s+(\\d+) kB/.exec(readFileSync("/proc/self/status", "utf8"))[1]) / 1024;
+const created = performance.now();
+const instance = await DuckDBInstance.create(":memory:", { threads: "2" });
+const connection = await instance.connect();
+console.log(JSON.stringify({ createSeconds: (performance.now() - created) / 1000 }));
+for await (const line of createInterface({ input: process.stdin })) {
   const start = performance.now();
-  const instance = await DuckDBInstance.create(
-    ":memory:",
-    threads === undefined ? undefined : { threads: String(threads) },
-  );
-  const connection = await instance.connect();
-  const reader = await connection.runAndReadAll(query.replace("{path}", sqlString(path)));
-  const rows = reader.getRowObjectsJS() as Record<string, unknown>[];
-  const seconds = (performance.now() - start) / 1000;
-  connection.closeSync();
-  instance.closeSync();
-  return { rows, seconds };
+  const reader = await connection.runAndReadAll(JSON.parse(line));
+  const rows = reader.getRowObjectsJS().map((row) =>
+    Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === "bigint" ? Number(v) : v])));
+  console.log(JSON.stringify({ seconds: (performance.now() - start) / 1000, rows, peakRssMB: peak() }));
+}
+`;
+
+/** A warm DuckDB (see the module), ready for `run`s of `AGGREGATION_QUERY` on its file. */
+export class WarmDuckdb {
+  readonly #process: Deno.ChildProcess;
+  readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
+  readonly #lines: AsyncIterator<string>;
+  readonly #query: string;
+  readonly #dir: string;
+  /** The discarded first run, from the instance's creation to its rows: the cold figure. */
+  coldSeconds = NaN;
+  /** How DuckDB runs, for the benchmark's table. */
+  readonly how = `warm, under Node, ${DUCKDB_PACKAGE}, 2 threads`;
+
+  private constructor(process: Deno.ChildProcess, dir: string, path: string) {
+    this.#process = process;
+    this.#dir = dir;
+    this.#writer = process.stdin.getWriter();
+    this.#lines = lines(process.stdout);
+    this.#query = AGGREGATION_QUERY.replace("{path}", sqlString(path));
+  }
+
+  /**
+   * Installs DuckDB, starts the instance and runs the query on `path` once (discarded); answers
+   * the warm DuckDB, or why there is none.
+   */
+  static async start(path: string): Promise<WarmDuckdb | { why: string }> {
+    const dir = await Deno.makeTempDir({ prefix: "abn-bench-duckdb-" });
+    try {
+      await Deno.writeTextFile(`${dir}/package.json`, '{ "type": "module", "private": true }');
+      await Deno.writeTextFile(`${dir}/warm.mjs`, NODE_SCRIPT);
+      const install = await new Deno.Command("npm", {
+        args: ["install", "--silent", "--prefer-offline", DUCKDB_PACKAGE],
+        cwd: dir,
+        stdout: "null",
+        stderr: "piped",
+      }).output();
+      if (!install.success) throw new Error(new TextDecoder().decode(install.stderr).trim());
+      const process = new Deno.Command("node", {
+        args: ["warm.mjs"],
+        cwd: dir,
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "inherit",
+      }).spawn();
+      const duckdb = new WarmDuckdb(process, dir, path);
+      const { createSeconds } = JSON.parse(await duckdb.#next());
+      const first = await duckdb.run();
+      duckdb.coldSeconds = createSeconds + first.seconds;
+      return duckdb;
+    } catch (error) {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      return { why: `DuckDB could not run under Node: ${error}` };
+    }
+  }
+
+  /** One more run of the query on the warm instance. */
+  async run(): Promise<DuckdbRun> {
+    await this.#writer.write(new TextEncoder().encode(JSON.stringify(this.#query) + "\n"));
+    const { seconds, rows, peakRssMB } = JSON.parse(await this.#next());
+    return { seconds, totals: queryTotals(rows), peakRssMB };
+  }
+
+  /** Ends the Node process and removes its directory. */
+  async stop(): Promise<void> {
+    await this.#writer.close().catch(() => {});
+    await this.#process.status;
+    await Deno.remove(this.#dir, { recursive: true }).catch(() => {});
+  }
+
+  async #next(): Promise<string> {
+    const { done, value } = await this.#lines.next();
+    if (done) throw new Error("DuckDB's process ended");
+    return value;
+  }
+}
+
+/** The lines of `stream`. */
+async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  let text = "";
+  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+    text += chunk;
+    const parts = text.split("\n");
+    text = parts.pop()!;
+    yield* parts.filter((line) => line.trim() !== "");
+  }
 }

@@ -37,14 +37,12 @@ worker.onmessage = (event: MessageEvent<TallyRequest>) => {
     false,
     reserveBytes,
     expectedUsers,
-    {},
     true,
     false,
   );
   for (const batch of batches) tally.add(batch);
   const ms = performance.now() - start;
   const users = tally.state().users;
-  tally.release();
   batches = [];
   worker.postMessage({ ms, users } satisfies TallyReply);
 };

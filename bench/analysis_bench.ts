@@ -3,31 +3,20 @@
  * per-user, then per-variant aggregation from the same CSV file: per user max(converted) and
  * sum(revenue) over users in one variant only, then per variant the count, sum and sum of squares.
  * Ours also builds the daily cumulative series (it is part of the same pass); DuckDB's query
- * leaves it out. Ours reads the file in 1 MiB chunks into two reused buffers (one read ahead)
- * and aggregates on two threads (see `aggregateCsv`); DuckDB uses its default thread count (the
- * machine's cores).
- *
- * Each side runs in a child process of its own, three times, alternating; the answer is the median
- * wall time and the median peak RSS (`VmHWM`, read by the child at its end), both including the
- * runtime itself. DuckDB runs under Deno through `npm:@duckdb/node-api`; if that cannot load,
- * under Node from a temporary directory where `npm install @duckdb/node-api` ran.
+ * leaves it out. Ours reads the file in 1 MiB chunks and aggregates on two threads (see
+ * `aggregateCsv`), each run in a child process of its own; DuckDB runs warm (`WarmDuckdb`: one
+ * instance under Node with 2 threads, its first run discarded). The sides take turns, five runs
+ * each; the answer is the median wall time and the median peak RSS (`VmHWM`), both including the
+ * runtime itself.
  *
  *   deno run -A bench/analysis_bench.ts [FILE]   (default /tmp/bench.csv, generated when missing)
  */
 import { aggregateCsv } from "../src/analysis/aggregate/aggregate.ts";
 import { ensureCsv } from "./generate_csv.ts";
-import { readChunks } from "./_util.ts";
-import {
-  AGGREGATION_QUERY,
-  checkAgreement,
-  child,
-  duckdbRunner,
-  queryDuckdb,
-  queryTotals,
-  type Totals,
-} from "./_duckdb.ts";
+import { median, readChunks } from "./_util.ts";
+import { checkAgreement, type Totals, WarmDuckdb } from "./_duckdb.ts";
 
-const RUNS = 3;
+const RUNS = 5;
 
 export interface AnalysisBenchResult {
   oursSeconds: number;
@@ -64,46 +53,38 @@ async function runOurs(path: string): Promise<ChildResult> {
   return { seconds, peakRssMB: peakRssMB(), variants };
 }
 
-async function runDuckdbUnderDeno(path: string): Promise<ChildResult> {
-  const { rows, seconds } = await queryDuckdb(AGGREGATION_QUERY, path);
-  return { seconds, peakRssMB: peakRssMB(), variants: queryTotals(rows) };
-}
-
-/** The same measurement as `runDuckdbUnderDeno`, as a Node script. */
-const NODE_SCRIPT = `
-import { readFileSync } from "node:fs";
-import { DuckDBInstance } from "@duckdb/node-api";
-const path = process.argv[2];
-const start = performance.now();
-const instance = await DuckDBInstance.create(":memory:");
-const connection = await instance.connect();
-const reader = await connection.runAndReadAll(${JSON.stringify(AGGREGATION_QUERY)}.replace("{path}",
-  "'" + path.replaceAll("'", "''") + "'"));
-const rows = reader.getRowObjectsJS();
-const seconds = (performance.now() - start) / 1000;
-const status = readFileSync("/proc/self/status", "utf8");
-const peakRssMB = Number(/VmHWM:\\s+(\\d+) kB/.exec(status)[1]) / 1024;
-const variants = Object.fromEntries(rows.map((row) => [String(row.variant), {
-  users: Number(row.users), converted: Number(row.converted_sum), revenue: Number(row.revenue_sum),
-}]));
-console.log(JSON.stringify({ seconds, peakRssMB, variants }));
-`;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
+/** Runs a child (at most ten minutes) and answers the JSON of its last line of output. */
+async function child<T>(command: string, args: string[]): Promise<T> {
+  const output = await new Deno.Command("timeout", {
+    args: ["600", command, ...args],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(output.stdout).trim();
+  if (!output.success) {
+    const error = new TextDecoder().decode(output.stderr).trim().split("\n").slice(-3).join(" ");
+    throw new Error(`${command} ${args.join(" ")} failed: ${error}`);
+  }
+  return JSON.parse(text.slice(text.lastIndexOf("\n") + 1));
 }
 
 /** Runs both sides `RUNS` times on `path` and answers the medians. */
 export async function benchAnalysis(path: string): Promise<AnalysisBenchResult> {
   const self = new URL(import.meta.url).pathname;
   const ours = () => child<ChildResult>(Deno.execPath(), ["run", "-A", self, "--child=ours", path]);
-  const duckdb = await duckdbRunner<ChildResult>(import.meta.url, path, NODE_SCRIPT);
+  const duckdb = await WarmDuckdb.start(path);
   const oursRuns: ChildResult[] = [];
   const duckdbRuns: ChildResult[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    oursRuns.push(await ours());
-    if ("run" in duckdb) duckdbRuns.push(await duckdb.run());
+  try {
+    for (let i = 0; i < RUNS; i++) {
+      oursRuns.push(await ours());
+      if (duckdb instanceof WarmDuckdb) {
+        const { seconds, totals, peakRssMB } = await duckdb.run();
+        duckdbRuns.push({ seconds, peakRssMB, variants: totals });
+      }
+    }
+  } finally {
+    if (duckdb instanceof WarmDuckdb) await duckdb.stop();
   }
   if (duckdbRuns.length > 0) checkAgreement(oursRuns[0].variants, duckdbRuns[0].variants);
   const oursSeconds = median(oursRuns.map((run) => run.seconds));
@@ -114,7 +95,7 @@ export async function benchAnalysis(path: string): Promise<AnalysisBenchResult> 
     duckdbSeconds,
     duckdbPeakRssMB: duckdbRuns.length > 0 ? median(duckdbRuns.map((run) => run.peakRssMB)) : null,
     ratio: duckdbSeconds === null ? null : oursSeconds / duckdbSeconds,
-    duckdbRunner: "how" in duckdb ? duckdb.how : duckdb.why,
+    duckdbRunner: duckdb instanceof WarmDuckdb ? duckdb.how : duckdb.why,
   };
 }
 
@@ -123,8 +104,6 @@ if (import.meta.main) {
   const path = Deno.args.find((arg) => !arg.startsWith("--")) ?? "/tmp/bench.csv";
   if (childMode === "ours") {
     console.log(JSON.stringify(await runOurs(path)));
-  } else if (childMode === "duckdb") {
-    console.log(JSON.stringify(await runDuckdbUnderDeno(path)));
   } else {
     await ensureCsv(path);
     const result = await benchAnalysis(path);

@@ -20,13 +20,13 @@
  * bucket would) and announced by `POST /api/v1/storage-events/`; its cycle is sampled from the
  * event until `ready` (the service then checks and hashes the bytes beside the reading). With
  * `paced`, each upload is sent at 100 MB/s (`ABN_BENCH_PACED_MBPS`), as the insight benchmark's
- * paced turn: slower than the aggregation, so that it is aggregated while it streams.
+ * paced turn.
  *
  * What the kinds are: `program` is the pages of the executable (its code, read from the file);
  * `V8 pages` the anonymous mappings of 256 KiB that JavaScript heaps are made of; `glibc heap` the
  * main heap of the C library (`[heap]`); `thread arenas` its heaps of other threads (64 MiB
- * reserved each); `large` the other anonymous mappings of 1 MiB and more (the analysis' tables,
- * which it maps on its own, and the runtime's buffers); `small` the rest of the anonymous ones.
+ * reserved each); `large` the other anonymous mappings of 1 MiB and more (the analysis' larger
+ * tables, and the runtime's buffers); `small` the rest of the anonymous ones.
  */
 import { ensureCsv } from "./generate_csv.ts";
 import { benchKey, peakRssMB, printTable, resetPeak, spawnService } from "./_util.ts";

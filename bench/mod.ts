@@ -29,6 +29,7 @@ import { benchDimensions } from "./dimensions_bench.ts";
 import { benchHistory } from "./history_bench.ts";
 import { benchInsight, insightRows } from "./insight_bench.ts";
 import { benchParts, partsRows } from "./parts_bench.ts";
+import { pythonClientRows } from "./python_client_bench.ts";
 import { median } from "./_util.ts";
 
 const only = (Deno.env.get("ABN_BENCH_ONLY") ??
@@ -126,6 +127,7 @@ try {
   if (only.includes("parts")) {
     rows.push(...partsRows(await benchParts(file, Number(Deno.env.get("ABN_BENCH_RUNS") ?? 5))));
   }
+  if (only.includes("python-client")) rows.push(...await pythonClientRows());
   if (only.includes("dimensions")) {
     const dimensionsFile = `${work}/bench-dimensions.csv`;
     console.log("generating a ~193 MB dataset with country and device (3.75 M rows)…");

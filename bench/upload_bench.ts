@@ -18,8 +18,8 @@ import {
 
 const MAIN = SERVICE_MAIN;
 
-/** The steps a stored upload's request log line times (`src/ingest/ingest.ts`). */
-export const UPLOAD_STEPS = ["receive_ms", "check_ms", "commit_ms", "record_ms"] as const;
+/** The steps a stored upload's request log line times (`src/upload/upload.ts`). */
+export const UPLOAD_STEPS = ["receive_ms", "commit_ms", "record_ms"] as const;
 
 async function startService(dataDir: string, onLine?: (line: string) => void) {
   const env = { ABN_DATA_DIR: dataDir };

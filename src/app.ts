@@ -7,18 +7,16 @@ import { StorageError } from "./storage/object_store.ts";
 import { Router } from "./http/router.ts";
 import { ApiError, errorHeaders, errorResponse } from "./http/errors.ts";
 import { ServiceError } from "./errors.ts";
-import type { AppHandler, Ctx } from "./http/context.ts";
-import { authenticate } from "./http/auth.ts";
+import type { AppHandler, Ctx, Route } from "./http/context.ts";
+import { authenticate, type Principal, requireScope } from "./http/auth.ts";
 import type { Logger } from "./log.ts";
 import { describeError } from "./log.ts";
-import type { AppDeps, AppHandlerFn, AppRoutes } from "./routes/deps.ts";
+import type { AppDeps, AppRoutes } from "./routes/deps.ts";
 
 export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
-  const router = new Router<{ pattern: string; handler: AppHandlerFn }>();
+  const router = new Router<Route<AppDeps>>();
   for (const table of routeTables) {
-    for (const [method, pattern, handler] of table) {
-      router.add(method, pattern, { pattern, handler });
-    }
+    for (const entry of table) router.add(entry.method, entry.path, entry);
   }
   const log = deps.log;
 
@@ -32,6 +30,7 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
       return errorResponse("not_found", "Not found", requestId);
     }
     const logFields: Record<string, unknown> = {};
+    let closing = false;
     let route = "unmatched";
     let response: Response;
     try {
@@ -46,7 +45,9 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
           { allow: match.allow.join(", ") },
         );
       }
-      route = match.handler.pattern;
+      const entry = match.handler;
+      route = entry.path;
+      let principal: Principal | undefined;
       const ctx: Ctx<AppDeps> = {
         req,
         url,
@@ -54,18 +55,27 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
         requestId,
         deps,
         logFields,
+        closeConnection() {
+          closing = true;
+        },
         async auth() {
-          const principal = await authenticate(
+          if (principal) return principal;
+          const caller = await authenticate(
             deps.db,
             req.headers.get("authorization"),
             deps.recorder,
           );
-          logFields.org_id = principal.orgId;
-          deps.rateLimiter?.check(principal.keyId);
-          return principal;
+          logFields.org_id = caller.orgId;
+          deps.rateLimiter?.check(caller.keyId);
+          if (entry.access !== "public") requireScope(caller, entry.access);
+          principal = caller;
+          return caller;
         },
       };
-      response = await match.handler.handler(ctx);
+      // Every route that needs a key is authenticated and its scope checked here, before its
+      // handler runs: the route table is the one place that says who may call what.
+      if (entry.access !== "public") await ctx.auth();
+      response = await entry.handler(ctx);
       if (!response.headers.has("x-request-id")) {
         response = withHeader(response, "x-request-id", requestId);
       }
@@ -73,9 +83,7 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
       response = toErrorResponse(error, requestId, log);
       logFields.error_code = (error instanceof ServiceError) ? error.code : "internal_error";
     }
-    if (bodyBytes(req, logFields) >= CLOSE_AFTER_BODY_BYTES) {
-      response = withHeader(response, "connection", "close");
-    }
+    if (closing) response = withHeader(response, "connection", "close");
     const seconds = (performance.now() - started) / 1000;
     deps.metrics.requests.inc({
       route,
@@ -94,25 +102,6 @@ export function createApp(deps: AppDeps, routeTables: AppRoutes[]): AppHandler {
     });
     return response;
   };
-}
-
-/**
- * The answer to a body this large asks the client to close the connection (`Connection: close`,
- * which HTTP/1.1 clients honour; the runtime does not close it itself, and HTTP/2 ignores the
- * header): the runtime keeps the buffers such a body grew, up to about 20 MB for a 200 MB upload,
- * for as long as the connection stays open, so a client keeping it idle would keep that memory in
- * the service. A new connection costs such a client next to nothing.
- */
-export const CLOSE_AFTER_BODY_BYTES = 1024 * 1024;
-
-/** The body's size: the larger of the declared and the received (a chunked upload's `bytes_in`). */
-function bodyBytes(req: Request, logFields: Record<string, unknown>): number {
-  const declared = Number(req.headers.get("content-length") ?? 0);
-  const received = Number(logFields.bytes_in ?? 0);
-  return Math.max(
-    Number.isFinite(declared) ? declared : 0,
-    Number.isFinite(received) ? received : 0,
-  );
 }
 
 const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]);

@@ -45,11 +45,6 @@ export interface Config {
   analysisLeaseSeconds: number;
   /** Snapshots kept per experiment in its history; the oldest beyond are dropped. */
   historyMaxSnapshots: number;
-  /**
-   * Whether large user tables ask for huge pages, where the service may load the C library
-   * (`adviseHugePages`, which reads `ABN_HUGE_PAGES` itself in each thread; docs/operations.md).
-   */
-  hugePages: boolean;
   /** Webhook attempts, seconds after the first try (`src/webhooks/schedule.ts`). */
   webhookRetrySchedule: readonly number[];
   /** The longest a webhook attempt may take, resolution and response included. */
@@ -98,9 +93,9 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return Number(raw);
 }
 
-/** The values a true-or-false variable may take, in any case (`buffers.ts` reads the false). */
+/** The values a true-or-false variable may take, in any case. */
 const TRUE_WORDS: readonly string[] = ["1", "true", "yes", "on"];
-export const FALSE_WORDS: readonly string[] = ["0", "false", "no", "off"];
+const FALSE_WORDS: readonly string[] = ["0", "false", "no", "off"];
 
 function boolean(env: Env, name: string, fallback: boolean): boolean {
   const raw = text(env, name)?.toLowerCase();
@@ -266,7 +261,6 @@ export function loadConfig(env: Env): Readonly<Config> {
     databaseUrl: databaseUrl(env),
     analysisLeaseSeconds: integer(env, "ABN_ANALYSIS_LEASE_SECONDS", 60, 1, 3600),
     historyMaxSnapshots: integer(env, "ABN_HISTORY_MAX_SNAPSHOTS", 1000, 1, 1_000_000),
-    hugePages: boolean(env, "ABN_HUGE_PAGES", true),
     webhookRetrySchedule: retrySchedule(env, "ABN_WEBHOOK_RETRY_SCHEDULE"),
     webhookTimeoutSeconds: integer(env, "ABN_WEBHOOK_TIMEOUT_SECONDS", 15, 1, 300),
     webhookAllowPrivate: boolean(env, "ABN_WEBHOOK_ALLOW_PRIVATE", false),

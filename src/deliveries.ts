@@ -7,7 +7,7 @@
 import type { ObjectInfo } from "./storage/object_store.ts";
 import { parseDatasetKey } from "./storage/object_store.ts";
 import type { Logger } from "./log.ts";
-import type { ControlPlane } from "./db/control_plane.ts";
+import type { ControlPlane, DeliverySource } from "./db/control_plane.ts";
 import { nowIso } from "./db/control_plane.ts";
 
 export interface Delivery {
@@ -28,7 +28,7 @@ export interface Delivery {
    * How the delivery was noticed; `upgrade`: a ready result made by an older analysis, run again
    * in the background.
    */
-  source: "upload" | "presigned_put" | "scan" | "event" | "reconcile" | "settings" | "upgrade";
+  source: DeliverySource;
 }
 
 export type DeliveryListener = (delivery: Delivery) => void;

@@ -11,6 +11,7 @@
 export type ErrorCode =
   | "unauthorized"
   | "org_deactivated"
+  | "insufficient_scope"
   | "invalid_experiment_id"
   | "invalid_json"
   | "invalid_settings"

@@ -3,10 +3,9 @@
  * shutdown on SIGTERM/SIGINT (stop accepting, let in-flight requests finish, bounded wait).
  */
 import type { Config } from "./config.ts";
-import { createService } from "./wiring.ts";
+import { createService, type Service } from "./wiring.ts";
 import type { ControlPlane } from "./db/control_plane.ts";
 import { errorResponse } from "./http/errors.ts";
-import { canAdviseHugePages, fixedMmapThreshold } from "./buffers.ts";
 
 export interface ServeOptions {
   /** First start creates an organization `dev` and prints its key once. */
@@ -34,20 +33,8 @@ export async function bootstrapDev(db: ControlPlane, dataDir: string): Promise<v
   console.log(`${intro}, shown once and saved to ${keyFile}:\n\n  ${api_key}\n`);
 }
 
-/** What the deployment files set (docs/operations.md, "The system allocator's threshold"). */
-export const MMAP_THRESHOLD_TUNABLE = "glibc.malloc.mmap_threshold=8388608";
-
-/**
- * Whether `env` fixes glibc's threshold for the blocks it maps on their own (see
- * `fixedMmapThreshold`). Unless fixed, glibc raises it each time it frees such a block, and
- * memory freed after a large upload stays with the process.
- */
-export function mmapThresholdFixed(env: Record<string, string | undefined>): boolean {
-  return fixedMmapThreshold(env) !== null;
-}
-
 export async function serve(config: Readonly<Config>, options: ServeOptions = {}): Promise<number> {
-  let service: Awaited<ReturnType<typeof createService>>;
+  let service: Service;
   try {
     service = await createService(config);
   } catch (error) {
@@ -82,7 +69,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
   };
 
   const controller = new AbortController();
-  let tls = {};
+  let tls: { cert?: string; key?: string } = {};
   let server: Deno.HttpServer;
   try {
     if (config.tlsCert && config.tlsKey) {
@@ -91,38 +78,11 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         key: await readSetting("ABN_TLS_KEY", config.tlsKey),
       };
     }
-    server = listen();
+    server = listen(config, service, { signal: controller.signal, ...tls }, handler);
   } catch (error) {
     console.error(`Cannot start: ${listenError(error, config)}`);
     await service.close();
     return 1;
-  }
-
-  function listen(): Deno.HttpServer {
-    return Deno.serve({
-      hostname: config.host,
-      port: config.port,
-      signal: controller.signal,
-      ...tls,
-      onListen({ hostname, port }) {
-        const scheme = config.tlsCert ? "https" : "http";
-        const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-        log.info("listening", {
-          url: `${scheme}://${host}:${port}`,
-          public_url: config.publicUrl,
-          storage: config.storage,
-          database: service.db.driver,
-          // The user tables ask for huge pages (needs the C library: docs/operations.md).
-          huge_pages: config.hugePages && canAdviseHugePages(),
-        });
-        if (Deno.build.os === "linux" && !mmapThresholdFixed(Deno.env.toObject())) {
-          log.warn("the system allocator keeps memory freed after large uploads", {
-            hint: `start the service with GLIBC_TUNABLES=${MMAP_THRESHOLD_TUNABLE} ` +
-              `(docs/operations.md, "The system allocator's threshold")`,
-          });
-        }
-      },
-    }, handler);
   }
 
   let stopping = false;
@@ -157,6 +117,30 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
   log.info("stopped");
   log.flush();
   return 0;
+}
+
+/** Serves `handler` on the configured address, logging `listening` once it is up. */
+function listen(
+  config: Readonly<Config>,
+  service: Service,
+  options: { signal: AbortSignal; cert?: string; key?: string },
+  handler: Deno.ServeHandler,
+): Deno.HttpServer {
+  return Deno.serve({
+    hostname: config.host,
+    port: config.port,
+    ...options,
+    onListen({ hostname, port }) {
+      const scheme = config.tlsCert ? "https" : "http";
+      const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+      service.log.info("listening", {
+        url: `${scheme}://${host}:${port}`,
+        public_url: config.publicUrl,
+        storage: config.storage,
+        database: service.db.driver,
+      });
+    },
+  }, handler);
 }
 
 /** A file named by a setting, or an error naming the setting. */

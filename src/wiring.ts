@@ -1,13 +1,13 @@
 /**
- * Wiring, in one place: configuration → database → storage → catalog → ingest → application, and
+ * Wiring, in one place: configuration → database → storage → catalog → uploads → application, and
  * the background work started with them (the start-up sweep, the embedded timer's reconciliation,
  * grant scan and clean-up, the analysis queue). Used by `main.ts serve` and by tests that run the
  * real server in-process.
  *
  * What differs when several instances share the control plane comes from its capabilities, not
- * from asking which driver it is: the timer's jobs run under `withTimerLock` (on one instance at
- * a time), the URL-signing secret comes from `secrets` (the same on every instance), and a
- * control plane with `jobs` gets the leased analysis queue instead of the in-memory one.
+ * from asking which driver it is: the timer's jobs (`jobs/timer_jobs.ts`) run under
+ * `withTimerLock` (on one instance at a time), the URL-signing secret comes from `secrets` (the
+ * same on every instance), and the one analysis queue claims its jobs with leases on both.
  */
 import type { Config } from "./config.ts";
 import { openControlPlane } from "./db/open_control_plane.ts";
@@ -21,21 +21,18 @@ import { UrlSigner } from "./crypto/url_signer.ts";
 import type { AppHandler } from "./http/context.ts";
 import { createApp } from "./app.ts";
 import { RateLimiter } from "./http/rate_limiter.ts";
-import { Ingest } from "./ingest/ingest.ts";
-import { TALLY_WORKER_LINGER_MS, TallyWorkers } from "./analysis/aggregate/tally_workers.ts";
+import { Uploads } from "./upload/upload.ts";
 import { apiRoutes } from "./routes/mod.ts";
 import type { AppDeps, AppRoutes } from "./routes/deps.ts";
 import { createLogger } from "./log.ts";
 import type { Logger, LogSink } from "./log.ts";
-import { describeError } from "./log.ts";
-import { AnalysisQueue } from "./analysis/analysis_queue.ts";
-import type { AnalysisScheduler } from "./analysis/analysis_queue.ts";
-import { LeasedAnalysisQueue } from "./analysis/leased_analysis_queue.ts";
-import { NOT_RUN, PeriodicJob } from "./jobs/periodic_job.ts";
-import { cleanup, countOversize, scanDeliveries } from "./jobs/storage_jobs.ts";
+import { AnalysisQueue } from "./analysis/queue.ts";
+import type { AnalysisScheduler } from "./analysis/queue.ts";
+import { AnalysisService } from "./analysis/analysis_service.ts";
+import type { PeriodicJob } from "./jobs/periodic_job.ts";
+import { startTimerJobs, startupSweep } from "./jobs/timer_jobs.ts";
 import { DatasetCatalog } from "./catalog/dataset_catalog.ts";
 import { GrantRecorder } from "./catalog/grant_recorder.ts";
-import { reconcile } from "./catalog/reconcile.ts";
 
 export interface Service {
   config: Readonly<Config>;
@@ -102,13 +99,7 @@ export async function createService(
   const deliveries = new DeliveryHub({ log, catalog, db });
   // Only S3 needs grants: local upload URLs are PUT through this process, which delivers them.
   const grants = store.driver === "s3" ? new GrantRecorder({ db, log }) : undefined;
-  // The aggregation's worker, kept between large analyses in a row, and their memory while
-  // another large analysis is on its way (an upload streams, or a large delivery waits).
-  const tallyWorkers = new TallyWorkers(
-    TALLY_WORKER_LINGER_MS,
-    (): boolean => ingest.inProgress > 0 || analysis.largeWaiting(),
-  );
-  const ingest = new Ingest({
+  const uploads = new Uploads({
     store,
     metrics,
     deliveries,
@@ -118,27 +109,11 @@ export async function createService(
     maxConcurrentUploads: config.maxConcurrentUploads,
   });
   const recorder = new LastUsedRecorder(db);
-  const deps: AppDeps = {
-    config,
-    db,
-    store,
-    metrics,
-    recorder,
-    deliveries,
-    catalog,
-    grants,
-    signer,
-    ingest,
-    rateLimiter: config.rateLimitPerMinute > 0
-      ? new RateLimiter(config.rateLimitPerMinute)
-      : undefined,
-    log,
-  };
   metrics.add(
     new Gauge(
       "abn_uploads_in_progress",
       "Upload bodies streaming now (direct uploads and local upload URLs)",
-      () => ingest.inProgress,
+      () => uploads.inProgress,
     ),
     // What the process holds: all of it, and of it the main thread's JavaScript heap and the
     // memory outside it (the analysis's typed arrays and the upload buffers of that thread).
@@ -160,90 +135,46 @@ export async function createService(
   );
 
   await startupSweep(store, log);
-  const queueOptions = {
+  const analysis: AnalysisScheduler = new AnalysisQueue({
     db,
     store,
     deliveries,
     metrics,
     maxUploadBytes: config.maxUploadBytes,
-    busy: () => ingest.busy,
+    busy: () => uploads.busy,
     historyMaxSnapshots: config.historyMaxSnapshots,
-    // Large analyses in a row reuse the aggregation's worker and its memory.
-    tallyWorkers,
+    leaseSeconds: config.analysisLeaseSeconds,
+    log,
+  });
+  const timers = startTimerJobs({
+    config,
+    db,
+    store,
+    deliveries,
+    catalog,
+    grants,
+    analysis,
+    metrics,
+    log,
+  });
+
+  const deps: AppDeps = {
+    config,
+    db,
+    store,
+    metrics,
+    recorder,
+    deliveries,
+    catalog,
+    grants,
+    signer,
+    uploads,
+    analysis: new AnalysisService({ db, scheduler: analysis }),
+    rateLimiter: config.rateLimitPerMinute > 0
+      ? new RateLimiter(config.rateLimitPerMinute)
+      : undefined,
     log,
   };
-  const analysis: AnalysisScheduler = db.jobs
-    ? new LeasedAnalysisQueue({
-      ...queueOptions,
-      jobs: db.jobs,
-      leaseSeconds: config.analysisLeaseSeconds,
-    })
-    : new AnalysisQueue(queueOptions);
-  // Results of an older analysis are run again in the background, after any new delivery.
-  analysis.rerunOutdated().then((queued) => {
-    if (queued > 0) log.info("re-running analyses made by an older version", { queued });
-  }, (error) => log.warn("older analyses not re-run", { error: describeError(error) }));
-  // Timer work runs on one instance at a time (every step is idempotent all the same).
-  const scan = new PeriodicJob({
-    name: "scan",
-    intervalMs: config.scanIntervalSeconds * 1000,
-    firstDelayMs: 100,
-    metrics,
-    log,
-    run: async () => {
-      await grants?.flush(); // grants handed out in the last 50 ms too
-      const result = await db.withTimerLock("scan", () =>
-        scanDeliveries({
-          store,
-          db,
-          deliveries,
-          maxUploadBytes: config.maxUploadBytes,
-          inFlight: (orgId, experimentId, etag) => analysis.inFlight(orgId, experimentId, etag),
-        }));
-      return result !== undefined && result.noticed + result.retried > 0 ? result : undefined;
-    },
-  });
-  const reconciler = new PeriodicJob({
-    name: "reconcile",
-    intervalMs: config.reconcileIntervalSeconds * 1000,
-    firstDelayMs: 0,
-    // A failed listing (storage down at start-up) is tried again at the scan's pace, not in an hour.
-    retryMs: Math.min(config.reconcileIntervalSeconds, config.scanIntervalSeconds) * 1000,
-    metrics,
-    log,
-    run: async () => {
-      const first = !catalog.ready;
-      const result = await db.withTimerLock(
-        "reconcile",
-        () => reconcile({ store, db, deliveries }),
-      );
-      // Another instance reconciles the shared catalog now: this one's list reads storage until
-      // a reconciliation of its own finished, tried again at the retry's pace.
-      if (result === undefined) return first ? NOT_RUN : undefined;
-      if (first) await warnOversize(db, config, log);
-      catalog.markReady();
-      return result.delivered + result.removed > 0 || first ? { ...result } : undefined;
-    },
-  });
-  const clean = new PeriodicJob({
-    name: "cleanup",
-    intervalMs: config.cleanupIntervalSeconds * 1000,
-    metrics,
-    log,
-    run: async () => {
-      const result = await db.withTimerLock(
-        "cleanup",
-        () => cleanup({ store, db, metrics, maxUploadBytes: config.maxUploadBytes }),
-      );
-      return result !== undefined && result.deleted + result.swept + result.grantsPruned > 0
-        ? result
-        : undefined;
-    },
-  });
-  reconciler.start();
-  scan.start();
-  clean.start();
-
   const handler = createApp(deps, [...apiRoutes, ...(options.routes ?? [])]);
   return {
     config,
@@ -253,37 +184,16 @@ export async function createService(
     deliveries,
     analysis,
     catalog,
-    jobs: { scan, cleanup: clean, reconcile: reconciler },
+    jobs: { scan: timers.scan, cleanup: timers.cleanup, reconcile: timers.reconcile },
     log,
     handler,
     async close() {
-      await reconciler.stop();
-      await scan.stop();
-      await clean.stop();
+      await timers.stop();
       await analysis.stop();
-      tallyWorkers.stop();
       await grants?.flush();
-      ingest.close();
       await recorder.flush();
       log.flush();
       await db.close();
     },
   };
-}
-
-/** Sweeps leftovers of interrupted uploads. */
-async function startupSweep(store: ObjectStore, log: Logger): Promise<void> {
-  const swept = await store.sweep().catch(() => 0);
-  if (swept > 0) log.info("swept leftovers of interrupted uploads", { swept });
-}
-
-/** Warns about stored datasets over the limit (once the start-up reconciliation has run). */
-async function warnOversize(db: ControlPlane, config: Readonly<Config>, log: Logger) {
-  const oversize = await countOversize(db, config.maxUploadBytes).catch(() => 0);
-  if (oversize > 0) {
-    log.warn(
-      `${oversize} stored dataset(s) exceed ABN_MAX_UPLOAD_BYTES=${config.maxUploadBytes}; the clean-up will delete them`,
-      { oversize },
-    );
-  }
 }

@@ -11,6 +11,29 @@ export type { Browser, Page };
 
 export const CHROMIUM = Deno.env.get("ABN_CHROMIUM") ?? "/usr/bin/chromium";
 
+/** True when the Chromium executable is installed. */
+export const CHROMIUM_AVAILABLE = (() => {
+  try {
+    return Deno.statSync(CHROMIUM).isFile;
+  } catch {
+    return false;
+  }
+})();
+
+/**
+ * Registers a test that drives Chromium; without it the test is skipped, with one line per
+ * process naming the package to install.
+ */
+export function browserTest(definition: Deno.TestDefinition): void {
+  if (!CHROMIUM_AVAILABLE && !Deno.env.get("ABN_TEST_CHROMIUM_SKIP_NOTED")) {
+    Deno.env.set("ABN_TEST_CHROMIUM_SKIP_NOTED", "1");
+    console.log(
+      `UI tests skipped: Chromium is not installed at ${CHROMIUM} (Debian: apt-get install chromium)`,
+    );
+  }
+  Deno.test({ ...definition, ignore: definition.ignore || !CHROMIUM_AVAILABLE });
+}
+
 /** Where the UI tests write their screenshots (gitignored). */
 export const SCREENSHOT_DIR = new URL("../test-output/ui/", import.meta.url);
 

@@ -19,9 +19,6 @@ Deno.test("loadConfig answers the documented defaults", () => {
   assertEquals(c.historyMaxSnapshots, 1000);
   assertEquals(loadConfig({ ABN_HISTORY_MAX_SNAPSHOTS: "365" }).historyMaxSnapshots, 365);
   assertThrows(() => loadConfig({ ABN_HISTORY_MAX_SNAPSHOTS: "0" }), ConfigError);
-  assertEquals(c.hugePages, true);
-  assertEquals(loadConfig({ ABN_HUGE_PAGES: "off" }).hugePages, false);
-  assertThrows(() => loadConfig({ ABN_HUGE_PAGES: "sometimes" }), ConfigError, "ABN_HUGE_PAGES");
   assertEquals(Object.isFrozen(c), true);
 });
 
@@ -115,7 +112,7 @@ Deno.test("serve refuses a port in use and unreadable TLS files in one line nami
   const port = freePort();
   const taken = Deno.listen({ hostname: "127.0.0.1", port });
   try {
-    const env = { ABN_DATA_DIR: dataDir, GLIBC_TUNABLES: "glibc.malloc.mmap_threshold=8388608" };
+    const env = { ABN_DATA_DIR: dataDir };
     const inUse = await runMain(["serve"], { ...env, ABN_PORT: String(port) });
     assertEquals(inUse.code, 1);
     assertEquals(inUse.stderr.trim().split("\n").length, 1, inUse.stderr);

@@ -5,17 +5,15 @@
  * a direct upload of the same bytes would have got.
  *
  * The checks (and the caller's hashing, `onChunk`) run on the reading thread, the first of the
- * aggregation's two, not on a third one: on two processors a third busy thread made a
- * two-step delivery of 193 MB slower (1.92-2.21 of DuckDB's time against 1.60-1.78) and its
- * cycle's peak some 20 MB higher (docs/performance.md, session O).
+ * aggregation's two, not on a third one: on two processors a third busy thread made a two-step
+ * delivery slower and its cycle's peak higher (docs/performance.md, "Analysis").
  *
- * The body is read by `BodyChunks` (a stored file into two reused buffers, reading ahead). With
- * `waited`, the time spent awaiting its chunks (the storage's part of the run) is added to
- * `waited.ms`; the rest of the call's time is the aggregation's (and the validator's).
+ * The body is the stored object's stream (see `chunksOf`). With `waited`, the time spent awaiting
+ * its chunks (the storage's part of the run) is added to `waited.ms`; the rest of the call's time
+ * is the aggregation's (and the validator's).
  */
 import { DatasetValidator, ValidationError } from "../pipeline/mod.ts";
 import { aggregateCsv, type AggregateOptions } from "./aggregate/aggregate.ts";
-import { BodyChunks } from "./body_chunks.ts";
 import type { Aggregate } from "./aggregate/aggregate_types.ts";
 
 /** Options of `aggregateDelivery`. */
@@ -32,7 +30,6 @@ export interface AggregateDeliveryOptions extends
     | "userSummary"
     | "sizeBytes"
     | "expectedUsers"
-    | "tallyWorkers"
     | "dimensions"
     | "wideDays"
   > {
@@ -47,6 +44,44 @@ export interface AggregateDeliveryOptions extends
   checked?: { ms: number };
 }
 
+/** Bytes read at once from a byte stream (see `chunksOf`). */
+const READ_BYTES = 256 * 1024;
+
+/** A reader of the body: a byte stream's reads its bytes into the caller's buffer. */
+type BodyReader = ReadableStreamBYOBReader | ReadableStreamDefaultReader<Uint8Array>;
+
+function readerOf(body: ReadableStream<Uint8Array>): BodyReader {
+  try {
+    return body.getReader({ mode: "byob" });
+  } catch {
+    return body.getReader(); // not a byte stream (an S3 body, bytes in memory)
+  }
+}
+
+/**
+ * The chunks of `reader` from here on, the time awaiting each added to `waited.ms`. A byte
+ * stream (a file of the local driver) is read `READ_BYTES` at a time into one buffer, the same
+ * for every read: the readers are done with a chunk when they ask for the next one (they copy
+ * what they keep), so a 200 MB file leaves no 200 MB of chunks behind for the collector. A loop
+ * that ends early leaves the body open, so that another loop can read on.
+ */
+async function* chunksOf(
+  reader: BodyReader,
+  waited: { ms: number } | undefined,
+): AsyncGenerator<Uint8Array> {
+  let buffer = new ArrayBuffer(reader instanceof ReadableStreamBYOBReader ? READ_BYTES : 0);
+  for (;;) {
+    const t0 = performance.now();
+    const { done, value } = reader instanceof ReadableStreamBYOBReader
+      ? await reader.read(new Uint8Array(buffer))
+      : await reader.read();
+    if (waited !== undefined) waited.ms += performance.now() - t0;
+    if (done || value === undefined) return;
+    buffer = value.buffer as ArrayBuffer; // a byte stream's read hands the buffer back
+    yield value;
+  }
+}
+
 /**
  * Aggregates `body`. Unless `validated`, a `DatasetValidator` sees every chunk before the reader
  * (two threads where a worker can start, see `aggregateCsv`) and a refusal is its
@@ -59,7 +94,7 @@ export async function aggregateDelivery(
   options: AggregateDeliveryOptions = {},
 ): Promise<Aggregate> {
   const { validated = false, waited, checked, ...aggregateOptions } = options;
-  const source = new BodyChunks(body, waited);
+  const reader = readerOf(body);
   const timed = <T>(fn: () => T): T => {
     if (checked === undefined) return fn();
     const t0 = performance.now();
@@ -72,14 +107,14 @@ export async function aggregateDelivery(
   const onChunk = aggregateOptions.onChunk;
   try {
     if (validated) {
-      return await aggregateCsv(source.chunks(), {
+      return await aggregateCsv(chunksOf(reader, waited), {
         ...aggregateOptions,
         onChunk: onChunk && ((chunk) => timed(() => onChunk(chunk))),
       });
     }
     const validator = new DatasetValidator();
     try {
-      const aggregate = await aggregateCsv(source.chunks(), {
+      const aggregate = await aggregateCsv(chunksOf(reader, waited), {
         ...aggregateOptions,
         onChunk: (chunk) =>
           timed(() => {
@@ -92,12 +127,12 @@ export async function aggregateDelivery(
     } catch (error) {
       if (!(error instanceof ValidationError)) {
         // The reader stopped first: the validator reads on (the body is still open).
-        for await (const chunk of source.chunks()) timed(() => validator.push(chunk));
+        for await (const chunk of chunksOf(reader, waited)) timed(() => validator.push(chunk));
         timed(() => validator.finish());
       }
       throw error;
     }
   } finally {
-    await source.cancel();
+    await reader.cancel().catch(() => {});
   }
 }

@@ -4,7 +4,7 @@
  */
 
 import { ServiceError } from "../errors.ts";
-import type { Aggregate } from "./aggregate/aggregate_types.ts";
+import { type DatasetFacts, metricColumns } from "./dataset_columns.ts";
 import { covariatePairs } from "./covariates.ts";
 
 export type MetricKind = "conversion" | "numeric";
@@ -295,7 +295,7 @@ export function validateSettings(input: unknown): Settings {
   return settings;
 }
 
-function quoteList(names: string[]): string {
+function quoteList(names: readonly string[]): string {
   return names.length === 0 ? "none" : names.map((n) => `"${n}"`).join(", ");
 }
 
@@ -316,36 +316,37 @@ export function namesData(settings: Settings): boolean {
 }
 
 /**
- * Checks settings against an aggregated dataset: the key metric, the control and every
+ * Checks settings against the dataset's variants and columns: the key metric, the control and every
  * metric_kinds column must exist; a column holding other values than 0 and 1 cannot be declared a
  * conversion; the expected split must name exactly the variants present.
  *
  * @throws {SettingsError} `invalid_settings` with a message naming what does not match.
  */
-export function checkSettingsAgainstData(settings: Settings, aggregate: Aggregate): void {
-  const metricNames = aggregate.metrics.map((m) => m.name);
+export function checkSettingsAgainstData(settings: Settings, data: DatasetFacts): void {
+  const metrics = metricColumns(data);
+  const metricNames = metrics.map((m) => m.name);
   if (settings.key_metric !== undefined && !metricNames.includes(settings.key_metric)) {
     throw invalid(
       `Invalid settings: key_metric "${settings.key_metric}" is not a metric column of the ` +
         `dataset (metric columns: ${quoteList(metricNames)})`,
     );
   }
-  checkInferenceAgainstData(settings, aggregate);
-  if (settings.control !== undefined && !aggregate.variants.includes(settings.control)) {
+  checkInferenceAgainstData(settings, data);
+  if (settings.control !== undefined && !data.variants.includes(settings.control)) {
     throw invalid(
       `Invalid settings: control "${settings.control}" is not a variant of the dataset ` +
-        `(variants: ${quoteList(aggregate.variants)})`,
+        `(variants: ${quoteList(data.variants)})`,
     );
   }
   for (const [name, kind] of Object.entries(settings.metric_kinds ?? {})) {
-    const metric = aggregate.metrics.find((m) => m.name === name);
+    const metric = metrics.find((m) => m.name === name);
     if (metric === undefined) {
       throw invalid(
         `Invalid settings: metric_kinds names "${name}", which is not a metric column of the ` +
           `dataset (metric columns: ${quoteList(metricNames)})`,
       );
     }
-    if (kind === "conversion" && metric.detectedKind === "numeric") {
+    if (kind === "conversion" && metric.kind === "numeric") {
       throw invalid(
         `Invalid settings: metric_kinds declares "${name}" a conversion, but the column holds ` +
           `values other than 0 and 1`,
@@ -354,8 +355,8 @@ export function checkSettingsAgainstData(settings: Settings, aggregate: Aggregat
   }
   if (settings.expected_split !== undefined) {
     const named = Object.keys(settings.expected_split);
-    const missing = aggregate.variants.filter((v) => !named.includes(v));
-    const extra = named.filter((v) => !aggregate.variants.includes(v));
+    const missing = data.variants.filter((v) => !named.includes(v));
+    const extra = named.filter((v) => !data.variants.includes(v));
     if (missing.length > 0 || extra.length > 0) {
       const details = [
         missing.length > 0 ? `missing ${quoteList(missing)}` : "",
@@ -363,7 +364,7 @@ export function checkSettingsAgainstData(settings: Settings, aggregate: Aggregat
       ].filter((s) => s !== "").join("; ");
       throw invalid(
         `Invalid settings: expected_split must name exactly the variants ` +
-          `${quoteList(aggregate.variants)} (${details})`,
+          `${quoteList(data.variants)} (${details})`,
       );
     }
   }
@@ -374,8 +375,9 @@ export function checkSettingsAgainstData(settings: Settings, aggregate: Aggregat
  * not itself another's covariate), the key metric is not a covariate, winsorize names numeric
  * metrics, lower_is_better names metrics.
  */
-function checkInferenceAgainstData(settings: Settings, aggregate: Aggregate): void {
-  const metricNames = aggregate.metrics.map((m) => m.name);
+function checkInferenceAgainstData(settings: Settings, data: DatasetFacts): void {
+  const metrics = metricColumns(data);
+  const metricNames = metrics.map((m) => m.name);
   const columns = `(metric columns: ${quoteList(metricNames)})`;
   const pairs = covariatePairs(metricNames, settings.covariates);
   const covariateOf = new Map([...pairs].map(([metric, column]) => [column, metric]));
@@ -413,9 +415,9 @@ function checkInferenceAgainstData(settings: Settings, aggregate: Aggregate): vo
   if (settings.key_metric !== undefined) isMetric("key_metric", settings.key_metric);
   for (const [metric] of Object.entries(settings.winsorize ?? {})) {
     isMetric("winsorize", metric);
-    const found = aggregate.metrics.find((m) => m.name === metric)!;
+    const found = metrics.find((m) => m.name === metric)!;
     const kinds = settings.metric_kinds ?? {};
-    const kind = Object.hasOwn(kinds, metric) ? kinds[metric] : found.detectedKind;
+    const kind = Object.hasOwn(kinds, metric) ? kinds[metric] : found.kind;
     if (kind !== "numeric") {
       throw invalid(
         `Invalid settings: winsorize names "${metric}", a conversion metric; only numeric ` +

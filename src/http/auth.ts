@@ -7,10 +7,25 @@ import type { ControlPlane, KeyOwner } from "../db/control_plane.ts";
 import type { LastUsedRecorder } from "../db/api_keys.ts";
 import { hashKey, isWellFormedKey } from "../db/api_keys.ts";
 import { ApiError } from "./errors.ts";
+import { type Scope, SCOPES } from "./context.ts";
 
 export interface Principal {
   orgId: string;
   keyId: string;
+  /** What the key may do. */
+  scopes: readonly Scope[];
+}
+
+/** Throws 403 `insufficient_scope` unless `principal` holds one of `anyOf`. */
+export function requireScope(principal: Principal, anyOf: readonly Scope[]): void {
+  if (anyOf.some((scope) => principal.scopes.includes(scope))) return;
+  const needed = anyOf.map((scope) => `'${scope}'`).join(" or ");
+  throw new ApiError(
+    "insufficient_scope",
+    `This API key lacks the ${needed} scope this request needs; its scopes: ${
+      principal.scopes.join(", ") || "none"
+    }`,
+  );
 }
 
 const BEARER = /^Bearer (\S+)$/;
@@ -97,5 +112,5 @@ export async function authenticate(
     throw new ApiError("org_deactivated", "The organization of this API key is deactivated");
   }
   recorder?.touch(owner.keyId);
-  return { orgId: owner.orgId, keyId: owner.keyId };
+  return { orgId: owner.orgId, keyId: owner.keyId, scopes: SCOPES };
 }

@@ -12,6 +12,7 @@ export type { ErrorCode };
 export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   unauthorized: 401,
   org_deactivated: 403,
+  insufficient_scope: 403,
   invalid_experiment_id: 400,
   invalid_json: 400,
   invalid_settings: 400,

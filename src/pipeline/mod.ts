@@ -1,6 +1,6 @@
 /**
  * The upload validation pipeline: `DatasetValidator` checks an upload chunk by chunk as it
- * streams, `validationStream` wraps it as a pass-through `TransformStream`. The checks are those
+ * streams (`src/upload/checks.ts` runs it as a stream stage of the upload). The checks are those
  * of docs/api.md ("What a direct upload checks"); the CSV rules (delimiter, header, quoting,
  * blank lines, cells, limits) are those of `src/csv/`, shared with the analysis reader. What is
  * the pipeline's own:
@@ -24,6 +24,5 @@ export {
   type DatasetValidatorOptions,
   type ValidationSummary,
 } from "./dataset_validator.ts";
-export { type ValidationStream, validationStream } from "./validation_stream.ts";
 export { ValidationError } from "./validation_error.ts";
 export type { MetricColumn } from "./column_checks.ts";

@@ -6,7 +6,7 @@
  * are PUT through this process, which records them at commit). Until the first reconciliation
  * after start-up has finished, the list reads storage instead and the show confirms with a head.
  */
-import type { AppCtx, AppRoutes } from "./deps.ts";
+import { type AppCtx, type AppRoutes, route } from "./deps.ts";
 import { json } from "../http/context.ts";
 import { ApiError, megabytes } from "../http/errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
@@ -290,8 +290,8 @@ async function remove(ctx: AppCtx): Promise<Response> {
 }
 
 export const datasetRoutes: AppRoutes = [
-  ["GET", "/api/v1/datasets/", list],
-  ["GET", "/api/v1/datasets/:experiment_id/", show],
-  ["DELETE", "/api/v1/datasets/:experiment_id/", remove],
-  ["GET", "/api/v1/datasets/:experiment_id/file/", download],
+  route("GET", "/api/v1/datasets/", ["read"], list),
+  route("GET", "/api/v1/datasets/:experiment_id/", ["read"], show),
+  route("DELETE", "/api/v1/datasets/:experiment_id/", ["write"], remove),
+  route("GET", "/api/v1/datasets/:experiment_id/file/", ["read"], download),
 ];

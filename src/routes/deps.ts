@@ -9,12 +9,13 @@ import type { DeliveryHub } from "../deliveries.ts";
 import type { DatasetCatalog } from "../catalog/dataset_catalog.ts";
 import type { GrantRecorder } from "../catalog/grant_recorder.ts";
 import type { UrlSigner } from "../crypto/url_signer.ts";
-import type { Ctx, Handler, RouteTable } from "../http/context.ts";
+import type { Access, Ctx, Handler, Route, RouteTable } from "../http/context.ts";
 import type { RateLimiter } from "../http/rate_limiter.ts";
-import type { Ingest } from "../ingest/ingest.ts";
+import type { AnalysisService } from "../analysis/analysis_service.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
 import type { ObjectStore } from "../storage/object_store.ts";
+import type { Uploads } from "../upload/upload.ts";
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -32,7 +33,9 @@ export interface AppDeps {
   /** Signs local upload URLs and list cursors. */
   signer: UrlSigner;
   /** Receives datasets: direct uploads and local upload URLs. */
-  ingest: Ingest;
+  uploads: Uploads;
+  /** The analyses of stored deliveries, as reads and settings changes need them. */
+  analysis: AnalysisService;
   /** Per-key request limit; absent: none. */
   rateLimiter?: RateLimiter;
   log: Logger;
@@ -41,3 +44,13 @@ export interface AppDeps {
 export type AppCtx = Ctx<AppDeps>;
 export type AppHandlerFn = Handler<AppDeps>;
 export type AppRoutes = RouteTable<AppDeps>;
+
+/** A route of the application (`Route`, typed for its dependencies). */
+export function route(
+  method: string,
+  path: string,
+  access: Access,
+  handler: AppHandlerFn,
+): Route<AppDeps> {
+  return { method, path, access, handler };
+}

@@ -5,7 +5,7 @@
  * `?format=csv` the whole history as one CSV download. The stored figures are joined as text,
  * never parsed, so a year of nightly snapshots answers in a few milliseconds.
  */
-import type { AppCtx, AppRoutes } from "./deps.ts";
+import { type AppCtx, type AppRoutes, route } from "./deps.ts";
 import { ApiError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
@@ -97,5 +97,5 @@ async function history(ctx: AppCtx): Promise<Response> {
 }
 
 export const historyRoutes: AppRoutes = [
-  ["GET", "/api/v1/datasets/:experiment_id/history/", history],
+  route("GET", "/api/v1/datasets/:experiment_id/history/", ["read"], history),
 ];

@@ -2,7 +2,7 @@
  * `POST /api/v1/datasets/initiate/` (docs/api.md): a time-limited URL for one `PUT` of the dataset
  * straight to storage. Optional `size_bytes` binds the URL to that exact length.
  */
-import type { AppCtx, AppRoutes } from "./deps.ts";
+import { type AppCtx, type AppRoutes, route } from "./deps.ts";
 import { json } from "../http/context.ts";
 import { ApiError, megabytes } from "../http/errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
@@ -57,5 +57,5 @@ async function initiate(ctx: AppCtx): Promise<Response> {
 }
 
 export const initiateRoutes: AppRoutes = [
-  ["POST", "/api/v1/datasets/initiate/", initiate],
+  route("POST", "/api/v1/datasets/initiate/", ["upload"], initiate),
 ];

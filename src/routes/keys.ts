@@ -1,9 +1,9 @@
-import type { AppRoutes } from "./deps.ts";
+import { type AppRoutes, route } from "./deps.ts";
 import { json } from "../http/context.ts";
 
 /** `GET /api/v1/keys/`: the caller's organization and the status of its keys (no secrets). */
 export const keyRoutes: AppRoutes = [
-  ["GET", "/api/v1/keys/", async (ctx) => {
+  route("GET", "/api/v1/keys/", ["read", "admin"], async (ctx) => {
     const principal = await ctx.auth();
     const org = await ctx.deps.db.orgs.get(principal.orgId);
     return json(ctx, {
@@ -19,5 +19,5 @@ export const keyRoutes: AppRoutes = [
         status: k.active ? "active" : "revoked",
       })),
     });
-  }],
+  }),
 ];

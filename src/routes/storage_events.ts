@@ -5,7 +5,7 @@
  * string lands in proxy logs), compared without revealing its length.
  */
 import { sameSecret } from "../crypto/same_secret.ts";
-import type { AppCtx, AppRoutes } from "./deps.ts";
+import { type AppCtx, type AppRoutes, route } from "./deps.ts";
 import { json } from "../http/context.ts";
 import { ApiError } from "../http/errors.ts";
 import { parseDatasetKey } from "../storage/object_store.ts";
@@ -58,5 +58,5 @@ async function storageEvents(ctx: AppCtx): Promise<Response> {
 }
 
 export const storageEventRoutes: AppRoutes = [
-  ["POST", "/api/v1/storage-events/", storageEvents],
+  route("POST", "/api/v1/storage-events/", "public", storageEvents),
 ];

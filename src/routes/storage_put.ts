@@ -2,12 +2,12 @@
  * `PUT {ABN_PUBLIC_URL}/storage/{key}?expires=…&signature=…`: the local driver's upload URL,
  * served by this process. No Authorization header: the HMAC signature is the permission.
  */
-import type { AppCtx, AppRoutes } from "./deps.ts";
+import { type AppCtx, type AppRoutes, route } from "./deps.ts";
 import { ApiError } from "../http/errors.ts";
 import { parseDatasetKey } from "../storage/object_store.ts";
 
 async function storagePut(ctx: AppCtx): Promise<Response> {
-  const { store, db, signer, ingest } = ctx.deps;
+  const { store, db, signer, uploads } = ctx.deps;
   if (store.driver !== "local") {
     throw new ApiError("not_found", "Uploads go straight to the S3 storage on this service");
   }
@@ -37,11 +37,10 @@ async function storagePut(ctx: AppCtx): Promise<Response> {
       throw new ApiError("org_deactivated", "The organization of this upload URL is deactivated");
     }
   } catch (error) {
-    ctx.req.body?.cancel().catch(() => {});
-    ingest.reject(error);
+    uploads.refuse(ctx, error);
     throw error;
   }
-  const info = await ingest.put(ctx.req, key, target, check.size, ctx.logFields);
+  const info = await uploads.put(ctx, key, target, check.size);
   return new Response(null, {
     status: 200,
     headers: { etag: `"${info.etag}"`, "x-request-id": ctx.requestId },
@@ -49,5 +48,5 @@ async function storagePut(ctx: AppCtx): Promise<Response> {
 }
 
 export const storagePutRoutes: AppRoutes = [
-  ["PUT", "/storage/*key", storagePut],
+  route("PUT", "/storage/*key", "public", storagePut),
 ];

@@ -5,7 +5,7 @@
  * Content-Security-Policy (same origin only), an ETag, and `Cache-Control: no-cache` so browsers
  * revalidate (a 304 when nothing changed) and a new release is picked up at once.
  */
-import type { AppCtx, AppRoutes } from "./deps.ts";
+import { type AppCtx, type AppRoutes, route } from "./deps.ts";
 import { ApiError } from "../http/errors.ts";
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -93,6 +93,6 @@ async function serve(ctx: AppCtx, name: string): Promise<Response> {
 }
 
 export const uiRoutes: AppRoutes = [
-  ["GET", "/", (ctx) => serve(ctx, "index.html")],
-  ["GET", "/ui/:file", (ctx) => serve(ctx, ctx.params.file)],
+  route("GET", "/", "public", (ctx) => serve(ctx, "index.html")),
+  route("GET", "/ui/:file", "public", (ctx) => serve(ctx, ctx.params.file)),
 ];

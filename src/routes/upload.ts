@@ -1,8 +1,8 @@
 /**
  * `POST /api/v1/datasets/upload/?experiment_id=…` (docs/api.md): validates the CSV while it streams
- * to storage and commits only after the last byte passed every check (see `ingest/ingest.ts`).
+ * to storage and commits only after the last byte passed every check (see `upload/upload.ts`).
  */
-import type { AppCtx, AppRoutes } from "./deps.ts";
+import { type AppCtx, type AppRoutes, route } from "./deps.ts";
 import { json } from "../http/context.ts";
 import { ApiError } from "../http/errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
@@ -20,11 +20,7 @@ async function upload(ctx: AppCtx): Promise<Response> {
   const principal = await ctx.auth();
   const experimentId = queryExperimentId(ctx.url);
   ctx.logFields.experiment_id = experimentId;
-  const stored = await ctx.deps.ingest.upload(
-    ctx.req,
-    { orgId: principal.orgId, experimentId },
-    ctx.logFields,
-  );
+  const stored = await ctx.deps.uploads.upload(ctx, { orgId: principal.orgId, experimentId });
   const { bytes, summary, sha256, info } = stored;
   return json(ctx, {
     success: true,
@@ -39,5 +35,5 @@ async function upload(ctx: AppCtx): Promise<Response> {
 }
 
 export const uploadRoutes: AppRoutes = [
-  ["POST", "/api/v1/datasets/upload/", upload],
+  route("POST", "/api/v1/datasets/upload/", ["upload"], upload),
 ];

@@ -95,66 +95,6 @@ async function writeAll(file: Deno.FsFile, chunk: Uint8Array): Promise<void> {
   }
 }
 
-/** Bytes a body is read in at most at once by `copyBody`, into one reused buffer. */
-const COPY_BYTES = 1024 * 1024;
-
-/**
- * Copies `body` to `file` (at its offset): read into one reused buffer (a byte stream, such as a
- * request's body) or chunk by chunk (any other stream), each read written whole before the next.
- * The runtime's own `pipeTo` from a request body into a file held a buffer of the body that grew to
- * 16 MiB and stayed until the body's end, and was no quicker (docs/performance.md, session P).
- * Reads of up to 1 MiB: the runtime serves each through a buffer of the view's size, but at most
- * `MAX_SPOOLING` bodies are copied so at once (`ingest.ts`). `see` is shown each chunk while its
- * write is under way (the write runs off this thread); it refuses the body by aborting `signal`.
- * Rejects with the body's or the file's error (the body is then cancelled), or with `signal`'s
- * reason once it aborts.
- */
-export async function copyBody(
-  body: ReadableStream<Uint8Array>,
-  file: Deno.FsFile,
-  signal: AbortSignal,
-  see?: (chunk: Uint8Array) => void,
-): Promise<void> {
-  signal.throwIfAborted();
-  let byob: ReadableStreamBYOBReader | null = null;
-  try {
-    byob = body.getReader({ mode: "byob" });
-  } catch { /* not a byte stream */ }
-  const reader = byob ?? body.getReader();
-  const stop = () => reader.cancel(signal.reason).catch(() => {});
-  signal.addEventListener("abort", stop, { once: true });
-  try {
-    let buffer = new ArrayBuffer(COPY_BYTES);
-    for (;;) {
-      let chunk: Uint8Array;
-      if (byob !== null) {
-        const result = await byob.read(new Uint8Array(buffer));
-        signal.throwIfAborted();
-        if (result.done) break;
-        chunk = result.value;
-        buffer = chunk.buffer as ArrayBuffer;
-      } else {
-        const result = await (reader as ReadableStreamDefaultReader<Uint8Array>).read();
-        signal.throwIfAborted();
-        if (result.done) break;
-        chunk = result.value;
-      }
-      const writing = writeAll(file, chunk);
-      try {
-        see?.(chunk);
-      } finally {
-        await writing;
-      }
-      signal.throwIfAborted();
-    }
-  } catch (error) {
-    await reader.cancel(error).catch(() => {});
-    throw error;
-  } finally {
-    signal.removeEventListener("abort", stop);
-  }
-}
-
 /** Keys of safe segments only (none empty, none starting with a dot): the common case. */
 const PLAIN_KEY = /^[A-Za-z0-9_~-][A-Za-z0-9._~-]*(?:\/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)*$/;
 
@@ -176,28 +116,28 @@ function etagOf(stat: Deno.FileInfo): string {
 export class LocalStore implements ObjectStore {
   readonly driver = "local" as const;
   readonly bucket = "local";
-  readonly root: string;
-  readonly tmpDir: string;
+  readonly #root: string;
+  readonly #tmpDir: string;
   #signer: UrlSigner;
   #publicUrl: string;
   #open = new Set<string>();
   readonly #dirSyncs = new DirectorySyncs();
 
   constructor(options: LocalStoreOptions) {
-    this.root = `${options.dataDir}/storage`;
-    this.tmpDir = `${options.dataDir}/tmp`;
+    this.#root = `${options.dataDir}/storage`;
+    this.#tmpDir = `${options.dataDir}/tmp`;
     this.#signer = options.signer;
     this.#publicUrl = options.publicUrl;
   }
 
   async open(): Promise<void> {
-    await Deno.mkdir(this.root, { recursive: true });
-    await Deno.mkdir(this.tmpDir, { recursive: true });
+    await Deno.mkdir(this.#root, { recursive: true });
+    await Deno.mkdir(this.#tmpDir, { recursive: true });
   }
 
-  pathOf(key: string): string {
+  #pathOf(key: string): string {
     checkKey(key);
-    return `${this.root}/${key}`;
+    return `${this.#root}/${key}`;
   }
 
   /**
@@ -228,8 +168,8 @@ export class LocalStore implements ObjectStore {
   }
 
   #writer(key: string): ObjectWriter {
-    const target = this.pathOf(key);
-    const tmp = `${this.tmpDir}/${crypto.randomUUID()}.part`;
+    const target = this.#pathOf(key);
+    const tmp = `${this.#tmpDir}/${crypto.randomUUID()}.part`;
     let file: Deno.FsFile;
     try {
       file = Deno.openSync(tmp, { write: true, createNew: true, mode: 0o640 });
@@ -239,7 +179,6 @@ export class LocalStore implements ObjectStore {
     this.#open.add(tmp);
     const writeback = new EarlyWriteback(tmp);
     let done = false;
-    let spooled = 0;
     const finish = () => {
       if (done) return false;
       done = true;
@@ -292,31 +231,11 @@ export class LocalStore implements ObjectStore {
         if (!finish()) return;
         await discard();
       },
-      spool: {
-        path: tmp,
-        pipeFrom: async (body, signal, see) => {
-          if (done) throw new StorageError("Write after the object was finished");
-          // The copy gets a descriptor of its own, closed at the end; the writer's own stays
-          // open for the fsync of commit.
-          const sink = Deno.openSync(tmp, { write: true });
-          try {
-            await copyBody(body, sink, signal, see);
-          } finally {
-            sink.close();
-          }
-        },
-        size: async () => {
-          const size = (await file.stat()).size;
-          writeback.wrote(size - spooled);
-          spooled = size;
-          return size;
-        },
-      },
     };
   }
 
   async head(key: string): Promise<ObjectInfo | null> {
-    const path = this.pathOf(key);
+    const path = this.#pathOf(key);
     try {
       const stat = await Deno.stat(path);
       if (!stat.isFile) return null;
@@ -328,7 +247,7 @@ export class LocalStore implements ObjectStore {
   }
 
   get(key: string): Promise<{ info: ObjectInfo; body: ReadableStream<Uint8Array> } | null> {
-    const path = this.pathOf(key);
+    const path = this.#pathOf(key);
     let file: Deno.FsFile;
     let stat: Deno.FileInfo;
     try {
@@ -345,7 +264,61 @@ export class LocalStore implements ObjectStore {
         etag: etagOf(stat),
         lastModified: stat.mtime ?? new Date(),
       };
-      if (stat.size > SYNC_READ_BYTES) return Promise.resolve({ info, body: file.readable });
+      if (stat.size > SYNC_READ_BYTES) {
+        // A byte stream that reads 256 KiB ahead of its reader into one buffer of its own, and
+        // copies them into the reader's buffer (chunks of 256 KiB for a reader without one): the
+        // disk's part of each read overlaps the reading of the one before, and nothing is
+        // allocated per read. Each read is a turn of the event loop that requests share; with
+        // 64 KiB reads a 200 MB file spent over a second awaiting them (docs/performance.md,
+        // "Reading the CSV").
+        const ahead = new Uint8Array(256 * 1024);
+        /** Bytes read ahead and not handed out yet; null while `reading`. */
+        let ready: Uint8Array | null = null;
+        let reading: Promise<number | null> | null = null;
+        const readAhead = () => {
+          reading = file.read(ahead);
+          reading.catch(() => {}); // awaited by the next pull, if any
+        };
+        const close = () => {
+          try {
+            file.close();
+          } catch { /* closed */ }
+        };
+        readAhead();
+        const body = new ReadableStream({
+          type: "bytes",
+          autoAllocateChunkSize: ahead.length,
+          async pull(controller) {
+            const request = controller.byobRequest!;
+            const { buffer, byteOffset, byteLength } = request.view!;
+            try {
+              if (ready === null) {
+                const n = await reading;
+                if (n === null) {
+                  close();
+                  controller.close();
+                  request.respond(0);
+                  return;
+                }
+                ready = ahead.subarray(0, n);
+              }
+              const n = Math.min(ready.length, byteLength);
+              new Uint8Array(buffer, byteOffset, n).set(ready.subarray(0, n));
+              ready = n < ready.length ? ready.subarray(n) : null;
+              if (ready === null) readAhead();
+              request.respond(n);
+            } catch (error) {
+              close();
+              throw new StorageError("Cannot read local storage", { cause: error });
+            }
+          },
+          async cancel() {
+            await reading?.catch(() => {});
+            close();
+          },
+        });
+        return Promise.resolve({ info, body });
+      }
       // Small: read whole now, from the descriptor that was stat'ed (the same object).
       const bytes = new Uint8Array(stat.size);
       let filled = 0;
@@ -365,7 +338,7 @@ export class LocalStore implements ObjectStore {
   }
 
   async delete(key: string): Promise<void> {
-    const path = this.pathOf(key);
+    const path = this.#pathOf(key);
     try {
       await Deno.remove(path);
     } catch (error) {
@@ -374,7 +347,7 @@ export class LocalStore implements ObjectStore {
     }
     // Remove now-empty parent folders up to the storage root; failures are harmless.
     let dir = path.slice(0, path.lastIndexOf("/"));
-    while (dir.length > this.root.length) {
+    while (dir.length > this.#root.length) {
       try {
         await Deno.remove(dir);
       } catch {
@@ -414,7 +387,7 @@ export class LocalStore implements ObjectStore {
     want: number,
     out: string[],
   ): Promise<void> {
-    for (const { key, dir } of await sortedEntries(this.root, dirKey)) {
+    for (const { key, dir } of await sortedEntries(this.#root, dirKey)) {
       if (out.length >= want) return;
       if (!dir) {
         if (key > after && key.startsWith(prefix)) out.push(key);
@@ -439,8 +412,8 @@ export class LocalStore implements ObjectStore {
   async sweep(): Promise<number> {
     let removed = 0;
     try {
-      for await (const entry of Deno.readDir(this.tmpDir)) {
-        const path = `${this.tmpDir}/${entry.name}`;
+      for await (const entry of Deno.readDir(this.#tmpDir)) {
+        const path = `${this.#tmpDir}/${entry.name}`;
         if (!entry.isFile || this.#open.has(path)) continue;
         await Deno.remove(path).then(() => removed++, () => {});
       }

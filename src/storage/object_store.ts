@@ -27,30 +27,67 @@ export interface ObjectWriter {
   commit(): Promise<ObjectInfo>;
   /** Discards what was written. Safe to call more than once and after a failed commit. */
   abort(): Promise<void>;
-  /**
-   * The local driver's temporary file, for a caller that streams a whole body into it instead of
-   * calling `write` (the runtime then copies the bytes without passing them through JavaScript)
-   * and reads the file back as it grows to check it. The caller still commits or aborts.
-   */
-  readonly spool?: FileSpool;
 }
 
-/** A temporary file that a body is piped into; see `ObjectWriter.spool`. */
-export interface FileSpool {
-  /** Where the file is: readable while it grows. */
-  readonly path: string;
-  /**
-   * Copies `body` to the end of the file; resolves at the body's end, rejects with the body's or
-   * the file's error, or with `signal`'s reason once it aborts. `see` is shown each chunk, in
-   * order, before the next is read. Called at most once, and never together with `write`.
-   */
-  pipeFrom(
-    body: ReadableStream<Uint8Array>,
-    signal: AbortSignal,
-    see?: (chunk: Uint8Array) => void,
-  ): Promise<void>;
-  /** Bytes in the file so far. */
-  size(): Promise<number>;
+/**
+ * `writer` as the last stage of a stream pipeline: each chunk goes to `write` (its backpressure
+ * is the stream's). Closing the stream commits nothing: the caller commits once every check of
+ * the bytes passed, or aborts the writer.
+ */
+export function objectWritable(writer: ObjectWriter): WritableStream<Uint8Array> {
+  return new WritableStream<Uint8Array>({ write: (chunk) => writer.write(chunk) });
+}
+
+/**
+ * Writes `body` to `writer` and answers the bytes written; commits nothing (the caller commits
+ * once every check of the bytes passed, or aborts the writer). A byte stream is read in place
+ * into two buffers of `bufferBytes` that take turns: one is written while the other fills, and
+ * each is filled again once its write ended (the contract of `ObjectWriter.write`). Any other
+ * stream is written chunk by chunk.
+ */
+export async function writeBody(
+  body: ReadableStream<Uint8Array>,
+  writer: ObjectWriter,
+  bufferBytes: number,
+): Promise<number> {
+  let reader: ReadableStreamBYOBReader;
+  try {
+    reader = body.getReader({ mode: "byob" });
+  } catch {
+    let total = 0;
+    for await (const chunk of body) {
+      await writer.write(chunk);
+      total += chunk.length;
+    }
+    return total;
+  }
+  const buffers: (ArrayBuffer | null)[] = [null, null];
+  let writing: Promise<void> | null = null;
+  let total = 0;
+  try {
+    for (let turn = 0, done = false; !done; turn ^= 1) {
+      let buffer = buffers[turn] ?? new ArrayBuffer(bufferBytes);
+      let filled = 0;
+      while (filled < bufferBytes && !done) {
+        const read = await reader.read(new Uint8Array(buffer, filled, bufferBytes - filled));
+        if (read.value === undefined) throw new TypeError("Cannot write a cancelled body");
+        buffer = read.value.buffer as ArrayBuffer; // handed back, holding what was read
+        done = read.done;
+        filled += read.value.length;
+      }
+      buffers[turn] = buffer;
+      await writing; // the other buffer's
+      writing = filled > 0 ? writer.write(new Uint8Array(buffer, 0, filled)) : null;
+      writing?.catch(() => {}); // awaited at the next turn
+      total += filled;
+    }
+    await writing;
+    return total;
+  } catch (error) {
+    await reader.cancel(error).catch(() => {});
+    await writing?.catch(() => {});
+    throw error;
+  }
 }
 
 export interface ListOptions {

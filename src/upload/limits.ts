@@ -2,8 +2,9 @@
  * The limits every request body the service reads is held to, as one stream stage: a byte limit
  * (refused at the first byte past it), an idle timeout (the body sent nothing for that long while
  * it was asked for more), a minimum average rate once a grace period has passed, and an optional
- * deadline for the whole body. `limitBody(body, options)` answers a stream of the same chunks
- * that errors with the first limit broken and cancels the body then.
+ * deadline for the whole body. `limitBody(body, options)` answers a byte stream of the same
+ * bytes that errors with the first limit broken and cancels the body then; its reader's buffers
+ * are filled by the body in place (see `_byte_stage.ts`).
  *
  * Time counts only while the stage waits for the body: a slow consumer (storage applying
  * backpressure) never makes the client look idle.
@@ -12,6 +13,7 @@
  */
 import { ServiceError } from "../errors.ts";
 import { megabytes } from "../http/errors.ts";
+import { byteStage, type Read } from "./_byte_stage.ts";
 
 /** Options of `limitBody`. */
 export interface BodyLimitsOptions {
@@ -80,7 +82,6 @@ export function limitBody(
   body: ReadableStream<Uint8Array>,
   options: BodyLimitsOptions,
 ): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
   const minRate = options.minBytesPerSecond ?? 0;
   const minRateAfter = options.minRateAfterMs ?? 60_000;
   const started = performance.now();
@@ -90,59 +91,94 @@ export function limitBody(
   /** Breaks the body with `error`: the read under way ends, and the stream errors with it. */
   const breakWith = (error: Error) => {
     broken ??= error;
-    reader.cancel(error).catch(() => {});
+    stage.interrupt(error);
   };
   const deadline = options.deadlineMs === undefined
     ? undefined
     : setTimeout(() => breakWith(deadlineError(options.deadlineMs!)), options.deadlineMs);
-  const settle = () => clearTimeout(deadline);
-
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const idle = setTimeout(
-        () => breakWith(idleError(options.idleTimeoutMs)),
-        options.idleTimeoutMs,
-      );
-      let result: ReadableStreamReadResult<Uint8Array>;
+  const idle = new IdleWatch(
+    options.idleTimeoutMs,
+    () => breakWith(idleError(options.idleTimeoutMs)),
+  );
+  const settle = () => {
+    clearTimeout(deadline);
+    idle.stop();
+  };
+  const stage = byteStage(body, {
+    async around(read): Promise<Read> {
+      idle.waiting();
+      let result: Read;
       try {
-        result = await reader.read();
+        result = await read();
       } catch {
-        result = { done: true, value: undefined };
-        broken ??= abortedError();
+        throw broken ?? abortedError();
       } finally {
-        clearTimeout(idle);
+        idle.served();
       }
-      if (broken !== null) {
-        settle();
-        controller.error(broken);
-        return;
-      }
-      if (result.done) {
-        settle();
-        controller.close();
-        return;
-      }
-      const chunk = result.value;
-      total += chunk.length;
-      options.onBytes?.(chunk.length);
+      if (broken !== null) throw broken;
+      return result;
+    },
+    see(bytes) {
+      total += bytes.length;
+      options.onBytes?.(bytes.length);
       if (total > options.maxBytes) {
-        breakWith(options.tooLarge?.() ?? tooLargeError(options.maxBytes));
-      } else if (minRate > 0) {
+        throw broken ??= options.tooLarge?.() ?? tooLargeError(options.maxBytes);
+      }
+      if (minRate > 0) {
         const elapsed = performance.now() - started;
         if (elapsed > minRateAfter && total < minRate * elapsed / 1000) {
-          breakWith(slowError(total, elapsed, minRate));
+          throw broken ??= slowError(total, elapsed, minRate);
         }
       }
-      if (broken !== null) {
-        settle();
-        controller.error(broken);
-        return;
-      }
-      controller.enqueue(chunk);
     },
-    cancel(reason) {
-      settle();
-      return reader.cancel(reason);
-    },
-  }, { highWaterMark: 0 });
+    end: settle,
+    stop: settle,
+  });
+  return stage.readable;
+}
+
+/**
+ * The idle timeout of one body, on one timer for the whole body rather than one per read (a
+ * timer costs more than a read of a chunk that is already there): it counts only the time a read
+ * waits, and fires `onIdle` once a read has waited `idleMs`.
+ */
+class IdleWatch {
+  readonly #idleMs: number;
+  readonly #onIdle: () => void;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the read under way started; -1 while none is. */
+  #since = -1;
+  #stopped = false;
+
+  constructor(idleMs: number, onIdle: () => void) {
+    this.#idleMs = idleMs;
+    this.#onIdle = onIdle;
+  }
+
+  /** A read starts. */
+  waiting(): void {
+    this.#since = performance.now();
+    if (this.#timer === undefined && !this.#stopped) this.#arm(this.#idleMs);
+  }
+
+  /** The read ended. */
+  served(): void {
+    this.#since = -1;
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #arm(ms: number): void {
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (this.#since < 0 || this.#stopped) return; // no read waits: the next one arms again
+      const waited = performance.now() - this.#since;
+      if (waited >= this.#idleMs) this.#onIdle();
+      else this.#arm(this.#idleMs - waited);
+    }, ms);
+  }
 }

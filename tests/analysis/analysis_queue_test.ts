@@ -1,7 +1,7 @@
 /**
- * Both analysis queues (in memory on SQLite, leased jobs on PostgreSQL): small analyses wait
- * while uploads stream and run after (or once they waited too long); results of an older
- * analysis are run again, with their history kept, as any run's.
+ * The analysis queue on both databases (jobs claimed with leases): small analyses wait while
+ * uploads stream and run after (or once they waited too long); results of an older analysis are
+ * run again, with their history kept, as any run's.
  */
 import { assert, assertEquals } from "../_assert.ts";
 import { SqliteControlPlane } from "../../src/db/sqlite/sqlite_control_plane.ts";
@@ -13,9 +13,7 @@ import { UrlSigner } from "../../src/crypto/url_signer.ts";
 import { createLogger } from "../../src/log.ts";
 import { DeliveryHub } from "../../src/deliveries.ts";
 import { Metrics } from "../../src/metrics.ts";
-import { AnalysisQueue } from "../../src/analysis/analysis_queue.ts";
-import type { AnalysisScheduler } from "../../src/analysis/analysis_queue.ts";
-import { LeasedAnalysisQueue } from "../../src/analysis/leased_analysis_queue.ts";
+import { AnalysisQueue } from "../../src/analysis/queue.ts";
 import { ANALYSIS_VERSION } from "../../src/analysis/report.ts";
 import { postgresTest, withDatabase } from "../_postgres.ts";
 import { generateCsv } from "../../bench/generate_csv.ts";
@@ -53,9 +51,7 @@ async function setupWith(
     busyWaitMs,
     log,
   };
-  const queue: AnalysisScheduler = db.jobs
-    ? new LeasedAnalysisQueue({ ...options, jobs: db.jobs, leaseSeconds: 60, pollMs: 100 })
-    : new AnalysisQueue(options);
+  const queue = new AnalysisQueue({ ...options, leaseSeconds: 60, pollMs: 100 });
   const infos: ObjectInfo[] = [];
   for (let i = 0; i < files.length; i++) {
     const writer = await store.createWriter(`org/o/experiments/e${i}/latest.csv`);
@@ -78,7 +74,7 @@ async function setupWith(
       })
     );
   const ready = () => metrics.analysisRuns.get({ outcome: "ready" });
-  /** Resolves once `n` runs ended ready (the leased queue's idleness is this instance's only). */
+  /** Resolves once `n` runs ended ready (the queue's idleness is this instance's only). */
   const readyCount = async (n: number, ms = 20_000) => {
     const deadline = Date.now() + ms;
     while (ready() < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -286,33 +282,50 @@ Deno.test("the analysis finished line times the run's phases", async () => {
   }
 });
 
-Deno.test("the queue tells while a large delivery waits for its run, and not once it ran", async () => {
-  const parts: Uint8Array[] = [];
-  for await (const chunk of generateCsv({ rows: 200_000, seed: 5, days: 5 })) parts.push(chunk);
-  const large = new Uint8Array(await new Blob(parts as Uint8Array<ArrayBuffer>[]).arrayBuffer());
-  const dir = await Deno.makeTempDir({ prefix: "abn-queue-" });
-  const db = new SqliteControlPlane(`${dir}/abn.sqlite`);
-  // Three large files of three datasets, one analysed at a time; and a small one.
-  const t = await setupWith(dir, db, () => false, 0, [large, large, large, CSV]);
-  try {
-    assertEquals(t.queue.largeWaiting(), false);
-    t.deliver([3]);
-    await t.queue.whenIdle();
-    assertEquals(t.queue.largeWaiting(), false, "a small delivery is not a large one");
-    t.deliver([0, 1, 2]);
-    // While the first runs, the others wait (each is admitted first: look for a while).
-    let seen = false;
-    for (let i = 0; i < 400 && !seen; i++) {
-      seen = t.queue.largeWaiting();
-      if (!seen) await new Promise((r) => setTimeout(r, 5));
+queueTest(
+  "settled resolves once the delivery's analysis ran here, at once when none is queued, and not before",
+  async (setup) => {
+    let busy = true;
+    const t = await setup(() => busy, 60_000);
+    const [info] = t.infos;
+    assertEquals(await t.queue.settled("o", "e0", info.etag, 1_000), true, "nothing queued");
+    t.deliver([0]);
+    // Held back while uploads stream: not settled within the bound.
+    assertEquals(await t.queue.settled("o", "e0", info.etag, 300), false);
+    assertEquals((await t.db.analyses.get("o", "e0"))?.status, "pending");
+    busy = false;
+    assertEquals(await t.queue.settled("o", "e0", info.etag, 20_000), true);
+    assertEquals((await t.db.analyses.get("o", "e0"))?.status, "ready");
+    assertEquals(t.ready(), 1);
+  },
+);
+
+queueTest(
+  "settled on one instance sees another instance's run end through the job row",
+  async (setup) => {
+    let aBusy = true;
+    const a = await setup(() => aBusy, 60_000);
+    // The second instance never claims a small job (it waits for uploads that never stop).
+    const b = await setup(() => true, 60_000);
+    const [info] = b.infos; // the objects as stored now (the second setup wrote them last)
+    a.deliveries.publish({
+      orgId: "o",
+      experimentId: "e0",
+      key: info.key,
+      info,
+      validated: true,
+      source: "upload",
+    });
+    // Admitted by the first instance: its job row is what the second one sees.
+    while (await b.db.jobs.etagOf("o", "e0") !== info.etag) {
+      await new Promise((r) => setTimeout(r, 10));
     }
-    assert(seen, "a large delivery was seen waiting");
-    await t.queue.whenIdle();
-    assertEquals(t.ready(), 4);
-    assertEquals(t.queue.largeWaiting(), false, "none waits once all ran");
-  } finally {
-    await t.stop();
-    await db.close();
-    await Deno.remove(dir, { recursive: true });
-  }
-});
+    const waited = b.queue.settled("o", "e0", info.etag, 20_000);
+    await new Promise((r) => setTimeout(r, 300));
+    assertEquals((await b.db.analyses.get("o", "e0"))?.status, "pending");
+    aBusy = false;
+    assertEquals(await waited, true);
+    assertEquals((await b.db.analyses.get("o", "e0"))?.status, "ready");
+    assertEquals([a.ready(), b.ready()], [1, 0]);
+  },
+);

@@ -85,6 +85,7 @@ Deno.test("buildReport with default settings fills every field", () => {
   const report = buildReport(aggregate(), { metric_kinds: { visits: "numeric" } });
   assert.deepEqual(Object.keys(report), [
     "analysis_version",
+    "dataset",
     "control",
     "key_metric",
     "inference",
@@ -101,6 +102,12 @@ Deno.test("buildReport with default settings fills every field", () => {
     "warnings",
   ]);
   assert.equal(report.analysis_version, ANALYSIS_VERSION);
+  // An aggregate without its columns listed: its metrics, detected kinds (visits looks 0/1).
+  assert.deepEqual(report.dataset.columns, [
+    { name: "converted", kind: "conversion" },
+    { name: "revenue", kind: "numeric" },
+    { name: "visits", kind: "conversion" },
+  ]);
   assert.equal(report.control, "A");
   assert.equal(report.key_metric, "converted");
   assert.equal(report.inference, "sequential");

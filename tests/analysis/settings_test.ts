@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { ServiceError } from "../../src/errors.ts";
 import { ERROR_STATUS } from "../../src/http/errors.ts";
-import type { Aggregate } from "../../src/analysis/aggregate/aggregate_types.ts";
+import type { DatasetFacts } from "../../src/analysis/dataset_columns.ts";
 import {
   checkSettingsAgainstData,
   namesData,
@@ -129,21 +129,16 @@ Deno.test("validateSettings accepts the edges of each range", () => {
   });
 });
 
-const data: Aggregate = {
-  rows: 4,
+/** The variants and columns of a dataset, as `dataset.columns` lists them (a dimension among them). */
+const data: DatasetFacts = {
   variants: ["A", "B"],
-  users: { A: 2, B: 2 },
-  excludedUsers: 0,
-  metrics: [
-    { name: "converted", kind: "conversion", detectedKind: "conversion" },
-    { name: "revenue", kind: "numeric", detectedKind: "numeric" },
-    { name: "revenue_pre", kind: "numeric", detectedKind: "numeric" },
-    { name: "visits", kind: "numeric", detectedKind: "numeric" },
+  columns: [
+    { name: "converted", kind: "conversion" },
+    { name: "country", kind: "dimension" },
+    { name: "revenue", kind: "numeric" },
+    { name: "revenue_pre", kind: "numeric" },
+    { name: "visits", kind: "numeric" },
   ],
-  stats: {},
-  covariates: {},
-  winsorized: {},
-  daily: [],
 };
 
 Deno.test("checkSettingsAgainstData accepts settings that fit the data", () => {
@@ -284,11 +279,9 @@ Deno.test("namesData: the settings a PUT checks against the stored data, and onl
     const settings = validateSettings({ mde: 0.1, ...field });
     assert.equal(namesData(settings), true, JSON.stringify(field));
     // Each of them is refused by data that lacks what it names.
-    const none: Aggregate = {
-      ...data,
+    const none: DatasetFacts = {
       variants: ["X", "Y"],
-      users: { X: 2, Y: 2 },
-      metrics: [{ name: "other", kind: "numeric", detectedKind: "numeric" }],
+      columns: [{ name: "other", kind: "numeric" }],
     };
     assert.throws(
       () => checkSettingsAgainstData(settings, none),

@@ -1,6 +1,5 @@
 import { assert, assertEquals, eventually } from "../_assert.ts";
 import { runMain, spawnServer } from "../_server.ts";
-import { MMAP_THRESHOLD_TUNABLE, mmapThresholdFixed } from "../../src/server.ts";
 
 Deno.test("admin CLI manages organizations and keys while the server runs; changes apply within a second", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "abn-admin-" });
@@ -69,35 +68,16 @@ Deno.test("serve refuses a bad configuration with one line naming the variable",
   assert(result.stderr.includes("ABN_PORT"), result.stderr);
 });
 
-Deno.test("mmapThresholdFixed reads glibc's tunables and the older variable", () => {
-  assert(mmapThresholdFixed({ GLIBC_TUNABLES: MMAP_THRESHOLD_TUNABLE }));
-  assert(
-    mmapThresholdFixed({ GLIBC_TUNABLES: `glibc.malloc.hugetlb=1:${MMAP_THRESHOLD_TUNABLE}` }),
-  );
-  assert(mmapThresholdFixed({ MALLOC_MMAP_THRESHOLD_: "262144" }));
-  assertEquals(mmapThresholdFixed({}), false);
-  assertEquals(mmapThresholdFixed({ GLIBC_TUNABLES: "" }), false);
-  assertEquals(mmapThresholdFixed({ GLIBC_TUNABLES: "glibc.malloc.hugetlb=1" }), false);
-  assertEquals(mmapThresholdFixed({ GLIBC_TUNABLES: "glibc.malloc.mmap_threshold=" }), false);
-  assertEquals(mmapThresholdFixed({ MALLOC_MMAP_THRESHOLD_: "big" }), false);
-});
-
-Deno.test("serve warns once at start-up when the allocator's threshold is not fixed", async () => {
+Deno.test("serve starts without allocator settings, and warns of none", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "abn-malloc-" });
-  const warning = "the system allocator keeps memory freed after large uploads";
   try {
-    const bare = await spawnServer({ ABN_DATA_DIR: dataDir, GLIBC_TUNABLES: "" });
-    await bare.stop();
-    const lines = bare.output().split("\n").filter((l) => l.includes(warning));
-    assertEquals(lines.length, 1, bare.output());
-    assertEquals(JSON.parse(lines[0]).level, "warn");
-    assert(JSON.parse(lines[0]).hint.includes(MMAP_THRESHOLD_TUNABLE), lines[0]);
-    const set = await spawnServer({
-      ABN_DATA_DIR: dataDir,
-      GLIBC_TUNABLES: MMAP_THRESHOLD_TUNABLE,
-    });
-    await set.stop();
-    assertEquals(set.output().includes(warning), false, set.output());
+    const server = await spawnServer({ ABN_DATA_DIR: dataDir, GLIBC_TUNABLES: "" });
+    await server.stop();
+    const lines = server.output().split("\n").filter((l) => l.startsWith("{"));
+    const listening = lines.map((l) => JSON.parse(l)).find((l) => l.msg === "listening");
+    assert(listening !== undefined, server.output());
+    assertEquals(Object.hasOwn(listening, "huge_pages"), false);
+    assertEquals(lines.filter((l) => JSON.parse(l).level === "warn"), [], server.output());
   } finally {
     await Deno.remove(dataDir, { recursive: true });
   }

@@ -138,7 +138,7 @@ async function compare(c: Case, worker: boolean): Promise<string[]> {
             worker,
             wideDays,
           });
-        // A date outside 16-bit days is read again with 32-bit ones, as `analyseDelivery` does.
+        // A date outside 16-bit days is read again with 32-bit ones, as `runAnalysis` does.
         const aggregate = await analyse(false).catch((error) => {
           if (error instanceof DaysOutOfRange) return analyse(true);
           throw error;

@@ -141,6 +141,7 @@ postgresTest(
           "grants: 1 in SQLite, 1 of them in PostgreSQL (1 rows there in all)",
           "history_snapshots: 2 in SQLite, 2 of them in PostgreSQL (2 rows there in all)",
           "delivery_summaries: 1 in SQLite, 1 of them in PostgreSQL (1 rows there in all)",
+          "delivery_summary_parts: 1 in SQLite, 1 of them in PostgreSQL (1 rows there in all)",
           "secret url-signing: copied",
           "Copy verified: every SQLite row is in PostgreSQL",
         ]);
@@ -154,8 +155,8 @@ postgresTest(
           await pg.keys.revoke(kept.info.key_id);
           const second = await copy(path, env);
           assertEquals(second.code, 0, second.err.join("\n"));
-          assertEquals(second.out.slice(0, 8), first.out.slice(0, 8));
-          assertEquals(second.out[8], "secret url-signing: same");
+          assertEquals(second.out.slice(0, 9), first.out.slice(0, 9));
+          assertEquals(second.out[9], "secret url-signing: same");
           // The catalog's statuses are PostgreSQL's analyses' (the ready result, pending else).
           assertEquals(
             (await pg.datasets.page(acme.id, { limit: 10 })).map((r) => [

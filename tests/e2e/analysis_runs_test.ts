@@ -58,9 +58,7 @@ Deno.test("a settings change while the analysis runs re-runs it once, afterwards
       headers: auth,
       // Large enough for the analysis (about a second) to outlast the three changes below (a few
       // milliseconds each) on a busy machine: with 300,000 rows a run once ended before them.
-      // Streamed without a declared length, so that the analysis runs after the 201: a large
-      // declared upload that arrives slowly (as on a busy machine) is aggregated while it
-      // streams, and its analysis is then ready before the changes.
+      // Streamed without a declared length.
       body: new Blob([await bytesOf(1_200_000, 8)]).stream(),
     });
     assertEquals(res.status, 201);
@@ -81,7 +79,9 @@ Deno.test("a settings change while the analysis runs re-runs it once, afterwards
       await put.body?.cancel();
     }
     const poll = await fetch(`${server.api}/datasets/tuned/analysis/`, { headers: auth });
-    assertEquals((await poll.json()).status, "pending");
+    const pending = await poll.json();
+    assertEquals(pending.status, "pending");
+    assertEquals(pending.dataset.columns, null, "no columns before the analysis is ready");
     await server.service.analysis.whenIdle();
     const runs = finishedRuns(lines, "tuned");
     assertEquals(runs.map((r) => r.status), ["ready", "ready"]);
@@ -89,6 +89,11 @@ Deno.test("a settings change while the analysis runs re-runs it once, afterwards
     const final = await fetch(`${server.api}/datasets/tuned/analysis/`, { headers: auth });
     const body = await final.json();
     assertEquals(body.status, "ready");
+    assertEquals(body.dataset.columns, [
+      { name: "converted", kind: "conversion" },
+      { name: "revenue", kind: "numeric" },
+    ]);
+    assertEquals(Object.keys(body).filter((k) => k.startsWith("_")), [], "no hidden field");
   } finally {
     await server.close();
   }

@@ -253,7 +253,13 @@ driverTest(
     assertEquals(res.status, 201);
     const a = await ready(server, "heavy", (await res.json()).etag);
     assertEquals(a.status, "ready", a.error);
-    assertEquals(a.analysis_version, 3);
+    assertEquals(a.analysis_version, 4);
+    // The columns as read, the covariate among the numeric ones.
+    assertEquals(a.dataset.columns, [
+      { name: "converted", kind: "conversion" },
+      { name: "revenue", kind: "numeric" },
+      { name: "revenue_pre", kind: "numeric" },
+    ]);
     assertEquals(a.inference, "sequential");
     assertEquals(a.confidence_level, 0.95);
     assertEquals(a.key_metric, "converted");

@@ -1,7 +1,8 @@
 import { assert, assertApiError, assertEquals } from "../_assert.ts";
-import { driverTest, driverTestWithRgw, startDriverServer } from "../_drivers.ts";
+import { deliverTwoStep, driverTest, driverTestWithRgw, startDriverServer } from "../_drivers.ts";
 import type { DriverServer } from "../_drivers.ts";
 import { exchangeOn, rawExchange, writeAll } from "../_faults.ts";
+import { pacedUpload } from "../_paced_upload.ts";
 
 const encoder = new TextEncoder();
 const VALID = await Deno.readFile(new URL("../testdata/small.csv", import.meta.url));
@@ -262,7 +263,7 @@ async function refusalsKeepStored(
 }
 
 driverTestWithRgw(
-  "a large declared-length upload is validated off-thread: stored whole, or refused with the line",
+  "a large declared-length upload is stored whole, or refused with the line",
   async (server) => {
     const good = bigCsv(400_000); // ~16 MB: above the off-thread threshold
     assert(good.length > 8 * 1024 * 1024);
@@ -276,16 +277,11 @@ driverTestWithRgw(
   },
 );
 
-Deno.test("a local upload of 32 MiB or more is piped into its file and checked as it is written", async () => {
+Deno.test("large local uploads, alone and three at once, are stored whole or refused; their lines time the steps", async () => {
   const lines: string[] = [];
   const server = await startDriverServer("local", {}, { log: (line) => lines.push(line) });
-  const uploads = () =>
-    lines.filter((l) => l.includes('"path":"/api/v1/datasets/upload/"')).map((l) => JSON.parse(l));
-  /** Where each upload's checks ran, by how it was received. */
-  const checked = () => uploads().map((l) => `${l.receive}:${l.checks}`);
   try {
     const good = bigCsv(1_100_000); // ~37 MB
-    assert(good.length >= 32 * 1024 * 1024);
     const res = await upload(server, "huge", good);
     const body = await res.json();
     assertEquals(res.status, 201, JSON.stringify(body));
@@ -293,16 +289,12 @@ Deno.test("a local upload of 32 MiB or more is piped into its file and checked a
     assertEquals(body.size_bytes, good.length);
     assertEquals(body.sha256, await sha256(good));
     assertEquals(await server.stored(server.orgId, "huge"), good);
-    // Alone, it is checked on the request's thread.
-    assertEquals(checked(), ["spool:request"]);
     // Refused early, refused at the last lines, refused by its signature: nothing changes.
     await refusalsKeepStored(server, "huge", good, 1_100_000, 1_099_990);
-    assertEquals(checked(), new Array(4).fill("spool:request"));
-    // Three at once: two are piped, the third (over the cap) takes the batched path. One piped
-    // upload is checked on the request's thread, the others on the validator thread.
+    // Three at once, each with a distinct first user.
     const bodies = [0, 1, 2].map((i) => {
       const copy = new Uint8Array(good);
-      copy.set(encoder.encode(`user-${i}`), good.indexOf(0x0a) + 1); // a distinct first user
+      copy.set(encoder.encode(`user-${i}`), good.indexOf(0x0a) + 1);
       return copy;
     });
     const answers = await Promise.all(bodies.map((b, i) => upload(server, `huge${i}`, b)));
@@ -312,37 +304,31 @@ Deno.test("a local upload of 32 MiB or more is piped into its file and checked a
       assertEquals(json.sha256, await sha256(bodies[i]));
       assertEquals(await server.stored(server.orgId, `huge${i}`), bodies[i]);
     }
-    assertEquals(checked().slice(4).sort(), [
-      "batched:validator",
-      "spool:request",
-      "spool:validator",
-    ]);
     assertEquals([...Deno.readDirSync(`${server.dataDir}/tmp`)], []);
-    // A small one is checked inline. Each stored upload's line times its steps, within its whole.
     const small = await upload(server, "small", VALID);
     assertEquals(small.status, 201, await small.text());
-    const stored = lines.map((l) => JSON.parse(l)).filter((l) =>
-      l.path === "/api/v1/datasets/upload/" && l.status === 201
+    // Each stored upload's line counts its bytes and times its steps, within its whole.
+    const logged = lines.map((l) => JSON.parse(l)).filter((l) =>
+      l.path === "/api/v1/datasets/upload/"
     );
-    assertEquals(stored.map((l) => l.receive).sort(), [
-      "batched",
-      "inline",
-      "spool",
-      "spool",
-      "spool",
+    const stored = logged.filter((l) => l.status === 201);
+    assertEquals(stored.map((l) => l.bytes_in), [
+      good.length,
+      good.length,
+      good.length,
+      good.length,
+      VALID.length,
     ]);
     for (const line of stored) {
-      const steps = [line.receive_ms, line.check_ms, line.commit_ms, line.record_ms];
+      const steps = [line.receive_ms, line.commit_ms, line.record_ms];
       assert(steps.every((ms) => typeof ms === "number" && ms >= 0), JSON.stringify(line));
       const sum = steps.reduce((a, b) => a + b, 0);
       assert(sum <= line.duration_ms + 0.5, JSON.stringify(line));
-      if (line.receive !== "inline") assert(line.receive_ms > 0, JSON.stringify(line));
+      if (line.bytes_in > 1e6) assert(line.receive_ms > 0, JSON.stringify(line));
     }
     // A refused upload's line has no step times.
-    const refused = lines.map((l) => JSON.parse(l)).filter((l) =>
-      l.path === "/api/v1/datasets/upload/" && l.status === 400
-    );
-    assert(refused.length > 0);
+    const refused = logged.filter((l) => l.status === 400);
+    assertEquals(refused.length, 3);
     for (const line of refused) assertEquals(line.commit_ms, undefined, JSON.stringify(line));
   } finally {
     await server.close();
@@ -381,3 +367,125 @@ driverTest(
     assertEquals(JSON.parse(answer.body).rows, 59_999);
   },
 );
+
+// ---------------------------------------------------------------------------------------------
+// Uploads slower than the loopback (a client on a real network): each is analysed once, after it
+// is stored, to the figures of the same bytes delivered in two steps.
+
+/**
+ * ~37 MB: 1,100,000 rows of 400,000 users, each seen on several days, a few in both variants;
+ * `badLine` holds an impossible date.
+ */
+function usersCsv(badLine?: number): Uint8Array<ArrayBuffer> {
+  const lines = ["user_id,variant,date,converted,revenue"];
+  for (let i = 2; i <= 1_100_001; i++) {
+    const user = (i * 7919) % 400_000;
+    const variant = user % 1000 === 7 ? (i % 2 ? "B" : "A") : user % 2 ? "B" : "A";
+    const day = String(1 + (i % 28)).padStart(2, "0");
+    lines.push(
+      i === badLine
+        ? `u${user},A,2026-02-30,1,2.5`
+        : `user-${user},${variant},2026-02-${day},${i % 11 === 0 ? 1 : 0},${i % 13}.25`,
+    );
+  }
+  return encoder.encode(lines.join("\n") + "\n");
+}
+
+async function analysisOf(server: DriverServer, id: string): Promise<Record<string, unknown>> {
+  const res = await fetch(`${server.api}/datasets/${id}/analysis/`, {
+    headers: { authorization: `Bearer ${server.apiKey}` },
+  });
+  return await res.json();
+}
+
+async function settled(server: DriverServer, id: string): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const analysis = await analysisOf(server, id);
+    if (analysis.status === "ready" || analysis.status === "failed") return analysis;
+    assert(Date.now() < deadline, `no analysis of ${id} in time`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The figures of an analysis, without what names its delivery. */
+function figures(analysis: Record<string, unknown>) {
+  const { experiment_id: _, analysed_at: _a, dataset, ...rest } = analysis;
+  const { rows, size_bytes } = dataset as Record<string, unknown>;
+  return { ...rest, rows, size_bytes };
+}
+
+/** A local server whose `analysis finished` lines the test reads. */
+async function withRuns(
+  fn: (server: DriverServer, runs: () => Record<string, unknown>[]) => Promise<void>,
+) {
+  const lines: string[] = [];
+  const server = await startDriverServer("local", {}, { log: (line) => lines.push(line) });
+  try {
+    await fn(
+      server,
+      () => lines.filter((l) => l.includes('"msg":"analysis finished"')).map((l) => JSON.parse(l)),
+    );
+  } finally {
+    await server.close();
+  }
+}
+
+Deno.test("a large upload sent slowly is analysed once, to the figures of the same bytes sent in two steps", async () => {
+  await withRuns(async (server, runs) => {
+    const body = usersCsv();
+    // About 25 MB/s: 1.5 s on the way.
+    const { status, json } = await pacedUpload(server.url, server.apiKey, "slow", body, 25e6);
+    assertEquals(status, 201, JSON.stringify(json));
+    const slow = await settled(server, "slow");
+    assertEquals(slow.status, "ready", JSON.stringify(slow.error));
+    assertEquals((slow.dataset as { etag: string }).etag, json.etag);
+    const own = runs().filter((line) => line.experiment_id === "slow");
+    assertEquals(own.map((line) => line.etag), [json.etag]);
+    await deliverTwoStep(server, "stored", body);
+    const stored = await settled(server, "stored");
+    assertEquals(stored.status, "ready", JSON.stringify(stored.error));
+    assertEquals(figures(slow), figures(stored));
+  });
+});
+
+Deno.test("a slow upload refused at its last lines leaves the stored dataset and its analysis", async () => {
+  await withRuns(async (server, runs) => {
+    const small = encoder.encode(
+      "user_id,variant,date,converted\nu1,A,2026-02-01,1\nu2,B,2026-02-01,0\n",
+    );
+    const first = await upload(server, "kept", small);
+    const stored = await first.json();
+    assertEquals(first.status, 201);
+    const before = await settled(server, "kept");
+    const bad = usersCsv(1_099_990);
+    const { status, json } = await pacedUpload(server.url, server.apiKey, "kept", bad, 25e6);
+    assertEquals(status, 400, JSON.stringify(json));
+    assertEquals((json.error as { code: string }).code, "invalid_date");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const after = await analysisOf(server, "kept");
+    assertEquals((after.dataset as { etag: string }).etag, stored.etag);
+    assertEquals(after, before);
+    assertEquals(runs().filter((l) => l.experiment_id === "kept").length, 1);
+    assertEquals([...Deno.readDirSync(`${server.dataDir}/tmp`)], []);
+  });
+});
+
+Deno.test("settings saved while a large upload streams apply to its analysis", async () => {
+  await withRuns(async (server, runs) => {
+    const sent = pacedUpload(server.url, server.apiKey, "resettled", usersCsv(), 25e6);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const put = await fetch(`${server.api}/datasets/resettled/settings/`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${server.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ key_metric: "revenue", winsorize: { revenue: 0.9 } }),
+    });
+    assertEquals(put.status, 200, await put.text());
+    const { status, json } = await sent;
+    assertEquals(status, 201, JSON.stringify(json));
+    const analysis = await settled(server, "resettled");
+    assertEquals(analysis.status, "ready", JSON.stringify(analysis.error));
+    assertEquals(analysis.key_metric, "revenue");
+    assertEquals(runs().filter((line) => line.etag === json.etag).length, 1);
+  });
+});

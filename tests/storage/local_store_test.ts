@@ -44,7 +44,7 @@ Deno.test("LocalStore abort leaves the previous object byte-identical and no tem
   await second.abort();
   assertEquals(await readAll((await store.get(key))!.body), "old");
   assertEquals((await store.head(key))?.etag, before.etag);
-  assertEquals((await Array.fromAsync(Deno.readDir(store.tmpDir))).length, 0);
+  assertEquals((await Array.fromAsync(Deno.readDir(`${dir}/tmp`))).length, 0);
   await Deno.remove(dir, { recursive: true });
 });
 
@@ -121,11 +121,11 @@ Deno.test("LocalStore lists by prefix in key order with pages and isolates prefi
 
 Deno.test("LocalStore sweep removes stale temporaries but not open ones", async () => {
   const { dir, store } = await newStore();
-  await Deno.writeTextFile(`${store.tmpDir}/stale.part`, "x");
+  await Deno.writeTextFile(`${dir}/tmp/stale.part`, "x");
   const w = await store.createWriter("org/o/experiments/e/latest.csv");
   await w.write(new Uint8Array([1]));
   assertEquals(await store.sweep(), 1);
-  assertEquals((await Array.fromAsync(Deno.readDir(store.tmpDir))).length, 1);
+  assertEquals((await Array.fromAsync(Deno.readDir(`${dir}/tmp`))).length, 1);
   await w.abort();
   await Deno.remove(dir, { recursive: true });
 });
@@ -138,7 +138,7 @@ Deno.test("LocalStore sweep during a commit leaves the committing temporary alon
   assertEquals(await store.sweep(), 0);
   const info = await committing;
   assertEquals(info.size, 23);
-  assertEquals((await Array.fromAsync(Deno.readDir(store.tmpDir))).length, 0);
+  assertEquals((await Array.fromAsync(Deno.readDir(`${dir}/tmp`))).length, 0);
   await Deno.remove(dir, { recursive: true });
 });
 

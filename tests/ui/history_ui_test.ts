@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { startTestServer } from "../_server.ts";
 import type { TestServer } from "../_server.ts";
-import { launchBrowser, screenshot } from "../_browser.ts";
+import { browserTest, launchBrowser, screenshot } from "../_browser.ts";
 import type { Page } from "../_browser.ts";
 import { healthCsv } from "../analysis/_health_csv.ts";
 import { dateOf, growingCsv } from "../e2e/_growing_csv.ts";
@@ -98,7 +98,7 @@ async function downloaded(dir: string, name: string): Promise<string> {
   throw new Error(`${name} was not downloaded`);
 }
 
-Deno.test({
+browserTest({
   name:
     "web UI: the Health card, the breakdown, the History chart after three deliveries, the downloads",
   sanitizeOps: false,

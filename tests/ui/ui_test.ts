@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { startTestServer } from "../_server.ts";
 import type { TestServer } from "../_server.ts";
-import { launchBrowser, screenshot } from "../_browser.ts";
+import { browserTest, launchBrowser, screenshot } from "../_browser.ts";
 import type { Page } from "../_browser.ts";
 import { generateCsv } from "../../bench/generate_csv.ts";
 import { datasetKey } from "../../src/storage/object_store.ts";
@@ -208,7 +208,7 @@ async function shoot(page: Page, name: string) {
   await page.setViewport(WIDE);
 }
 
-Deno.test({
+browserTest({
   name: "web UI: sign-in, the synchronised list, the analysis, errors, settings and keys",
   // puppeteer keeps timers of its own alive between steps; everything is closed in `finally`.
   sanitizeOps: false,

@@ -108,3 +108,155 @@ Deno.test("limitBody refuses a body below the minimum rate once its grace period
   clearInterval(timer);
   assertEquals(code, "body_timeout");
 });
+
+/** Deterministic bytes from a seed. */
+function data(length: number, seed: number): Uint8Array {
+  const out = new Uint8Array(length);
+  let x = seed;
+  for (let i = 0; i < length; i++) {
+    x = (x * 1103515245 + 12345) >>> 0;
+    out[i] = x >>> 24;
+  }
+  return out;
+}
+
+/** `parts` as a byte stream (what `Deno.serve` hands over) or a plain one; `hold` delays the second. */
+function bodyOf(
+  kind: "byte" | "plain",
+  parts: Uint8Array[],
+  hold?: Promise<void>,
+): ReadableStream<Uint8Array> {
+  let i = 0;
+  if (kind === "plain") {
+    return new ReadableStream({
+      async pull(controller) {
+        if (i === 1 && hold) await hold;
+        if (i < parts.length) controller.enqueue(parts[i++].slice());
+        else controller.close();
+      },
+    });
+  }
+  return new ReadableStream({
+    type: "bytes",
+    async pull(controller) {
+      if (i === 1 && hold) await hold;
+      if (i < parts.length) {
+        controller.enqueue(parts[i++].slice());
+        return;
+      }
+      controller.close();
+      controller.byobRequest?.respond(0);
+    },
+  });
+}
+
+async function collect(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
+  const parts = await Array.fromAsync(stream);
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
+for (const kind of ["byte", "plain"] as const) {
+  Deno.test(`limitBody passes every byte in order and counts them (${kind} stream)`, async () => {
+    const body = data(50_000, 3);
+    const parts = Array.from({ length: 10 }, (_, i) => body.subarray(i * 5000, (i + 1) * 5000));
+    let counted = 0;
+    const out = await collect(limitBody(bodyOf(kind, parts), {
+      maxBytes: 1 << 30,
+      idleTimeoutMs: 5000,
+      onBytes: (bytes) => counted += bytes,
+    }));
+    assertEquals(out, body);
+    assertEquals(counted, body.length);
+  });
+
+  Deno.test(`limitBody takes exactly the limit and refuses one byte more (${kind} stream)`, async () => {
+    const body = data(10_000, 4);
+    const parts = [body.subarray(0, 3000), body.subarray(3000)];
+    const limits = (maxBytes: number) => ({ maxBytes, idleTimeoutMs: 5000 });
+    assertEquals((await collect(limitBody(bodyOf(kind, parts), limits(10_000)))).length, 10_000);
+    assertEquals(
+      await codeOf(collect(limitBody(bodyOf(kind, parts), limits(9_999)))),
+      "payload_too_large",
+    );
+  });
+
+  Deno.test(`limitBody abandons a body that stops arriving with 408 after the idle time (${kind} stream)`, async () => {
+    let release!: () => void;
+    const hold = new Promise<void>((resolve) => release = resolve);
+    const started = performance.now();
+    const body = bodyOf(kind, [data(100, 1), data(100, 2)], hold);
+    const code = await codeOf(collect(limitBody(body, { maxBytes: 1e6, idleTimeoutMs: 200 })));
+    release();
+    assertEquals(code, "body_timeout");
+    const took = performance.now() - started;
+    assert(took >= 190 && took < 2_000, `took ${took.toFixed(0)} ms`);
+  });
+
+  Deno.test(`limitBody answers request_aborted when the body breaks (${kind} stream)`, async () => {
+    let i = 0;
+    const broken = new ReadableStream<Uint8Array>({
+      ...(kind === "byte" ? { type: "bytes" as const } : {}),
+      pull(controller) {
+        if (i++ === 0) controller.enqueue(data(100, 1));
+        else controller.error(new Error("connection reset"));
+      },
+    });
+    const code = await codeOf(collect(limitBody(broken, { maxBytes: 1e6, idleTimeoutMs: 5000 })));
+    assertEquals(code, "request_aborted");
+  });
+}
+
+/** A body of `pieces` pieces of `size` bytes, one every `everyMs`. */
+function paced(pieces: number, size: number, everyMs: number): ReadableStream<Uint8Array> {
+  let sent = 0;
+  return new ReadableStream({
+    async pull(controller) {
+      if (sent === pieces) return controller.close();
+      await new Promise((r) => setTimeout(r, everyMs));
+      controller.enqueue(data(size, ++sent));
+    },
+  });
+}
+
+Deno.test("limitBody names the rate of a body below the minimum, once the grace period passed", async () => {
+  // 10 bytes every 40 ms (250 B/s): never silent long enough for the idle timeout.
+  const started = performance.now();
+  const error = await assertRejects(
+    () =>
+      collect(limitBody(paced(100, 10, 40), {
+        maxBytes: 1e6,
+        idleTimeoutMs: 1_000,
+        minBytesPerSecond: 1_000,
+        minRateAfterMs: 300,
+      })),
+    ServiceError,
+  );
+  assertEquals(error.code, "body_timeout");
+  assert(/below the minimum of 1000 bytes\/s/.test(error.message), error.message);
+  const took = performance.now() - started;
+  assert(took >= 300 && took < 1_500, `took ${took.toFixed(0)} ms`);
+});
+
+Deno.test("limitBody keeps a slow body that stays above the minimum rate", async () => {
+  // 100 bytes every 20 ms (about 5 kB/s) for about 0.6 s against a minimum of 1000 B/s.
+  const out = await collect(limitBody(paced(30, 100, 20), {
+    maxBytes: 1e6,
+    idleTimeoutMs: 5_000,
+    minBytesPerSecond: 1_000,
+    minRateAfterMs: 100,
+  }));
+  assertEquals(out.length, 3_000);
+});
+
+Deno.test("limitBody passes an empty body as an empty stream", async () => {
+  assertEquals(
+    await collect(limitBody(bodyOf("byte", []), { maxBytes: 10, idleTimeoutMs: 100 })),
+    new Uint8Array(),
+  );
+});

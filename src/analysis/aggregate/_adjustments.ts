@@ -12,7 +12,6 @@
  * For a capped metric the walk reads each user's sum for the last time and sets it to 0, so that
  * the daily pass can keep the user's running total there instead of in a map of its own.
  */
-import { largeFloat64Array, largeInt32Array, releaseBuffers } from "../../buffers.ts";
 import type { DayCells } from "./_day_cells.ts";
 import {
   dayView,
@@ -165,9 +164,9 @@ export function addCappedLoggedValues(
     for (let i = 0; i < blockSize(log, b); i++) start[cells.rankOf(keys[2 * i + 1]) + 1]++;
   }
   for (let r = 0; r < days; r++) start[r + 1] += start[r];
-  const records = largeInt32Array(start[days]);
-  const values = largeFloat64Array(start[days]);
-  const dayOf = largeInt32Array(start[days]);
+  const records = new Int32Array(start[days]);
+  const values = new Float64Array(start[days]);
+  const dayOf = new Int32Array(start[days]);
   for (let b = 0; b < log.keys.length; b++) {
     const keys = log.keys[b];
     for (let i = 0; i < blockSize(log, b); i++) {
@@ -188,5 +187,4 @@ export function addCappedLoggedValues(
     const growth = Math.min(after, cap) - Math.min(before, cap);
     if (growth !== 0) table[cells.of(dayOf[at], variant)] += growth;
   }
-  releaseBuffers(records, values, dayOf);
 }

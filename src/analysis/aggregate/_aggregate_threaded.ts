@@ -7,21 +7,16 @@
  *
  * The worker keeps every user: the reading, with a two-step delivery's checks and hash beside it,
  * is the longer half of the work on two processors; with an eighth of the users kept on this thread
- * (until session P), the aggregation alone took some 10 % longer (docs/performance.md, session P).
- * On a machine where fresh memory is slow to touch the worker is the longer half, and this thread
- * waits for it: it logs the metric values of each batch that comes back (each row's record written
- * by the worker, see `logBatch`), which the worker's tally leaves to it (docs/performance.md,
- * session R). A second worker, each keeping half of the users, was slower: three busy threads on
- * two processors starve this one.
+ * the aggregation alone took some 10 % longer. On a machine where fresh memory is slow to touch the
+ * worker is the longer half, and this thread waits for it: it logs the metric values of each batch
+ * that comes back (each row's record written by the worker, see `logBatch`), which the worker's
+ * tally leaves to it. A second worker, each keeping half of the users, was slower: three busy
+ * threads on two processors starve this one (docs/performance.md, "Analysis").
  *
  * Until the worker reports that it is up, the batches wait here; if it cannot start (e.g. a
  * compiled binary built without the worker module), is not up within `START_TIMEOUT_MS`, or the
  * input ends first, they are added here. The answer is the same either way, and the same as
- * `CsvAggregator`'s.
- *
- * With `options.tallyWorkers`, a worker kept from the run before is taken (up already), and at a
- * clean end it is kept for the next run, its records given back to it after the summary when it
- * keeps its table's memory (see `TallyWorkers`); otherwise each run starts its worker and ends it.
+ * `CsvAggregator`'s. Each run starts its worker and ends it.
  */
 import type { Aggregate, AggregateOptions } from "./aggregate_types.ts";
 import { CsvRowSplitter } from "./_csv_rows.ts";
@@ -33,14 +28,13 @@ import {
   logBatch,
   type RecordLayout,
   recordLayout,
-  releaseState,
+  stateBuffers,
   type TallyState,
   UserTally,
 } from "./_user_tally.ts";
-import { releaseBuffers } from "../../buffers.ts";
+import { giveBack } from "./_memory.ts";
 import { ValueLog } from "./_value_log.ts";
 import type { WorkerReply, WorkerRequest } from "./_user_worker.ts";
-import type { TallyWorkers } from "./tally_workers.ts";
 
 /** Rows per batch (sent to the worker at once). */
 const BATCH_ROWS = 16384;
@@ -110,8 +104,6 @@ class ThreadedRun {
   /** The expected number of users (see `UserTable`), 0 when unknown. */
   readonly #expected: number;
   #worker: Worker | null = null;
-  /** Where a worker is kept between runs (and taken from), if anywhere. */
-  #workers: TallyWorkers | null = null;
   #mode: "starting" | "threaded" | "local" = "starting";
   #startTimer: ReturnType<typeof setTimeout> | undefined;
   #forcedConversion: Uint8Array | null = null;
@@ -158,10 +150,8 @@ class ThreadedRun {
       this.#goLocal();
       return;
     }
-    this.#workers = options.tallyWorkers ?? null;
-    const kept = this.#workers?.take() ?? null;
     try {
-      const worker = kept ?? new Worker(workerUrl.href, { type: "module" });
+      const worker = new Worker(workerUrl.href, { type: "module" });
       worker.onmessage = (event: MessageEvent<WorkerReply>) => this.#receive(event.data);
       worker.onerror = (event) => {
         event.preventDefault();
@@ -170,12 +160,6 @@ class ThreadedRun {
       worker.onmessageerror = () =>
         this.#fail(new Error("The aggregation worker sent a bad message"));
       this.#worker = worker;
-      if (kept !== null) {
-        // Up since its first run: no `ready` comes again.
-        this.#mode = "threaded";
-        onMode("threaded");
-        return;
-      }
       this.#startTimer = setTimeout(() => {
         if (this.#mode === "starting") this.#goLocal();
         this.#wakeUp();
@@ -205,10 +189,8 @@ class ThreadedRun {
     this.#splitter.finish();
     this.#reader.end();
     if (this.#mode === "starting") this.#goLocal();
-    // Whether the worker keeps its table's memory for the next run (see `TallyWorkers`).
-    const keep = this.#workers?.keepsMemory ?? false;
     if (this.#mode === "threaded") {
-      this.#worker!.postMessage({ type: "finish", keep } satisfies WorkerRequest);
+      this.#worker!.postMessage({ type: "finish" } satisfies WorkerRequest);
       while (this.#workerState === null) {
         if (this.#failure) throw this.#failure;
         await this.#nextEvent();
@@ -217,39 +199,30 @@ class ThreadedRun {
     const state = this.#workerState ?? this.#tally!.state();
     if (this.#workerState !== null) {
       state.logs = this.#logs!.map((log) => log?.entries() ?? null);
-      this.#logs = null; // the summary frees them
     }
-    // Every batch is back (the worker answers its state after the last one): they go before the
-    // summary, which is where a large run's memory peaks.
-    this.#reader.release();
-    for (const batch of this.#spare.splice(0)) releaseBuffers(...batchBuffers(batch));
-    const aggregate = summarize(
-      this.#reader,
-      this.#layout!,
-      state,
-      this.#kinds,
-      this.#options,
-    );
-    // Done with (the summary freed the logs): the user records and batches go now, not at some
-    // later collection; or the worker's records go back to it, kept for the next run with it.
-    this.#tally?.release();
-    this.#workerState = null;
-    const kept = this.#tally === null && this.#workers !== null && this.#failure === null;
-    if (kept && keep) {
-      const arena = state.arena;
-      const used = 8 * state.top;
-      this.#worker!.postMessage({ type: "recycle", arena, used } satisfies WorkerRequest, [arena]);
-    } else if (this.#tally === null) releaseState(state);
-    if (kept) {
-      this.#workers!.keep(this.#worker!);
-      this.#worker = null;
-    }
+    // Every batch is back (the worker answers its state after the last one), and the worker is
+    // done: they go before the summary, which is where a large run's memory peaks; the records
+    // and the value logs go once it is made (see `giveBack`).
+    this.#endWorker();
+    this.#dropBatches();
+    const aggregate = summarize(this.#reader, this.#layout!, state, this.#kinds, this.#options);
+    giveBack(...stateBuffers(state));
     return aggregate;
   }
 
+  /** Ends the worker and frees the batches: the run is over, whichever way it ended. */
   close(): void {
-    // A run that failed before its summary: the logs kept here go now.
-    for (const log of this.#logs?.splice(0) ?? []) if (log !== null) releaseState(log.entries());
+    this.#endWorker();
+    this.#dropBatches();
+  }
+
+  #dropBatches(): void {
+    this.#reader.release();
+    for (const batch of this.#spare.splice(0)) giveBack(...batchBuffers(batch));
+    for (const batch of this.#waiting.splice(0)) giveBack(...batchBuffers(batch));
+  }
+
+  #endWorker(): void {
     clearTimeout(this.#startTimer);
     this.#worker?.terminate();
     this.#worker = null;
@@ -279,7 +252,6 @@ class ThreadedRun {
       this.#dimensions,
       this.#reserve,
       this.#expected,
-      {},
       this.#narrowDays,
     );
   }
@@ -337,7 +309,7 @@ class ThreadedRun {
 
   /** Gives up the worker: the rows are added on this thread from now on. */
   #goLocal(): void {
-    this.close();
+    this.#endWorker();
     this.#mode = "local";
     this.#onMode("local");
     if (this.#forcedConversion) {

@@ -2,8 +2,6 @@
  * Rows read from the CSV but not yet added to their users: the cells the user pass needs, in typed
  * arrays that can be handed to a worker (`batchBuffers` lists what to transfer).
  */
-import { largeBuffer } from "../../buffers.ts";
-
 export interface RowBatch {
   /** Rows in the batch. */
   size: number;
@@ -36,12 +34,12 @@ export interface RowBatch {
 
 /**
  * An empty batch for `rows` rows of `metrics` metric columns (with their value ids when
- * `dimensions`). A large batch's arrays share one `largeBuffer` (see `buffers.ts`).
+ * `dimensions`). A batch's arrays share one buffer, transferred to the worker and back whole.
  */
 export function newBatch(rows: number, metrics: number, dimensions: boolean): RowBatch {
   // In 32-bit words: ids, six per-row arrays, the values (two words each), the value ids.
   const words = 14 * rows + 1 + 2 * rows * metrics + (dimensions ? rows * metrics : 0);
-  const buffer = largeBuffer(4 * words + metrics);
+  const buffer = new ArrayBuffer(4 * words + metrics);
   let at = 0;
   const next = (length: number) => {
     const view = new Int32Array(buffer, at, length);

@@ -25,15 +25,18 @@ import {
   valueSource,
 } from "./_adjustments.ts";
 import { formatDay } from "../../csv/calendar_date.ts";
-import { addDimensionUsers, dimensionAggregates, dimensionTotals } from "./_dimensions.ts";
+import {
+  addDimensionUsers,
+  dimensionAggregates,
+  type DimensionTotals,
+  dimensionTotals,
+} from "./_dimensions.ts";
 import { userHashes } from "./_user_hashes.ts";
-import { largeFloat64Array, releaseBuffers } from "../../buffers.ts";
 import type { MetricKind, ReaderFindings } from "./_row_reader.ts";
 import {
   dayView,
   EXCLUDED,
   type RecordLayout,
-  releaseState,
   type TallyState,
   VARIANT_WORD,
 } from "./_user_tally.ts";
@@ -87,9 +90,23 @@ interface AdjustedMetric {
   totals: MomentTotals;
 }
 
+/** The variants in sort order, and each variant index's place among them. */
+interface VariantOrder {
+  variants: string[];
+  position: Int32Array;
+}
+
+/** What the walks over the records and the logs add up (see `summarize`). */
+interface Walked {
+  userCounts: Float64Array;
+  cumulative: Float64Array;
+}
+
 /**
- * The aggregate of the tally's records and logs. Frees the tally's value logs once walked (the
- * records stay the caller's to free or keep).
+ * The aggregate of the tally's records and logs, in steps: the variants' order and the metric
+ * columns, the caps of the capped metrics, the walks over the records (users, stats, first days,
+ * dimensions, adjusted moments) and over the value logs (daily sums), the user summary, then the
+ * running totals and the answer.
  */
 export function summarize(
   reader: ReaderFindings,
@@ -98,73 +115,143 @@ export function summarize(
   kinds: Readonly<Record<string, MetricKind>>,
   options: SummaryOptions = summaryOptions({}),
 ): Aggregate {
-  const names = reader.variantNames;
+  const order = variantOrder(reader.variantNames);
+  const cells = new DayCells(reader.days, order.position);
+  const metrics = metricTotals(reader, kinds, order.variants.length, cells.size);
+  const adjusted = adjustedMetrics(metrics, options, order.variants.length);
+  const capped = adjusted.filter((entry) => entry.percentile !== null);
+  findCaps(tally, layout, capped);
+  const keyMetric = keyMetricOf(metrics, options);
+  const dimensions = dimensionTotals(reader, layout, order.variants.length);
+  const walked = walkAll(
+    reader,
+    layout,
+    tally,
+    order,
+    cells,
+    metrics,
+    adjusted,
+    dimensions,
+    keyMetric,
+  );
+  // The ids and variants only: the walks change neither.
+  const users = options.userSummary ? userHashes(tally, layout, order.position) : null;
+  for (const metric of metrics) {
+    cells.accumulate(metric.dailyUsers);
+    cells.accumulate(metric.dailySum);
+  }
+  cells.accumulate(walked.cumulative);
+  for (const { metric, totals } of capped) {
+    // The capped values replace the plain ones in every statistic.
+    metric.sum.set(totals.sumY);
+    metric.squares.set(totals.sumYSquares);
+  }
+  return {
+    ...aggregateOf(reader, order.variants, cells, metrics, adjusted, walked, tally.excluded),
+    dimensions: dimensionAggregates(dimensions, order.variants, keyMetric?.name ?? null),
+    userSummary: users,
+  };
+}
+
+/** The variants sorted (code-unit order), and where each variant index lands among them. */
+function variantOrder(names: string[]): VariantOrder {
   const order = names.map((_, v) => v).sort((a, b) => names[a] < names[b] ? -1 : 1);
-  const variants = order.map((v) => names[v]);
   const position = new Int32Array(names.length);
   order.forEach((v, p) => position[v] = p);
-  const cells = new DayCells(reader.days, position);
+  return { variants: order.map((v) => names[v]), position };
+}
 
-  const metrics: MetricTotals[] = [];
-  reader.metricNames.forEach((name, k) => {
-    if (reader.candidate[k] === 0 || reader.hasValue[k] === 0) return;
+/** The metric columns (numbers in every non-empty cell, and one at least), with empty totals. */
+function metricTotals(
+  reader: ReaderFindings,
+  kinds: Readonly<Record<string, MetricKind>>,
+  variants: number,
+  cells: number,
+): MetricTotals[] {
+  return reader.metricNames.flatMap((name, k): MetricTotals[] => {
+    if (reader.candidate[k] === 0 || reader.hasValue[k] === 0) return [];
     const detectedKind = reader.binary[k] === 1 ? "conversion" : "numeric";
     const setting = Object.hasOwn(kinds, name) ? kinds[name] : undefined;
     const kind = setting === "conversion" || setting === "numeric" ? setting : detectedKind;
-    metrics.push({
+    return [{
       name,
       k,
       kind,
       detectedKind,
-      users: new Float64Array(variants.length),
-      sum: new Float64Array(variants.length),
-      squares: new Float64Array(variants.length),
-      dailyUsers: new Float64Array(cells.size),
-      dailySum: new Float64Array(cells.size),
-    });
+      users: new Float64Array(variants),
+      sum: new Float64Array(variants),
+      squares: new Float64Array(variants),
+      dailyUsers: new Float64Array(cells),
+      dailySum: new Float64Array(cells),
+    }];
   });
+}
 
-  const adjusted = adjustedMetrics(metrics, options, variants.length);
-  const capped = adjusted.filter((entry) => entry.percentile !== null);
-  if (capped.length > 0) {
-    const values = largeFloat64Array(tally.users);
-    for (const entry of capped) {
-      const source = valueSource(layout, entry.metric.k, "numeric", false);
-      const n = collectUserValues(tally, layout, source, values, 0);
-      if (n > 0) entry.cap = linearQuantile(values.subarray(0, n), entry.percentile!);
-    }
-    releaseBuffers(values);
+/** Each capped metric's cap: the pooled quantile of its per-user values. */
+function findCaps(tally: TallyState, layout: RecordLayout, capped: AdjustedMetric[]): void {
+  if (capped.length === 0) return;
+  const values = new Float64Array(tally.users);
+  for (const entry of capped) {
+    const source = valueSource(layout, entry.metric.k, "numeric", false);
+    const n = collectUserValues(tally, layout, source, values, 0);
+    if (n > 0) entry.cap = linearQuantile(values.subarray(0, n), entry.percentile!);
   }
-  const cappedMetrics = new Map(capped.map((entry) => [entry.metric, entry]));
+}
 
-  // The key metric, as the report picks it: the setting, else the first metric not a covariate.
+/** The key metric, as the report picks it: the setting, else the first metric not a covariate. */
+function keyMetricOf(metrics: MetricTotals[], options: SummaryOptions): MetricTotals | undefined {
   const covariateNames = new Set(
     covariatePairs(metrics.map((m) => m.name), options.covariates).values(),
   );
-  const keyMetric = options.keyMetric !== undefined
+  return options.keyMetric !== undefined
     ? metrics.find((m) => m.name === options.keyMetric && !covariateNames.has(m.name))
     : metrics.find((m) => !covariateNames.has(m.name));
-  const keySource = keyMetric === undefined
-    ? null
-    : valueSource(layout, keyMetric.k, keyMetric.kind, reader.binary[keyMetric.k] === 1);
-  const keyCap = keyMetric === undefined ? Infinity : cappedMetrics.get(keyMetric)?.cap ?? Infinity;
-  const dimensions = dimensionTotals(reader, layout, variants.length);
+}
 
-  const userCounts = new Float64Array(variants.length);
-  const cumulative = new Float64Array(cells.size);
-  const excluded = tally.excluded;
-  const i32 = new Int32Array(tally.arena);
-  walkRecords(tally, layout, reader.binary, metrics, cells, userCounts, cumulative);
+/**
+ * The walks over the records (users, stats and first days; dimensions; adjusted moments) and
+ * over each metric's value log (the daily sums: capped, summed, or running maxima).
+ */
+function walkAll(
+  reader: ReaderFindings,
+  layout: RecordLayout,
+  tally: TallyState,
+  { variants, position }: VariantOrder,
+  cells: DayCells,
+  metrics: MetricTotals[],
+  adjusted: AdjustedMetric[],
+  dimensions: DimensionTotals[],
+  keyMetric: MetricTotals | undefined,
+): Walked {
+  const sourceOf = (m: MetricTotals) => valueSource(layout, m.k, m.kind, reader.binary[m.k] === 1);
+  const capOf = (m: MetricTotals) =>
+    adjusted.find((e) => e.metric === m && e.percentile !== null)?.cap;
+  const walked = {
+    userCounts: new Float64Array(variants.length),
+    cumulative: new Float64Array(cells.size),
+  };
+  walkRecords(tally, layout, reader.binary, metrics, cells, walked.userCounts, walked.cumulative);
+  const keySource = keyMetric === undefined ? null : sourceOf(keyMetric);
+  const keyCap = keyMetric === undefined ? Infinity : capOf(keyMetric) ?? Infinity;
   addDimensionUsers(tally, layout, position, dimensions, keySource, keyCap);
   for (const { metric, covariate, cap, totals, percentile } of adjusted) {
-    const source = valueSource(layout, metric.k, metric.kind, reader.binary[metric.k] === 1);
     const covariateWord = covariate === null ? -1 : layout.sumWord[covariate.k];
     const release = percentile !== null;
-    addAdjustedMoments(tally, layout, position, source, covariateWord, cap, totals, release);
+    addAdjustedMoments(
+      tally,
+      layout,
+      position,
+      sourceOf(metric),
+      covariateWord,
+      cap,
+      totals,
+      release,
+    );
   }
+  const i32 = new Int32Array(tally.arena);
   for (const metric of metrics) {
     const log = tally.logs[metric.k]!;
-    const cap = cappedMetrics.get(metric)?.cap; // numeric metrics only
+    const cap = capOf(metric); // numeric metrics only
     if (cap !== undefined) {
       addCappedLoggedValues(
         log,
@@ -180,21 +267,19 @@ export function summarize(
       addRunningMaxima(log, i32, layout, tally.arena, metric.k, cells, metric.dailySum);
     }
   }
-  // Walked: the logs go before the user hashes take their memory (the peak of a run).
-  for (const log of tally.logs) if (log !== null) releaseState(log);
-  // The ids and variants only: the walks above change neither.
-  const users = options.userSummary ? userHashes(tally, layout, position) : null;
-  for (const metric of metrics) {
-    cells.accumulate(metric.dailyUsers);
-    cells.accumulate(metric.dailySum);
-  }
-  cells.accumulate(cumulative);
-  for (const { metric, totals } of capped) {
-    // The capped values replace the plain ones in every statistic.
-    metric.sum.set(totals.sumY);
-    metric.squares.set(totals.sumYSquares);
-  }
+  return walked;
+}
 
+/** The aggregate's fields from the totals (the dimensions and the user summary apart). */
+function aggregateOf(
+  reader: ReaderFindings,
+  variants: string[],
+  cells: DayCells,
+  metrics: MetricTotals[],
+  adjusted: AdjustedMetric[],
+  { userCounts, cumulative }: Walked,
+  excluded: number,
+): Omit<Aggregate, "dimensions" | "userSummary"> {
   const byVariant = <T>(value: (p: number) => T): Record<string, T> =>
     Object.fromEntries(variants.map((name, p) => [name, value(p)]));
   const byMetric = <T>(value: (metric: MetricTotals) => T): Record<string, T> =>
@@ -204,6 +289,10 @@ export function summarize(
     variants,
     users: byVariant((p) => userCounts[p]),
     excludedUsers: excluded,
+    columns: reader.metricNames.map((name, k) => {
+      const metric = metrics.find((m) => m.k === k);
+      return { name, kind: metric === undefined ? "dimension" : metric.detectedKind };
+    }),
     metrics: metrics.map(({ name, kind, detectedKind }) => ({ name, kind, detectedKind })),
     stats: byMetric((metric) =>
       byVariant((p): MetricVariantStats => ({
@@ -241,8 +330,6 @@ export function summarize(
         };
       }),
     })),
-    dimensions: dimensionAggregates(dimensions, variants, keyMetric?.name ?? null),
-    userSummary: users,
   };
 }
 

@@ -11,7 +11,6 @@
  */
 import { EXCLUDED, type RecordLayout, type TallyState, VARIANT_WORD } from "./_user_tally.ts";
 import { nextRecord } from "./_user_table.ts";
-import { LARGE_BYTES, largeBuffer } from "../../buffers.ts";
 
 /**
  * Bytes left free before the hashes of a large delivery, in their buffer: room for the head of
@@ -96,11 +95,10 @@ export function userHashes(
   const n = tally.users;
   const width = positionWidth(position.length);
   const none = noPosition(width);
-  // One large buffer for the three (see `buffers.ts`): releasing one of them frees it. A large
-  // one leaves room before them for the stored summary's head (pages never written cost nothing).
+  // One buffer for the three; a large one leaves room before them for the stored summary's head.
   const size = (8 + width) * n;
-  const room = size >= LARGE_BYTES ? SUMMARY_ROOM_BYTES : 0;
-  const buffer = largeBuffer(room + size);
+  const room = size >= SUMMARY_ROOM_BYTES ? SUMMARY_ROOM_BYTES : 0;
+  const buffer = new ArrayBuffer(room + size);
   const hi = new Uint32Array(buffer, room, n);
   const lo = new Uint32Array(buffer, room + 4 * n, n);
   const variant = positionsIn(buffer, room + 8 * n, n, width);

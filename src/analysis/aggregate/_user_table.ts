@@ -10,10 +10,9 @@
  * Random memory reads are what the aggregation waits for (a few hundred nanoseconds each when they
  * depend on each other), so a user's fields and id share one record, and callers `warm` a batch
  * of lookups first, letting the cache misses of many rows overlap. Fresh memory is the other cost
- * (each page's first touch is a page fault): a large arena is a `hugeBuffer` of the size the
- * caller expects (`reserveBytes`, from the input's size), so that it seldom has to be copied into
- * a larger one (only the pages written cost memory), and the slots fill to 70 % before doubling.
- * Replaced arenas and slots are freed at once, and `release` frees the rest (see `buffers.ts`).
+ * (each page's first touch is a page fault): a large arena is made the size the caller expects
+ * (`reserveBytes`, from the input's size), so that it seldom has to be copied into a larger one
+ * (only the pages written cost memory), and the slots fill to 70 % before doubling.
  *
  * A slot is one 32-bit word while the records fit in 128 MiB (`NARROW_RECORDS`): the record + 1 in
  * its low 24 bits, the top 8 bits of the user's hash above them, so that a probe reads a record
@@ -23,26 +22,11 @@
  * when it doubles (`hashWords`), walking the records in order.
  */
 
-import { hugeBuffer, LARGE_BYTES, releaseBuffers } from "../../buffers.ts";
-
-/** `length` zeroed slots, over a `hugeBuffer`. */
-function newSlots(length: number): Int32Array<ArrayBuffer> {
-  return new Int32Array(hugeBuffer(4 * length), 0, length);
-}
-
-/** Memory an earlier table used, zeroed, for a new one (see the `UserTable` constructor). */
-export interface TableSpare {
-  arena?: ArrayBuffer;
-  slots?: Int32Array<ArrayBuffer>;
-}
-
-function isPowerOfTwo(n: number): boolean {
-  return n > 0 && (n & (n - 1)) === 0;
-}
-
 /** Small to start with: a table per analysis, and most deliveries are small files. */
 const INITIAL_SLOTS = 1 << 8;
 const INITIAL_ARENA_BYTES = 1 << 12;
+/** An arena that grows past this is made as large as the caller expects (`reserveBytes`). */
+const LARGE_ARENA_BYTES = 256 * 1024;
 
 /** A narrow slot: the record + 1 in the bits of `RECORD_MASK`, the hash's top bits from `TAG_SHIFT`. */
 const TAG_SHIFT = 24;
@@ -143,41 +127,19 @@ export class UserTable {
    * to hold (0: unknown): the slots start large enough for them, so that a table of a million
    * users is not rehashed a dozen times on the way (each time into fresh memory) nor left twice
    * as large as needed. A wrong guess costs only memory (too many) or growth (too few).
-   *
-   * `spare` hands over memory an earlier table used (see `TableSpare`), zeroed: an arena to
-   * start with, and slots (taken when at least as many as the expected users need). Pages
-   * already touched cost nothing to write again, where fresh ones cost a page fault each.
    * `narrowRecords` is `NARROW_RECORDS` but in tests of the turn to wide slots.
    */
-  constructor(
-    words: number,
-    reserveBytes = 0,
-    expectedUsers = 0,
-    spare: TableSpare = {},
-    narrowRecords = NARROW_RECORDS,
-  ) {
+  constructor(words: number, reserveBytes = 0, expectedUsers = 0, narrowRecords = NARROW_RECORDS) {
     this.words = Math.max(2, words);
     this.#narrowRecords = Math.min(narrowRecords, NARROW_RECORDS);
     let slots = INITIAL_SLOTS;
     while (Math.floor(slots * 0.7) < expectedUsers) slots *= 2;
-    const given = spare.slots;
-    if (given !== undefined && given.length >= slots && isPowerOfTwo(given.length)) {
-      slots = given.length; // narrow, whatever the earlier table's were
-      this.#slots = given;
-    } else {
-      releaseBuffers(given);
-      if (slots > INITIAL_SLOTS) this.#slots = newSlots(slots);
-    }
+    if (slots > INITIAL_SLOTS) this.#slots = new Int32Array(slots);
     this.#mask = slots - 1;
     this.#limit = Math.floor(slots * 0.7);
     this.#reserveBytes = 8 * Math.ceil(reserveBytes / 8); // whole doubles
-    // Small at first (most tables belong to small files), unless an earlier table's is given.
-    if (spare.arena !== undefined && spare.arena.byteLength >= INITIAL_ARENA_BYTES) {
-      this.#arena = spare.arena;
-    } else {
-      releaseBuffers(spare.arena);
-      this.#arena = new ArrayBuffer(INITIAL_ARENA_BYTES);
-    }
+    // Small at first: most tables belong to small files.
+    this.#arena = new ArrayBuffer(INITIAL_ARENA_BYTES);
     this.i32 = new Int32Array(this.#arena);
     this.f64 = new Float64Array(this.#arena);
     this.u16 = new Uint16Array(this.#arena);
@@ -249,18 +211,6 @@ export class UserTable {
     return record;
   }
 
-  /** Frees the arena and the slots now (see `releaseBuffers`); the table is done with. */
-  release(): void {
-    releaseBuffers(this.#arena, this.#slots);
-  }
-
-  /** Hands over the slots (for a later table, see `TableSpare`); the table is done with. */
-  takeSlots(): Int32Array<ArrayBuffer> {
-    const slots = this.#slots as Int32Array<ArrayBuffer>;
-    this.#slots = new Int32Array(0);
-    return slots;
-  }
-
   /** The arena (its first `8 * top` bytes hold the records). */
   get arena(): ArrayBuffer {
     return this.#arena;
@@ -315,12 +265,11 @@ export class UserTable {
     while (size < bytes) size *= 2;
     let arena: ArrayBuffer;
     try {
-      arena = hugeBuffer(size < LARGE_BYTES ? size : Math.max(size, this.#reserveBytes));
+      arena = new ArrayBuffer(size < LARGE_ARENA_BYTES ? size : Math.max(size, this.#reserveBytes));
     } catch {
-      arena = hugeBuffer(size); // the reservation refused (strict overcommit): what is needed
+      arena = new ArrayBuffer(size); // the reservation refused (strict overcommit): what is needed
     }
     new Uint8Array(arena).set(new Uint8Array(this.#arena, 0, 8 * this.top));
-    releaseBuffers(this.#arena);
     this.#arena = arena;
     this.i32 = new Int32Array(arena);
     this.f64 = new Float64Array(arena);
@@ -353,7 +302,7 @@ export class UserTable {
    */
   #refill(count: number, fromPairs: boolean): void {
     const old = this.#slots;
-    const slots = newSlots(this.#wide ? 2 * count : count);
+    const slots = new Int32Array(this.#wide ? 2 * count : count);
     const mask = count - 1;
     this.#slots = slots;
     this.#mask = mask;
@@ -377,6 +326,5 @@ export class UserTable {
         slots[slot] = ((hash >>> TAG_SHIFT) << TAG_SHIFT) | (record + 1);
       }
     }
-    releaseBuffers(old);
   }
 }

@@ -7,9 +7,8 @@
  */
 import { DAY_LIMIT, formatDay } from "../../csv/calendar_date.ts";
 import type { RowBatch } from "./_row_batch.ts";
-import { type TableSpare, UserTable } from "./_user_table.ts";
+import { UserTable } from "./_user_table.ts";
 import { type LogEntries, ValueLog } from "./_value_log.ts";
-import { releaseBuffers } from "../../buffers.ts";
 
 /** A user's variant word once the user was seen in two variants. */
 export const EXCLUDED = -1;
@@ -169,15 +168,6 @@ export function stateBuffers(state: TallyState): ArrayBuffer[] {
   return [...buffers];
 }
 
-/** Frees the buffers of a tally state (or of one log's entries) now: they are done with. */
-export function releaseState(state: TallyState | LogEntries): void {
-  if ("arena" in state) {
-    releaseBuffers(...stateBuffers(state));
-    return;
-  }
-  releaseBuffers(...state.keys, ...state.values);
-}
-
 /**
  * Logs the non-zero values of `batch`, added by a tally (which wrote each row's `record`), in
  * `logs` (one per metric column, null once the column turned out a dimension), in the order of the
@@ -208,7 +198,7 @@ export class UserTally {
   /**
    * With `dimensions`, records keep each column's value id (batches must carry `dims`).
    * `reserveBytes`: the user records' expected size, `expectedUsers` their expected number (see
-   * `UserTable`; 0 when unknown); `spare`: an earlier table's memory, zeroed. With `narrowDays`,
+   * `UserTable`; 0 when unknown). With `narrowDays`,
    * day fields take 16 bits and `add` throws `DaysOutOfRange` for a day outside their span.
    * Without `logValues`, the tally keeps no value logs (its state's `logs` are null): whoever
    * reads the batches it gives back logs their values (`logBatch`, from each row's `record`).
@@ -218,12 +208,11 @@ export class UserTally {
     dimensions = false,
     reserveBytes = 0,
     expectedUsers = 0,
-    spare: TableSpare = {},
     narrowDays = false,
     logValues = true,
   ) {
     this.layout = recordLayout(forcedConversion, dimensions, narrowDays);
-    this.#users = new UserTable(this.layout.words, reserveBytes, expectedUsers, spare);
+    this.#users = new UserTable(this.layout.words, reserveBytes, expectedUsers);
     this.#logs = logValues ? Array.from(forcedConversion, () => new ValueLog()) : null;
   }
 
@@ -305,17 +294,6 @@ export class UserTally {
       }
     }
     if (this.#logs !== null) logBatch(this.#logs, batch);
-  }
-
-  /** Frees the records, the table and the logs now (see `releaseBuffers`); the tally is done. */
-  release(): void {
-    this.#users.release();
-    for (const log of this.#logs ?? []) if (log !== null) releaseState(log.entries());
-  }
-
-  /** Hands over the user table's slots (see `UserTable.takeSlots`); the tally is done with. */
-  takeSlots(): Int32Array<ArrayBuffer> {
-    return this.#users.takeSlots();
   }
 
   /** The records and logs so far (not a copy). */

@@ -1,20 +1,13 @@
 /**
  * An append-only list of (user record, day, value) entries in fixed-size typed-array blocks, so
  * that it grows without copying. The aggregation logs a metric's non-zero cells in it to build the
- * daily sums at the end, once it is known which users were seen in two variants. Full-size blocks
- * are cut from `largeBuffer`s, see `buffers.ts`.
+ * daily sums at the end, once it is known which users were seen in two variants.
  *
  * While every value logged is 1 (a 0/1 column, so far), the blocks keep no values: a block
  * without them (its `values` empty) holds 1s. From the first other value on, the current block and
  * every later one keep their values. A conversion column's log so takes 8 bytes an entry, not 16.
  */
-import { largeBuffer } from "../../buffers.ts";
-
 const BLOCK = 1 << 15;
-/** Bytes of a full-size block's keys (and of its values, when it keeps them). */
-const HALF_BLOCK_BYTES = 8 * BLOCK;
-/** Full-size halves cut from one `largeBuffer`. */
-const HALVES_PER_CHUNK = 128;
 /** Entries of the first block at first; it doubles up to `BLOCK` (most files are small). */
 const FIRST_BLOCK = 1 << 8;
 
@@ -47,9 +40,6 @@ export class ValueLog {
   #capacity = 0;
   /** Whether every value so far was 1 (the blocks then keep no values). */
   #ones = true;
-  /** Where the next full-size halves are cut from, and how much of it is taken. */
-  #chunk: ArrayBuffer | null = null;
-  #chunkUsed = 0;
 
   append(record: number, day: number, value: number): void {
     const entries = this.#entries;
@@ -66,8 +56,8 @@ export class ValueLog {
     const entries = this.#entries;
     const full = this.#capacity;
     if (full === BLOCK) {
-      this.#keys = this.#fullKeys();
-      this.#values = this.#ones ? new Float64Array(0) : this.#fullValues();
+      this.#keys = new Int32Array(2 * BLOCK);
+      this.#values = this.#ones ? new Float64Array(0) : new Float64Array(BLOCK);
       entries.keys.push(this.#keys);
       entries.values.push(this.#values);
       entries.lastSize = 0;
@@ -76,10 +66,10 @@ export class ValueLog {
     const size = full === 0 ? FIRST_BLOCK : 2 * full;
     const keys = this.#keys;
     const values = this.#values;
-    this.#keys = size === BLOCK ? this.#fullKeys() : new Int32Array(2 * size);
+    this.#keys = new Int32Array(2 * size);
     this.#keys.set(keys);
     if (!this.#ones) {
-      this.#values = size === BLOCK ? this.#fullValues() : new Float64Array(size);
+      this.#values = new Float64Array(size);
       this.#values.set(values);
     }
     this.#capacity = size;
@@ -90,33 +80,10 @@ export class ValueLog {
   /** The first value other than 1: the current block's values (1s so far) are kept from now on. */
   #keepValues(): void {
     this.#ones = false;
-    const values = this.#capacity === BLOCK ? this.#fullValues() : new Float64Array(this.#capacity);
+    const values = new Float64Array(this.#capacity);
     values.fill(1, 0, this.#entries.lastSize);
     this.#values = values;
     this.#entries.values[this.#entries.values.length - 1] = values;
-  }
-
-  /** A full-size block's keys, cut from the current chunk. */
-  #fullKeys(): Int32Array<ArrayBuffer> {
-    const at = this.#cut();
-    return new Int32Array(this.#chunk!, at, 2 * BLOCK);
-  }
-
-  /** A full-size block's values, cut from the current chunk. */
-  #fullValues(): Float64Array<ArrayBuffer> {
-    const at = this.#cut();
-    return new Float64Array(this.#chunk!, at, BLOCK);
-  }
-
-  /** Takes `HALF_BLOCK_BYTES` of the current chunk (a new one when it is used up): their start. */
-  #cut(): number {
-    if (this.#chunk === null || this.#chunkUsed + HALF_BLOCK_BYTES > this.#chunk.byteLength) {
-      this.#chunk = largeBuffer(HALVES_PER_CHUNK * HALF_BLOCK_BYTES);
-      this.#chunkUsed = 0;
-    }
-    const at = this.#chunkUsed;
-    this.#chunkUsed += HALF_BLOCK_BYTES;
-    return at;
   }
 
   /** The entries so far (not a copy). */

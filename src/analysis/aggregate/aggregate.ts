@@ -16,7 +16,8 @@ import { CsvRowSplitter } from "./_csv_rows.ts";
 import type { RowBatch } from "./_row_batch.ts";
 import { type MetricKind, RowReader } from "./_row_reader.ts";
 import { summarize, type SummaryOptions, summaryOptions } from "./_summary.ts";
-import { UserTally } from "./_user_tally.ts";
+import { stateBuffers, UserTally } from "./_user_tally.ts";
+import { giveBack } from "./_memory.ts";
 
 export type { AggregateOptions };
 export { datesFitNarrowDays, DaysOutOfRange } from "./_user_tally.ts";
@@ -70,15 +71,11 @@ export class CsvAggregator {
     this.#splitter.finish();
     this.#reader.end();
     const tally = this.#tally!;
-    const aggregate = summarize(
-      this.#reader,
-      tally.layout,
-      tally.state(),
-      this.#kinds,
-      this.#options,
-    );
-    tally.release();
+    const state = tally.state();
+    const aggregate = summarize(this.#reader, tally.layout, state, this.#kinds, this.#options);
+    // Done with: the records and the value logs go now (see `giveBack`).
     this.#reader.release();
+    giveBack(...stateBuffers(state));
     return aggregate;
   }
 }

@@ -2,7 +2,6 @@
  * The per-variant numbers the analysis works from, produced from the stored CSV by the aggregation
  * step and turned into the analysis JSON by `report.ts`, and the options of that step.
  */
-import type { TallyWorkers } from "./tally_workers.ts";
 import type { Header } from "../../csv/header.ts";
 import type { MetricKind } from "./_row_reader.ts";
 import type { UserHashes } from "./_user_hashes.ts";
@@ -33,11 +32,6 @@ export interface AggregateOptions {
    */
   worker?: boolean;
   /**
-   * Where the worker is kept between runs, with its last table's memory (see `TallyWorkers`);
-   * default none: each run starts its own worker and ends it.
-   */
-  tallyWorkers?: TallyWorkers;
-  /**
    * The input's length in bytes, when known: up to `SMALL_INPUT_BYTES` it is read on the calling
    * thread, as starting a worker costs more (tens of milliseconds) than reading such a file.
    * Default unknown (a worker is started).
@@ -52,7 +46,7 @@ export interface AggregateOptions {
   /**
    * A large input's user records keep their days in 16 bits (1950 to 2126), unless this is true;
    * a date outside that span then fails the run with `DaysOutOfRange`, and the caller aggregates
-   * the input again with `wideDays` (see `analyseDelivery`). Default false. An input read on
+   * the input again with `wideDays` (see `runAnalysis`). Default false. An input read on
    * the calling thread (`sizeBytes` up to `SMALL_INPUT_BYTES`) always has 32-bit days.
    */
   wideDays?: boolean;
@@ -128,6 +122,11 @@ export interface Aggregate {
   users: Record<string, number>;
   /** Users seen in more than one variant. */
   excludedUsers: number;
+  /**
+   * Every column besides the three required ones, in header order: a metric of its detected kind,
+   * or a dimension (the engine always answers it; aggregates made otherwise may leave it out).
+   */
+  columns?: { name: string; kind: "conversion" | "numeric" | "dimension" }[];
   /** Metric columns in header order; kind after settings.metric_kinds. */
   metrics: {
     name: string;

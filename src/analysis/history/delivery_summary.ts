@@ -14,7 +14,6 @@
 import type { Aggregate, UserHashes } from "../aggregate/aggregate_types.ts";
 import { noPosition, positionsIn, positionWidth } from "../aggregate/_user_hashes.ts";
 import type { DeliverySummaryRepo, DeliverySummaryRow } from "../../db/control_plane.ts";
-import { largeUint8Array, releaseBuffers } from "../../buffers.ts";
 
 /** A delivery as the next one is compared with it. */
 export interface DeliverySummary {
@@ -61,9 +60,8 @@ export function deliverySummaryOf(aggregate: Aggregate): DeliverySummary {
 /**
  * The blob of a summary. When the users' hashes lie in one buffer as `userHashes` leaves those of
  * a large delivery (hi, lo and the positions in a row, with room before them for the head), the
- * blob is written around them in that buffer: it shares their memory (releasing either frees
- * both), and the summary stays readable. Otherwise it is a new `largeBuffer`. Either way the
- * caller may release the blob once stored.
+ * blob is written around them in that buffer: it shares their memory (no copy of their size at
+ * the run's peak), and the summary stays readable. Otherwise it is a new buffer.
  */
 export function encodeDeliverySummary(summary: DeliverySummary): Uint8Array {
   const { hi, lo, variant, none } = summary.users;
@@ -83,7 +81,7 @@ export function encodeDeliverySummary(summary: DeliverySummary): Uint8Array {
     none === noPosition(width);
   const blob = inPlace
     ? new Uint8Array(hi.buffer, hi.byteOffset - body, size)
-    : largeUint8Array(size);
+    : new Uint8Array(size);
   // Offsets in the blob's buffer (a multiple of 4 apart: `body` and the hashes' place are).
   const start = blob.byteOffset;
   new Uint32Array(blob.buffer, start, 4).set([MAGIC, FORMAT, n, header.length]);
@@ -135,7 +133,6 @@ export async function readSummaryHead(
   const needed = head === null ? 0 : 16 + head.getUint32(12, true);
   if (row === null || needed <= row.summary.length) return row;
   // A header longer than the first read (dates over some years): read as far as its end.
-  releaseBuffers(row.summary);
   return await repo.head(orgId, experimentId, needed);
 }
 
@@ -149,30 +146,22 @@ function summaryHead(blob: Uint8Array): DataView | null {
 
 /**
  * The summary in `blob`, or null when it is not one of this format: views of `blob`'s buffer when
- * it starts at a multiple of 4 bytes (as the repositories' blobs do), else of an aligned copy (the
- * caller then releases `users.hi` as well as `blob` when done). The variant positions are read as
- * stored (`width` bytes each).
+ * it starts at a multiple of 4 bytes (as the repositories' blobs do), else of an aligned copy.
+ * The variant positions are read as stored (`width` bytes each).
  */
 export function decodeDeliverySummary(blob: Uint8Array): DeliverySummary | null {
   if (summaryHead(blob) === null) return null;
-  let bytes = blob;
-  let copy: Uint8Array | null = null;
-  if (blob.byteOffset % 4 !== 0) {
-    bytes = copy = largeUint8Array(blob.length);
-    bytes.set(blob);
-  }
+  const bytes = blob.byteOffset % 4 === 0 ? blob : blob.slice();
   const [, , n, length] = new Uint32Array(bytes.buffer, bytes.byteOffset, 4);
   const body = 16 + ((length + 3) & ~3);
   let header;
   try {
     header = JSON.parse(new TextDecoder().decode(bytes.subarray(16, 16 + length)));
   } catch {
-    releaseBuffers(copy);
     return null;
   }
   const width: number = header.width;
   if ((width !== 1 && width !== 2 && width !== 4) || bytes.length !== body + (8 + width) * n) {
-    releaseBuffers(copy);
     return null;
   }
   // Offsets in `bytes.buffer`.
@@ -265,10 +254,5 @@ export function compareWithStored(
 ): Changes | null {
   const previous = decodeDeliverySummary(blob);
   if (previous === null) return null;
-  try {
-    return compareDeliveries(previous, current, previousEtag, previousDeliveredAt);
-  } finally {
-    // An aligned copy's (the blob's own buffer is the caller's).
-    if (previous.users.hi.buffer !== blob.buffer) releaseBuffers(previous.users.hi);
-  }
+  return compareDeliveries(previous, current, previousEtag, previousDeliveredAt);
 }

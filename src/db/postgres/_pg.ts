@@ -34,17 +34,27 @@ export interface PgConnection extends PgQueryable {
   end(): Promise<void>;
 }
 
+/** Reads a column's text (or binary) form into a value. */
+export interface PgTypes {
+  getTypeParser(oid: number, format?: "text" | "binary"): (text: string) => unknown;
+}
+
 export interface PgPoolConfig {
   connectionString: string;
+  /** How column values are read; default node-postgres's parsers. */
+  types?: PgTypes;
   max?: number;
   connectionTimeoutMillis?: number;
   idleTimeoutMillis?: number;
 }
 
 const driver = pg as unknown as {
+  types: PgTypes;
   Pool: new (config: PgPoolConfig) => PgPool;
   Client: new (config: { connectionString: string }) => PgConnection;
 };
 
 export const Pool = driver.Pool;
 export const Client = driver.Client;
+/** node-postgres's own parsers. */
+export const types = driver.types;

@@ -1,8 +1,8 @@
 /**
  * `main.ts admin db copy-from-sqlite PATH`: moves a single-host install's control plane into
- * PostgreSQL, in one transaction, table by table (the tables and columns are the same in both
- * drivers; only the types differ): organizations, keys, settings, analyses, the dataset catalog,
- * upload grants, history snapshots and delivery summaries. Idempotent: rows PostgreSQL lacks are
+ * PostgreSQL, in one transaction, table by table (the tables and columns are the same on both
+ * engines; only the types differ): organizations, keys, settings, analyses, the dataset catalog,
+ * upload grants, history snapshots and delivery summaries (with their parts). Idempotent: rows PostgreSQL lacks are
  * inserted; rows it has are updated only where the SQLite row is newer, and a revocation or
  * deactivation on either side is never undone. Afterwards every SQLite row is looked up by its
  * key in PostgreSQL and the counts are compared; a difference fails the command.
@@ -12,7 +12,8 @@
 import { Buffer } from "node:buffer";
 import type { DatabaseSync, SQLInputValue } from "node:sqlite";
 import type { SecretRepo } from "../control_plane.ts";
-import type { PgClient } from "./pg_client.ts";
+import type { PgClient, Queryable } from "./pg_client.ts";
+import { DATASET_COLUMN_TYPES } from "../repos/catalog.ts";
 
 type ColumnKind = "text" | "integer" | "boolean" | "time" | "bytes";
 
@@ -31,6 +32,12 @@ export interface CopiedTable {
   verifyBy?: string[];
   /** A statement run after the table's rows, in the same transaction. */
   after?: string;
+  /**
+   * Rows that belong to a row of another table copied before (a summary's parts): copied, in
+   * place of PostgreSQL's, only where PostgreSQL now holds that row as SQLite has it (its `same`
+   * column equal); the others are PostgreSQL's own, newer ones.
+   */
+  parent?: { table: string; by: string[]; same: string };
 }
 
 /** `DO UPDATE SET` every column but the key, from the copied row. */
@@ -55,16 +62,7 @@ const ANALYSIS_COLUMNS: Record<string, ColumnKind> = {
   analysis_version: "integer",
 };
 
-const DATASET_COLUMNS: Record<string, ColumnKind> = {
-  org_id: "text",
-  experiment_id: "text",
-  key: "text",
-  size_bytes: "integer",
-  etag: "text",
-  delivered_at: "time",
-  observed_at: "time",
-  analysis_status: "text",
-};
+const DATASET_COLUMNS: Record<string, ColumnKind> = DATASET_COLUMN_TYPES;
 
 const SUMMARY_COLUMNS: Record<string, ColumnKind> = {
   org_id: "text",
@@ -161,6 +159,13 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
     onConflict: `${updateAll(SUMMARY_COLUMNS, ["org_id", "experiment_id"])}
       WHERE excluded.updated_at > t.updated_at`,
   },
+  {
+    name: "delivery_summary_parts",
+    key: ["org_id", "experiment_id", "part"],
+    columns: { org_id: "text", experiment_id: "text", part: "integer", bytes: "bytes" },
+    onConflict: "DO UPDATE SET bytes = excluded.bytes",
+    parent: { table: "delivery_summaries", by: ["org_id", "experiment_id"], same: "updated_at" },
+  },
 ];
 
 /** The secrets copied (by name) when PostgreSQL has none of that name yet. */
@@ -216,21 +221,10 @@ export async function copyFromSqlite(
       : [];
     sources.set(table.name, rows);
   }
-  // Since SQLite's migration 4 a summary's blob is kept in parts (`summary` is empty there).
-  if (tableExists(sqlite, "delivery_summary_parts")) {
-    const parts = sqlite.prepare(
-      `SELECT bytes FROM delivery_summary_parts WHERE org_id = ? AND experiment_id = ?
-       ORDER BY part`,
-    );
-    for (const row of sources.get("delivery_summaries")!) {
-      const chunks = parts.all(row.org_id as string, row.experiment_id as string)
-        .map((part) => part.bytes as Uint8Array);
-      if (chunks.length > 0) row.summary = Buffer.concat(chunks);
-    }
-  }
   await pg.db.transaction(async (tx) => {
     for (const table of COPIED_TABLES) {
       const columns = Object.keys(table.columns);
+      if (table.parent) sources.set(table.name, await ofHeldParents(tx, table, sources));
       const rows = sources.get(table.name)!;
       for (let start = 0; start < rows.length; start += BATCH_ROWS) {
         const batch = rows.slice(start, start + BATCH_ROWS);
@@ -285,6 +279,30 @@ export async function copyFromSqlite(
     tables.push({ table: table.name, sqlite: rows.length, found, postgres: total });
   }
   return { tables, secrets, verified: tables.every((t) => t.found === t.sqlite) };
+}
+
+/**
+ * The rows of `table` (whose `parent` is set) that belong to parent rows PostgreSQL now holds as
+ * SQLite has them; PostgreSQL's own rows of those parents are deleted first.
+ */
+async function ofHeldParents(
+  tx: Queryable,
+  table: CopiedTable,
+  sources: Map<string, Record<string, SQLInputValue>[]>,
+): Promise<Record<string, SQLInputValue>[]> {
+  const { table: parentTable, by, same } = table.parent!;
+  const id = (row: Record<string, unknown>) => JSON.stringify(by.map((c) => row[c]));
+  const { rows: held } = await tx.query(`SELECT ${by.join(", ")}, ${same} FROM ${parentTable}`);
+  const heldAs = new Map(held.map((row) => [id(row), String(row[same])]));
+  const taken = sources.get(parentTable)!.filter((row) => heldAs.get(id(row)) === row[same]);
+  await tx.query(
+    `DELETE FROM ${table.name} WHERE (${by.join(", ")}) IN (SELECT * FROM unnest(${
+      by.map((_, i) => `$${i + 1}::text[]`).join(", ")
+    }))`,
+    by.map((c) => taken.map((row) => String(row[c]))),
+  );
+  const ids = new Set(taken.map(id));
+  return sources.get(table.name)!.filter((row) => ids.has(id(row)));
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

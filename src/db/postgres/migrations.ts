@@ -1,7 +1,7 @@
 /**
- * The PostgreSQL schema, as numbered migrations: the same tables and columns as the SQLite
- * driver's (`../sqlite/migrations.ts`), in PostgreSQL's types (`TIMESTAMPTZ`, `BOOLEAN`,
- * `BIGINT`, `BYTEA`), plus what several instances share (signing secrets, analysis jobs).
+ * The PostgreSQL schema, as numbered migrations: the same tables and columns as SQLite's
+ * (`../sqlite/migrations.ts`), in PostgreSQL's types (`TIMESTAMPTZ`, `BOOLEAN`, `BIGINT`,
+ * `BYTEA`), plus the signing secrets several instances share.
  * Identifiers that lists are ordered by are `COLLATE "C"` (byte order, as SQLite compares).
  *
  * Pending migrations are applied at start-up or by `main.ts admin db migrate`, all in one
@@ -10,7 +10,7 @@
  * service may run as a role without CREATE once the owner migrated.
  */
 import type { PgClient, Queryable } from "./pg_client.ts";
-import { LOCK_NAMESPACE } from "./pg_client.ts";
+import { LOCK_NAMESPACE } from "./postgres_dialect.ts";
 
 export interface Migration {
   version: number;
@@ -144,6 +144,40 @@ export const MIGRATIONS: readonly Migration[] = [
       );
       ALTER TABLE analysis_jobs ADD COLUMN sha256 TEXT;`,
   },
+  {
+    version: 5,
+    name: "delivery summaries in parts of 64 KiB, as on SQLite",
+    // The blob of each summary moves into parts (`summary` stays empty): a run reads the first
+    // part only before it aggregates, and no summary travels as one value of 20 MB of hex text.
+    sql: `
+      CREATE TABLE delivery_summary_parts (
+        org_id TEXT COLLATE "C" NOT NULL,
+        experiment_id TEXT COLLATE "C" NOT NULL,
+        part INTEGER NOT NULL,
+        bytes BYTEA NOT NULL,
+        PRIMARY KEY (org_id, experiment_id, part)
+      );
+      INSERT INTO delivery_summary_parts (org_id, experiment_id, part, bytes)
+        SELECT org_id, experiment_id, p, substring(summary from p * 65536 + 1 for 65536)
+        FROM delivery_summaries, generate_series(0, (length(summary) - 1) / 65536) AS p
+        WHERE length(summary) > 0;
+      UPDATE delivery_summaries SET summary = ''::bytea;`,
+  },
+  {
+    version: 6,
+    name: "analysis jobs in lanes, claimed in the order of an index; what the upload found",
+    // A claim takes one lane's oldest offers first (newest deliveries first among those offered
+    // together) in this index's order, without reading or sorting what waits in other lanes.
+    sql: `
+      ALTER TABLE analysis_jobs ADD COLUMN lane TEXT NOT NULL DEFAULT 'large';
+      UPDATE analysis_jobs SET lane = CASE WHEN source = 'upgrade' THEN 'upgrade'
+        WHEN size_bytes <= 1048576 THEN 'small' ELSE 'large' END;
+      ALTER TABLE analysis_jobs ALTER COLUMN lane DROP DEFAULT;
+      -- What the upload's checks found (no dimension columns: the analysis keeps no values).
+      ALTER TABLE analysis_jobs ADD COLUMN has_dimensions BOOLEAN;
+      CREATE INDEX analysis_jobs_claim ON analysis_jobs (lane, offered_at, delivered_at DESC);
+      DROP INDEX analysis_jobs_offered;`,
+  },
 ];
 
 /** Every table the service reads and writes (checked for privileges at start-up). */
@@ -158,6 +192,7 @@ export const TABLES = [
   "grants",
   "history_snapshots",
   "delivery_summaries",
+  "delivery_summary_parts",
 ];
 
 /** The advisory lock that serializes migrations. */

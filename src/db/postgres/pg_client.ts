@@ -14,13 +14,8 @@
  * user and the database only.
  */
 import type { PgPool, PgPoolClient } from "./_pg.ts";
-import { Pool } from "./_pg.ts";
-import { DatabaseUnavailable } from "../control_plane.ts";
-
-/** Lock keys are (namespace, key) pairs; the namespace keeps ours apart from other users'. */
-export const LOCK_NAMESPACE = 0x61626e; // "abn"
-/** The namespace of the per-experiment locks that number history snapshots. */
-export const HISTORY_LOCK_NAMESPACE = 0x61626f;
+import { Pool, types } from "./_pg.ts";
+import { DatabaseUnavailable } from "../errors.ts";
 
 export type Row = Record<string, unknown>;
 
@@ -94,11 +89,11 @@ export class PgClient implements Queryable {
   }
 
   /**
-   * Runs `fn` on one connection checked out of the pool (its own session: advisory locks,
+   * Runs `fn` on one connection checked out of the pool (connection-level advisory locks,
    * transactions); a connection that failed meanwhile is discarded, not returned to the pool.
    * Failures of `fn` itself are its own; failures to get the connection are mapped.
    */
-  async session<T>(fn: (client: Queryable) => Promise<T>): Promise<T> {
+  async withConnection<T>(fn: (client: Queryable) => Promise<T>): Promise<T> {
     let client: PgPoolClient;
     try {
       client = await this.pool.connect();
@@ -134,7 +129,7 @@ export class PgClient implements Queryable {
 
   /** Runs `fn` in a transaction (committed when it resolves, rolled back when it throws). */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    return this.session(async (client) => {
+    return this.withConnection(async (client) => {
       await client.query("BEGIN");
       const result = await fn(client);
       await client.query("COMMIT");
@@ -145,6 +140,20 @@ export class PgClient implements Queryable {
   async end(): Promise<void> {
     await this.pool.end();
   }
+}
+
+const TIMESTAMPTZ = 1184;
+const INT8 = 20;
+
+/**
+ * Values in the dialect's shape (`../dialect.ts`): a `TIMESTAMPTZ` as ISO-8601 text, a `BIGINT`
+ * as a number (sizes and counters fit in 53 bits); others as node-postgres reads them.
+ */
+function typeParser(oid: number, format?: "text" | "binary"): (text: string) => unknown {
+  const standard = types.getTypeParser(oid, format);
+  if (oid === TIMESTAMPTZ) return (text) => (standard(text) as Date).toISOString();
+  if (oid === INT8) return (text) => Number(text);
+  return standard;
 }
 
 /** Parameters read here rather than by node-postgres. */
@@ -160,6 +169,7 @@ export function createPool(url: string, options: { max?: number } = {}): PgClien
   if (!params.has("application_name")) params.set("application_name", "abn");
   const pool = new Pool({
     connectionString: parsed.toString(),
+    types: { getTypeParser: typeParser },
     max: Number.isInteger(max) && max > 0 ? max : 10,
     // Fail fast when the server is away: requests answer 503 instead of hanging.
     connectionTimeoutMillis: (connectTimeout > 0 ? connectTimeout : 5) * 1000,

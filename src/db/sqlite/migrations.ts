@@ -105,6 +105,28 @@ const MIGRATIONS: string[] = [
    INSERT INTO delivery_summary_parts (org_id, experiment_id, part, bytes)
      SELECT org_id, experiment_id, 0, summary FROM delivery_summaries;
    UPDATE delivery_summaries SET summary = x'';`,
+  // 5: analysis jobs, as PostgreSQL has them since its migration 2: one analysis queue over this
+  // table on both engines (on one host a lease is simply held). Times are ISO-8601 text.
+  `CREATE TABLE analysis_jobs (
+     org_id TEXT NOT NULL,
+     experiment_id TEXT NOT NULL,
+     object_key TEXT NOT NULL,
+     etag TEXT NOT NULL,
+     size_bytes INTEGER NOT NULL,
+     delivered_at TEXT NOT NULL,
+     validated INTEGER NOT NULL,
+     source TEXT NOT NULL,
+     generation INTEGER NOT NULL DEFAULT 1,
+     attempts INTEGER NOT NULL DEFAULT 0,
+     offered_at TEXT NOT NULL,
+     lease_owner TEXT,
+     lease_until TEXT,
+     sha256 TEXT,
+     lane TEXT NOT NULL,
+     has_dimensions INTEGER,
+     PRIMARY KEY (org_id, experiment_id)
+   );
+   CREATE INDEX analysis_jobs_claim ON analysis_jobs(lane, offered_at, delivered_at DESC);`,
 ];
 
 function version(db: DatabaseSync): number {

@@ -354,8 +354,9 @@ export class S3Store implements ObjectStore {
   /**
    * The SDK's presigner runs its whole middleware stack and async hashes for each URL; a direct
    * signer is over ten times faster. Used only with static credentials (those of the provider
-   * chain expire and may carry a session token), taking the endpoint, addressing style and signing
-   * region from URLs the SDK signs once, and only if it reproduces those URLs byte for byte.
+   * chain expire and may carry a temporary security token), taking the endpoint, addressing
+   * style and signing region from URLs the SDK signs once, and only if it reproduces those URLs
+   * byte for byte.
    */
   #checkDirect(): Promise<DirectPresign | null> {
     const { accessKeyId, secretAccessKey } = this.#options;

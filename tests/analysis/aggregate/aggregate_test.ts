@@ -9,7 +9,6 @@ import type {
   AggregateOptions,
 } from "../../../src/analysis/aggregate/aggregate_types.ts";
 import { aggregateThreaded } from "../../../src/analysis/aggregate/_aggregate_threaded.ts";
-import { TallyWorkers } from "../../../src/analysis/aggregate/tally_workers.ts";
 import { generateCsv } from "../../../bench/generate_csv.ts";
 import { CsvError } from "../../../src/csv/csv_error.ts";
 import { MAX_CHECKED_CELL } from "../../../src/csv/limits.ts";
@@ -346,6 +345,7 @@ Deno.test("aggregateCsv answers an empty aggregate for a header without rows", a
     variants: [],
     users: {},
     excludedUsers: 0,
+    columns: [{ name: "converted", kind: "dimension" }],
     metrics: [], // no value, so no metric
     stats: {},
     covariates: {},
@@ -620,6 +620,11 @@ function referenceAggregate(
     variants,
     users: Object.fromEntries(variants.map((v) => [v, inVariant(v).length])),
     excludedUsers: users.size - kept.length,
+    columns: header.flatMap((name, field) =>
+      field === userField || field === variantField || field === dateField
+        ? []
+        : [{ name, kind: metrics.find((m) => m.field === field)?.kind ?? "dimension" }]
+    ),
     metrics: metrics.map(({ name, kind }) => ({ name, kind, detectedKind: kind })),
     stats: Object.fromEntries(metrics.map((metric) => [
       metric.name,
@@ -1001,82 +1006,51 @@ async function onWorker(bytes: Uint8Array, options: AggregateOptions, chunk = 65
   return { result, modes };
 }
 
-/**
- * A run on `workers`' worker answers what `CsvAggregator` answers on one thread, and leaves the
- * worker waiting for the next run.
- */
-async function assertKeptRun(
+/** A run on the worker answers what `CsvAggregator` answers on one thread. */
+async function assertWorkerRun(
   bytes: Uint8Array,
   options: AggregateOptions,
-  workers: TallyWorkers,
   label: string,
 ): Promise<void> {
   const alone = new CsvAggregator(options);
   alone.push(bytes);
   const expected = alone.finish();
-  const { result, modes } = await onWorker(bytes, { ...options, tallyWorkers: workers });
+  const { result, modes } = await onWorker(bytes, options);
   assert.deepEqual(modes, ["threaded"], label);
   assert.deepEqual(result, expected, label);
-  assert.equal(workers.idle, true, `${label}: the worker waits for the next run`);
 }
 
-Deno.test("aggregateCsv runs in a row on one kept worker and its memory, each as a fresh run", async () => {
-  const workers = new TallyWorkers(60_000);
-  try {
-    // Many users, then fewer and others (what the last table wrote must not show), then the
-    // first again with the user summary and a size hint, and a file with dimensions.
-    const files = [
-      { bytes: await generatedBytes(60_000, 30_000, 1), options: {} },
-      { bytes: await generatedBytes(20_000, 5_000, 2), options: {} },
-      {
-        bytes: await generatedBytes(60_000, 30_000, 1),
-        options: { userSummary: true, expectedUsers: 30_000 },
-      },
-      { bytes: encoder.encode(await generatedDataset(40_000)), options: { userSummary: true } },
-    ];
-    for (const [i, { bytes, options }] of files.entries()) {
-      await assertKeptRun(bytes, options, workers, `run ${i}`);
-    }
-  } finally {
-    workers.stop();
+Deno.test("aggregateCsv runs in a row on the worker, each as a fresh run", async () => {
+  // Many users, then fewer and others (what the last table wrote must not show), then the
+  // first again with the user summary and a size hint, and a file with dimensions.
+  const files = [
+    { bytes: await generatedBytes(60_000, 30_000, 1), options: {} },
+    { bytes: await generatedBytes(20_000, 5_000, 2), options: {} },
+    {
+      bytes: await generatedBytes(60_000, 30_000, 1),
+      options: { userSummary: true, expectedUsers: 30_000 },
+    },
+    { bytes: encoder.encode(await generatedDataset(40_000)), options: { userSummary: true } },
+  ];
+  for (const [i, { bytes, options }] of files.entries()) {
+    await assertWorkerRun(bytes, options, `run ${i}`);
   }
-  assert.equal(workers.idle, false);
 });
 
-Deno.test("a kept worker that gives its table's memory back answers each next run as a fresh one", async () => {
-  // Whether a run ending keeps the table's memory, in turn: kept, freed, freed, kept, kept.
-  const keeps = [true, false, false, true, true];
-  let run = 0;
-  const workers = new TallyWorkers(60_000, () => keeps[run]);
-  try {
-    for (; run < keeps.length; run++) {
-      // Fewer users after more, and the other way round: no earlier table may show.
-      const bytes = await generatedBytes(run % 2 ? 20_000 : 60_000, run % 2 ? 5_000 : 30_000, run);
-      await assertKeptRun(
-        bytes,
-        { userSummary: true, expectedUsers: 30_000 },
-        workers,
-        `run ${run}`,
-      );
-    }
-  } finally {
-    workers.stop();
+Deno.test("aggregateCsv lists the columns in header order: a metric's detected kind, or a dimension", async () => {
+  const text = "user_id,visits,variant,country,date,converted,note,revenue\n" +
+    "u1,3,A,NL,2024-01-01,1,,2.5\n" +
+    "u2,0,B,DE,2024-01-01,0,,\n";
+  // Declared a conversion or not, a column's kind is what its values show.
+  const declared: Record<string, "conversion" | "numeric">[] = [{}, { converted: "numeric" }];
+  for (const metricKinds of declared) {
+    const aggregate = await aggregateText(text, { metricKinds });
+    assert.deepEqual(aggregate.columns, [
+      { name: "visits", kind: "numeric" },
+      { name: "country", kind: "dimension" },
+      { name: "converted", kind: "conversion" },
+      { name: "note", kind: "dimension" }, // no value at all
+      { name: "revenue", kind: "numeric" },
+    ]);
   }
-  assert.equal(workers.keepsMemory, false, "a stopped TallyWorkers keeps no memory");
-});
-
-Deno.test("TallyWorkers ends a waiting worker after its time, or at stop", async () => {
-  const workers = new TallyWorkers(50);
-  const bytes = await generatedBytes(20_000, 5_000, 3);
-  await onWorker(bytes, { tallyWorkers: workers });
-  assert.equal(workers.idle, true);
-  await new Promise((resolve) => setTimeout(resolve, 120));
-  assert.equal(workers.idle, false);
-  await onWorker(bytes, { tallyWorkers: workers });
-  assert.equal(workers.idle, true);
-  workers.stop();
-  assert.equal(workers.idle, false);
-  // Stopped: a run's worker ends with it again.
-  await onWorker(bytes, { tallyWorkers: workers });
-  assert.equal(workers.idle, false);
 });

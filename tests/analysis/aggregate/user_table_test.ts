@@ -1,7 +1,5 @@
 import { assert, assertEquals } from "../../_assert.ts";
 import { copyId, hashWords, UserTable } from "../../../src/analysis/aggregate/_user_table.ts";
-import { canAdviseHugePages } from "../../../src/buffers.ts";
-import { runFresh } from "../../_smaps.ts";
 
 const encoder = new TextEncoder();
 
@@ -69,71 +67,19 @@ Deno.test("a user table finds each of 20,000 users again, growing from its small
   const table = new UserTable(4);
   addAndFind(table, someIds(20_000));
   assert(!table.wide, "records of under 128 MiB keep one word a slot");
-  table.release();
 });
 
 Deno.test("a user table sized for its users finds each of them", () => {
   const table = new UserTable(6, 1 << 20, 30_000);
   addAndFind(table, someIds(30_000));
-  table.release();
 });
 
 Deno.test("a user table whose records outgrow narrow slots turns them wide and finds every user", () => {
   // 40 records' worth of 8-byte units narrow, then wide: users added before and after the turn,
   // and rehashed as pairs later.
-  const table = new UserTable(4, 0, 0, {}, 200);
+  const table = new UserTable(4, 0, 0, 200);
   const ids = someIds(5_000);
   addAndFind(table, ids);
   assert(table.wide, "the slots turned wide");
   assert(table.top > 200);
-  table.release();
-});
-
-Deno.test("a user table takes an earlier table's slots, narrow or wide, zeroed", () => {
-  const wide = new UserTable(4, 0, 0, {}, 100);
-  addAndFind(wide, someIds(3_000));
-  assert(wide.wide);
-  const slots = wide.takeSlots().fill(0);
-  wide.release();
-  const next = new UserTable(4, 0, 1_000, { slots });
-  addAndFind(next, someIds(6_000));
-  assert(!next.wide);
-  const again = new UserTable(4, 0, 1_000, { slots: next.takeSlots().fill(0) });
-  addAndFind(again, someIds(2_000));
-  next.release();
-  again.release();
-});
-
-Deno.test({
-  name: "a table sized for a million users asks huge pages for its slots and its records",
-  ignore: !canAdviseHugePages(),
-  async fn() {
-    await runFresh(`
-      import assert from "node:assert/strict";
-      import { UserTable, copyId } from url("src/analysis/aggregate/_user_table.ts");
-      import { markedForHugePages } from url("tests/_smaps.ts");
-      const encoder = new TextEncoder();
-      // Ids of 1 to 40 bytes, as many as make the records outgrow their small start.
-      const ids = Array.from(
-        { length: 5000 },
-        (_, i) => encoder.encode("u" + i.toString(36) + "-" + "x".repeat((i * 7919) % 33)),
-      );
-      const words = new Int32Array(16);
-      /** Adds every id (the records outgrow their small start: the reservation is taken). */
-      const add = (table, list) => {
-        for (const id of list) table.lookup(words, 0, id.length, copyId(id, 0, id.length, words, 0));
-      };
-      const table = new UserTable(4, 64 * 1024 * 1024, 1_000_000);
-      add(table, ids);
-      assert.ok(table.arena.byteLength >= 64 * 1024 * 1024, "arena " + table.arena.byteLength);
-      assert.ok(markedForHugePages(table.arena), "records");
-      const slots = table.takeSlots();
-      assert.ok(slots.byteLength >= 4 * 1024 * 1024, "slots " + slots.byteLength);
-      assert.ok(markedForHugePages(slots.buffer), "slots");
-      // A small table (most files) asks for none.
-      const small = new UserTable(4);
-      add(small, ids.slice(0, 100));
-      assert.ok(!markedForHugePages(small.arena), "a small table's records");
-    `);
-  },
 });

@@ -1,0 +1,95 @@
+/**
+ * The CSV checks and the SHA-256 of a direct upload, as one pass-through stage of the upload's
+ * byte pipeline (`_byte_stage.ts`): each read is checked and hashed, in the reader's own buffer,
+ * before it is handed on, so the bytes holding the first problem never reach storage (the stream
+ * errors with the `ValidationError` instead), and `result` resolves once the last byte passed.
+ * The checks are those of docs/api.md ("What a direct upload checks"), run by `src/pipeline/`'s
+ * byte-level validator.
+ *
+ * They run on the request's thread: a stage that posted each read to a worker thread, which
+ * checked and hashed it, was no faster end to end on two processors (the upload benchmark, 193 MB:
+ * tmpfs 0.40 of the raw sink both ways, disk 0.51 against 0.54; medians of five runs each in
+ * turns, 2026-12-02) and held some 90 MB more at its peak (docs/performance.md, "The CSV
+ * checks").
+ *
+ * @module
+ */
+import { createHash } from "node:crypto";
+import { byteStage } from "./_byte_stage.ts";
+import { sha256Hex } from "../crypto/sha256.ts";
+import {
+  DatasetValidator,
+  type DatasetValidatorOptions,
+  type ValidationSummary,
+} from "../pipeline/mod.ts";
+
+/** What the checks found in a dataset that passed them. */
+export interface CheckedDataset {
+  summary: ValidationSummary;
+  /** SHA-256 of every byte, hex. */
+  sha256: string;
+}
+
+/** Bodies up to this size are hashed at the end, in TypeScript (one call, no Buffers). */
+const SMALL_HASH_BYTES = 16 * 1024;
+
+/**
+ * SHA-256 of a body seen chunk by chunk: a small body is kept and hashed at once by `sha256Hex`
+ * (a microsecond or two; each `node:crypto` call costs several under Deno), a larger one streams
+ * through `node:crypto`, faster per byte.
+ */
+class BodyHash {
+  #small: Uint8Array | null = new Uint8Array(0);
+  #stream: ReturnType<typeof createHash> | null = null;
+
+  update(chunk: Uint8Array): void {
+    const small = this.#small;
+    if (small !== null && small.length + chunk.length <= SMALL_HASH_BYTES) {
+      const joined = new Uint8Array(small.length + chunk.length);
+      joined.set(small);
+      joined.set(chunk, small.length);
+      this.#small = joined;
+      return;
+    }
+    if (this.#stream === null) {
+      this.#stream = createHash("sha256");
+      if (small !== null && small.length > 0) this.#stream.update(small);
+      this.#small = null;
+    }
+    this.#stream.update(chunk);
+  }
+
+  digest(): string {
+    return this.#stream === null ? sha256Hex(this.#small!) : this.#stream.digest("hex");
+  }
+}
+
+/**
+ * `body` checked and hashed on its way through (see the module's documentation). `result`
+ * rejects with the error that ended the stream, and never causes an unhandled rejection by
+ * itself.
+ */
+export class DatasetChecks {
+  /** The bytes of `body`, once checked. */
+  readonly readable: ReadableStream<Uint8Array>;
+  /** The summary and hash of a dataset that passed every check. */
+  readonly result: Promise<CheckedDataset>;
+
+  constructor(body: ReadableStream<Uint8Array>, options: DatasetValidatorOptions = {}) {
+    const validator = new DatasetValidator(options);
+    const hash = new BodyHash();
+    const { promise, resolve, reject } = Promise.withResolvers<CheckedDataset>();
+    promise.catch(() => {});
+    this.readable = byteStage(body, {
+      see(bytes) {
+        validator.push(bytes);
+        hash.update(bytes);
+      },
+      end() {
+        resolve({ summary: validator.finish(), sha256: hash.digest() });
+      },
+      stop: reject,
+    }).readable;
+    this.result = promise;
+  }
+}

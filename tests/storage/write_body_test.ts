@@ -1,0 +1,140 @@
+import { assert, assertEquals, assertRejects } from "../_assert.ts";
+import { type ObjectInfo, type ObjectWriter, writeBody } from "../../src/storage/object_store.ts";
+import { StorageError } from "../../src/storage/object_store.ts";
+import { limitBody } from "../../src/upload/limits.ts";
+import { DatasetChecks } from "../../src/upload/checks.ts";
+import { ValidationError } from "../../src/pipeline/mod.ts";
+
+/** Keeps a copy of every write (the caller reuses its buffers once a write resolved). */
+class CopyingWriter implements ObjectWriter {
+  writes: Uint8Array[] = [];
+  failAt = Infinity;
+  write(chunk: Uint8Array): Promise<void> {
+    if (this.writes.length === this.failAt) {
+      return Promise.reject(new StorageError("Cannot write"));
+    }
+    this.writes.push(chunk.slice());
+    // Resolved later, as a file's asynchronous write is: the next buffer fills meanwhile.
+    return new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  commit(): Promise<ObjectInfo> {
+    return Promise.reject(new Error("not used"));
+  }
+  abort(): Promise<void> {
+    return Promise.resolve();
+  }
+  bytes(): Uint8Array {
+    const out = new Uint8Array(this.writes.reduce((n, w) => n + w.length, 0));
+    let at = 0;
+    for (const write of this.writes) {
+      out.set(write, at);
+      at += write.length;
+    }
+    return out;
+  }
+}
+
+function data(length: number, seed: number): Uint8Array {
+  const out = new Uint8Array(length);
+  let x = seed;
+  for (let i = 0; i < length; i++) {
+    x = (x * 1103515245 + 12345) >>> 0;
+    out[i] = x >>> 24;
+  }
+  return out;
+}
+
+/** `bytes` as a byte stream (as `Deno.serve` hands a body over) in pieces of `piece` bytes. */
+function byteStream(bytes: Uint8Array, piece: number): ReadableStream<Uint8Array> {
+  let at = 0;
+  return new ReadableStream({
+    type: "bytes",
+    pull(controller) {
+      if (at >= bytes.length) {
+        controller.close();
+        controller.byobRequest?.respond(0);
+        return;
+      }
+      controller.enqueue(bytes.slice(at, at += piece));
+    },
+  });
+}
+
+Deno.test("writeBody writes a byte stream in order, in full buffers but the last", async () => {
+  const body = data(100_000, 1);
+  const writer = new CopyingWriter();
+  assertEquals(await writeBody(byteStream(body, 3000), writer, 16_384), body.length);
+  assertEquals(writer.bytes(), body);
+  assertEquals(writer.writes.map((w) => w.length), [...new Array(6).fill(16_384), 1696]);
+});
+
+Deno.test("writeBody writes another stream chunk by chunk", async () => {
+  const body = data(10_000, 2);
+  const writer = new CopyingWriter();
+  const chunks = [body.subarray(0, 4000), body.subarray(4000)];
+  assertEquals(await writeBody(ReadableStream.from(chunks), writer, 16_384), body.length);
+  assertEquals(writer.writes.map((w) => w.length), [4000, 6000]);
+});
+
+Deno.test("writeBody writes nothing for an empty body", async () => {
+  const writer = new CopyingWriter();
+  assertEquals(await writeBody(byteStream(new Uint8Array(), 10), writer, 1024), 0);
+  assertEquals(writer.writes, []);
+});
+
+Deno.test("writeBody stops at a failed write with the store's error and cancels the body", async () => {
+  let cancelled: unknown = null;
+  let at = 0;
+  const endless = new ReadableStream<Uint8Array>({
+    type: "bytes",
+    pull(controller) {
+      controller.enqueue(data(4096, at++));
+    },
+    cancel(reason) {
+      cancelled = reason;
+    },
+  });
+  const writer = new CopyingWriter();
+  writer.failAt = 2;
+  await assertRejects(() => writeBody(endless, writer, 8192), StorageError);
+  assert(cancelled instanceof StorageError);
+  assertEquals(writer.writes.length, 2);
+});
+
+Deno.test("the upload's stages hand a byte stream on in place: every byte lands in the writer's buffers, checked", async () => {
+  const rows = ["user_id,variant,date,m"];
+  for (let i = 0; rows.length < 20_000; i++) rows.push(`u${i},${"AB"[i % 2]},2026-01-01,${i}`);
+  const body = new TextEncoder().encode(rows.join("\n") + "\n");
+  let counted = 0;
+  const limited = limitBody(byteStream(body, 7000), {
+    maxBytes: 1e7,
+    idleTimeoutMs: 5000,
+    onBytes: (bytes) => counted += bytes,
+  });
+  const checks = new DatasetChecks(limited);
+  const writer = new CopyingWriter();
+  assertEquals(await writeBody(checks.readable, writer, 65_536), body.length);
+  assertEquals(writer.bytes(), body);
+  assertEquals(counted, body.length);
+  assertEquals((await checks.result).summary.rows, 19_999);
+  for (const write of writer.writes.slice(0, -1)) assertEquals(write.length, 65_536);
+});
+
+Deno.test("the upload's stages stop at the first bad line: the bytes holding it are not written", async () => {
+  const good = "user_id,variant,date,m\n" + "u1,A,2026-01-01,1\n".repeat(5000);
+  const body = new TextEncoder().encode(
+    good + "u2,B,2026-02-30,1\n" + "u3,A,2026-01-01,1\n".repeat(5000),
+  );
+  const checks = new DatasetChecks(limitBody(byteStream(body, 1000), {
+    maxBytes: 1e7,
+    idleTimeoutMs: 5000,
+  }));
+  const writer = new CopyingWriter();
+  const error = await assertRejects(
+    () => writeBody(checks.readable, writer, 4096),
+    ValidationError,
+  );
+  assertEquals(error.code, "invalid_date");
+  await assertRejects(() => checks.result, ValidationError);
+  assert(writer.bytes().length <= good.length, `${writer.bytes().length} bytes written`);
+});
