@@ -1,8 +1,8 @@
 /**
  * The control plane: what the service keeps besides the datasets themselves (organizations, API
  * keys, settings, analysis results, the dataset catalog and upload grants, each experiment's
- * history of snapshots and the summary of its previous delivery, analysis jobs, signing
- * secrets). One interface; each repository is written once (`repos/`) over a small dialect
+ * history of snapshots and the summary of its previous delivery, analysis jobs, webhook
+ * endpoints and their outbox, signing secrets). One interface; each repository is written once (`repos/`) over a small dialect
  * (`dialect.ts`) with two engines: SQLite (`sqlite/`, the embedded default for one host) and
  * PostgreSQL (`postgres/`, several instances sharing one bucket). Every method is asynchronous
  * so both fit; SQLite answers at once.
@@ -26,6 +26,7 @@ import type { HistoryRepo } from "./repos/history.ts";
 import type { DeliverySummaryRepo } from "./repos/summaries.ts";
 import type { AnalysisJobRepo } from "./repos/jobs.ts";
 import type { SecretRepo } from "./repos/secrets.ts";
+import type { WebhookRepo } from "./repos/webhooks.ts";
 
 export type { Org, OrgRepo } from "./repos/orgs.ts";
 export type { ApiKeyInfo, KeyOwner, KeyRepo } from "./repos/keys.ts";
@@ -50,6 +51,16 @@ export type {
   DeliverySource,
 } from "./repos/jobs.ts";
 export type { SecretRepo } from "./repos/secrets.ts";
+export type {
+  ClaimedDelivery,
+  DeliveryState,
+  DisabledEndpoint,
+  EndpointChange,
+  SettledAttempt,
+  WebhookDelivery,
+  WebhookEndpoint,
+  WebhookRepo,
+} from "./repos/webhooks.ts";
 export { DatabaseOpenError, DatabaseUnavailable, nowIso } from "./errors.ts";
 
 export interface ControlPlane {
@@ -64,6 +75,8 @@ export interface ControlPlane {
   readonly deliverySummaries: DeliverySummaryRepo;
   /** Analysis jobs, claimed with a lease (`analysis/queue.ts` runs them). */
   readonly jobs: AnalysisJobRepo;
+  /** Webhook endpoints and the outbox of their deliveries (`jobs/webhook_sender.ts` sends). */
+  readonly webhooks: WebhookRepo;
   /** Secrets that sign list cursors and local upload URLs. */
   readonly secrets: SecretRepo;
   /**

@@ -89,6 +89,34 @@ export interface AnalysisFacts {
   }[];
 }
 
+/**
+ * The part of a ready analysis (`AnalysisReport`) the experiment events compare, kept with each
+ * experiment's result (small: the key metric's decisions only): null for anything else.
+ */
+export function factsOf(report: AnalysisFacts | null | undefined): AnalysisFacts | null {
+  if (report === null || typeof report !== "object" || typeof report.srm !== "object") return null;
+  const keyMetric = typeof report.key_metric === "string" ? report.key_metric : null;
+  const key = (report.metrics ?? []).find((m) => m.name === keyMetric);
+  return {
+    key_metric: keyMetric,
+    srm: {
+      mismatch: report.srm.mismatch === true,
+      p_value: report.srm.p_value,
+      chi_square: report.srm.chi_square,
+    },
+    sample: { percent_of_target: report.sample?.percent_of_target ?? null },
+    metrics: key
+      ? [{
+        name: key.name,
+        comparisons: (key.comparisons ?? []).map((c) => ({
+          name: c.name,
+          decision: c.decision ?? null,
+        })),
+      }]
+      : [],
+  };
+}
+
 /** The facts of an experiment event, for its `data`. */
 export type ExperimentEvent =
   | { type: "experiment.srm_detected"; srm: { p_value: number; chi_square: number } }

@@ -36,6 +36,10 @@ async function snapshot(db: ControlPlane, experiments: [string, string][]) {
     return row === null ? null : { ...row, summary: [...row.summary] };
   }));
   const secret = await db.secrets.get("url-signing");
+  const webhooks = (await Promise.all(orgs.map((o) => db.webhooks.list(o.id)))).flat();
+  const deliveries = await Promise.all(
+    webhooks.map((w) => db.webhooks.deliveries(w.org_id, w.webhook_id, { limit: 100 })),
+  );
   // Plain objects (SQLite's rows have no prototype), secrets and blobs as arrays.
   return JSON.parse(JSON.stringify({
     orgs,
@@ -46,6 +50,8 @@ async function snapshot(db: ControlPlane, experiments: [string, string][]) {
     grants,
     history,
     summaries,
+    webhooks,
+    deliveries,
     secret: [...secret ?? []],
   }));
 }
@@ -89,6 +95,13 @@ postgresTest(
           etag,
           delivered_at: "2026-03-05T09:00:00.000Z",
           observed_at: "2026-03-05T09:00:00.500Z",
+        });
+        // An endpoint, and the outbox rows of the three deliveries after it.
+        await sqlite.webhooks.create(acme.id, {
+          url: "https://hooks.example.com/abn",
+          description: "pipeline",
+          events: ["dataset.delivered"],
+          secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
         });
         await sqlite.datasets.put([
           dataset("checkout", "etag-1", 1234),
@@ -142,6 +155,8 @@ postgresTest(
           "history_snapshots: 2 in SQLite, 2 of them in PostgreSQL (2 rows there in all)",
           "delivery_summaries: 1 in SQLite, 1 of them in PostgreSQL (1 rows there in all)",
           "delivery_summary_parts: 1 in SQLite, 1 of them in PostgreSQL (1 rows there in all)",
+          "webhook_endpoints: 1 in SQLite, 1 of them in PostgreSQL (1 rows there in all)",
+          "webhook_deliveries: 3 in SQLite, 3 of them in PostgreSQL (3 rows there in all)",
           "secret url-signing: copied",
           "Copy verified: every SQLite row is in PostgreSQL",
         ]);
@@ -155,8 +170,8 @@ postgresTest(
           await pg.keys.revoke(kept.info.key_id);
           const second = await copy(path, env);
           assertEquals(second.code, 0, second.err.join("\n"));
-          assertEquals(second.out.slice(0, 9), first.out.slice(0, 9));
-          assertEquals(second.out[9], "secret url-signing: same");
+          assertEquals(second.out.slice(0, 11), first.out.slice(0, 11));
+          assertEquals(second.out[11], "secret url-signing: same");
           // The catalog's statuses are PostgreSQL's analyses' (the ready result, pending else).
           assertEquals(
             (await pg.datasets.page(acme.id, { limit: 10 })).map((r) => [

@@ -178,6 +178,53 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX analysis_jobs_claim ON analysis_jobs (lane, offered_at, delivered_at DESC);
       DROP INDEX analysis_jobs_offered;`,
   },
+  {
+    version: 7,
+    name: "webhooks: endpoints, the outbox of deliveries, the facts of the last ready analysis",
+    // As SQLite's migration 6. A claim takes due pending deliveries along webhook_deliveries_due
+    // (FOR UPDATE SKIP LOCKED), so instances claiming together never take the same one.
+    sql: `
+      CREATE TABLE webhook_endpoints (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        org_id TEXT COLLATE "C" NOT NULL,
+        url TEXT NOT NULL,
+        description TEXT NOT NULL,
+        events TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        previous_secret TEXT,
+        previous_secret_until TIMESTAMPTZ,
+        enabled BOOLEAN NOT NULL,
+        consecutive_failures INTEGER NOT NULL DEFAULT 0,
+        disabled_reason TEXT,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL
+      );
+      CREATE INDEX webhook_endpoints_org ON webhook_endpoints (org_id, created_at);
+      CREATE TABLE webhook_deliveries (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        event_id TEXT NOT NULL,
+        endpoint_id TEXT COLLATE "C" NOT NULL,
+        org_id TEXT COLLATE "C" NOT NULL,
+        type TEXT NOT NULL,
+        body TEXT NOT NULL,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        round_start INTEGER NOT NULL DEFAULT 0,
+        scheduled_from TIMESTAMPTZ NOT NULL,
+        next_attempt_at TIMESTAMPTZ,
+        last_status INTEGER,
+        last_error TEXT,
+        lease_owner TEXT,
+        lease_until TIMESTAMPTZ,
+        created_at TIMESTAMPTZ NOT NULL,
+        finished_at TIMESTAMPTZ
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at)
+        WHERE state = 'pending';
+      CREATE INDEX webhook_deliveries_endpoint
+        ON webhook_deliveries (endpoint_id, created_at, id);
+      ALTER TABLE analyses ADD COLUMN ready_facts TEXT;`,
+  },
 ];
 
 /** Every table the service reads and writes (checked for privileges at start-up). */
@@ -193,6 +240,8 @@ export const TABLES = [
   "history_snapshots",
   "delivery_summaries",
   "delivery_summary_parts",
+  "webhook_endpoints",
+  "webhook_deliveries",
 ];
 
 /** The advisory lock that serializes migrations. */
