@@ -33,6 +33,8 @@ import type { PeriodicJob } from "./jobs/periodic_job.ts";
 import { startTimerJobs, startupSweep } from "./jobs/timer_jobs.ts";
 import { DatasetCatalog } from "./catalog/dataset_catalog.ts";
 import { GrantRecorder } from "./catalog/grant_recorder.ts";
+import { WebhookSender } from "./jobs/webhook_sender.ts";
+import { auditLog } from "./webhooks/audit_hook.ts";
 
 export interface Service {
   config: Readonly<Config>;
@@ -44,6 +46,8 @@ export interface Service {
   catalog: DatasetCatalog;
   /** The timer's jobs (tests run them at will). */
   jobs: { scan: PeriodicJob; cleanup: PeriodicJob; reconcile: PeriodicJob };
+  /** Sends the webhook outbox's deliveries. */
+  webhooks: WebhookSender;
   log: Logger;
   handler: AppHandler;
   /** Stops timers and background work; closes the database. */
@@ -146,6 +150,17 @@ export async function createService(
     leaseSeconds: config.analysisLeaseSeconds,
     log,
   });
+  const webhookAudit = auditLog(log);
+  const webhooks = new WebhookSender({
+    db,
+    metrics,
+    log,
+    audit: webhookAudit,
+    schedule: config.webhookRetrySchedule,
+    timeoutSeconds: config.webhookTimeoutSeconds,
+    allowPrivate: config.webhookAllowPrivate,
+  });
+  webhooks.start();
   const timers = startTimerJobs({
     config,
     db,
@@ -173,6 +188,7 @@ export async function createService(
     rateLimiter: config.rateLimitPerMinute > 0
       ? new RateLimiter(config.rateLimitPerMinute)
       : undefined,
+    webhookAudit,
     log,
   };
   const handler = createApp(deps, [...apiRoutes, ...(options.routes ?? [])]);
@@ -185,11 +201,13 @@ export async function createService(
     analysis,
     catalog,
     jobs: { scan: timers.scan, cleanup: timers.cleanup, reconcile: timers.reconcile },
+    webhooks,
     log,
     handler,
     async close() {
       await timers.stop();
       await analysis.stop();
+      await webhooks.stop();
       await grants?.flush();
       await recorder.flush();
       log.flush();

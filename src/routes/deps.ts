@@ -16,6 +16,7 @@ import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
 import type { ObjectStore } from "../storage/object_store.ts";
 import type { Uploads } from "../upload/upload.ts";
+import type { WebhookAudit } from "../webhooks/audit_hook.ts";
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -38,6 +39,8 @@ export interface AppDeps {
   analysis: AnalysisService;
   /** Per-key request limit; absent: none. */
   rateLimiter?: RateLimiter;
+  /** Where webhook actions are recorded for the audit trail. */
+  webhookAudit: WebhookAudit;
   log: Logger;
 }
 
