@@ -9,6 +9,7 @@ import { storageEventRoutes } from "./storage_events.ts";
 import { storagePutRoutes } from "./storage_put.ts";
 import { uiRoutes } from "./ui.ts";
 import { healthRoutes } from "./health.ts";
+import { webhookRoutes } from "./webhooks.ts";
 
 /** Every route table, in the order they are matched. */
 export const apiRoutes: AppRoutes[] = [
@@ -19,6 +20,7 @@ export const apiRoutes: AppRoutes[] = [
   analysisRoutes,
   historyRoutes,
   keyRoutes,
+  webhookRoutes,
   storagePutRoutes,
   storageEventRoutes,
   uiRoutes,
