@@ -12,6 +12,11 @@ export interface ReceivedRequest {
   /** The `standardwebhooks` package accepted the signature (and its timestamp). */
   verified: boolean;
   verifyError?: string;
+  /** When the request arrived and when its answer was made (`performance.now()`). */
+  at: number;
+  endedAt?: number;
+  /** The status answered. */
+  status?: number;
 }
 
 export type Route = (request: Request, body: string) => Response | Promise<Response>;
@@ -37,24 +42,41 @@ export function pause(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-/** Starts a receiver answering `routes` by path (200 for any other path). */
-export function startReceiver(secret: string, routes: Record<string, Route> = {}): Receiver {
+/**
+ * Starts a receiver answering `routes` by path (200 for any other path). `secret` may be given
+ * later (a function read at each request): the service makes it when the endpoint is created.
+ */
+export function startReceiver(
+  secret: string | (() => string),
+  routes: Record<string, Route> = {},
+  options: { port?: number } = {},
+): Receiver {
   const requests: ReceivedRequest[] = [];
-  const verifier = new Webhook(secret);
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
+  const secretOf = typeof secret === "string" ? () => secret : secret;
+  const listen = { hostname: "127.0.0.1", port: options.port ?? 0, onListen() {} };
+  const server = Deno.serve(listen, async (request) => {
     const body = await request.text();
     const headers = Object.fromEntries(request.headers);
     const path = new URL(request.url).pathname;
-    const received: ReceivedRequest = { path, headers, body, verified: false };
+    const received: ReceivedRequest = {
+      path,
+      headers,
+      body,
+      verified: false,
+      at: performance.now(),
+    };
     try {
-      verifier.verify(body, headers);
+      new Webhook(secretOf()).verify(body, headers);
       received.verified = true;
     } catch (error) {
       received.verifyError = String(error);
     }
     requests.push(received);
     const route = routes[path];
-    return route ? await route(request, body) : new Response("ok");
+    const response = route ? await route(request, body) : new Response("ok");
+    received.endedAt = performance.now();
+    received.status = response.status;
+    return response;
   });
   const port = server.addr.port;
   return {
