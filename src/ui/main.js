@@ -1,10 +1,11 @@
 /**
  * The page's entry: sign-in and sign-out, the two sections and the hash routes
- * `#/get-via-api[/{experiment_id}]` and `#/api-keys`.
+ * `#/get-via-api[/{experiment_id}]`, `#/api-keys` and `#/webhooks`.
  */
 import { api, ApiError, forgetKey, setAuthFailureHandler, storedKey, storeKey } from "./api.js";
 import { GetViaApiPage } from "./get_via_api.js";
 import { KeysPage } from "./keys.js";
+import { WebhooksPage } from "./webhooks.js";
 
 /**
  * @template {HTMLElement} T
@@ -28,9 +29,13 @@ const orgName = byId("org-name");
 const navLinks = {
   "get-via-api": byId("nav-get-via-api"),
   "api-keys": byId("nav-api-keys"),
+  webhooks: byId("nav-webhooks"),
 };
 
-/** @type {{ name: string, page: GetViaApiPage | KeysPage } | null} */
+/** The pages of the Information section, by route. */
+const INFORMATION = { "api-keys": KeysPage, webhooks: WebhooksPage };
+
+/** @type {{ name: string, page: GetViaApiPage | KeysPage | WebhooksPage } | null} */
 let current = null;
 
 /**
@@ -119,7 +124,7 @@ function route(moveFocus) {
   if (app.hidden) return;
   const hash = location.hash.replace(/^#\/?/, "");
   const [section, ...rest] = hash.split("/");
-  const name = section === "api-keys" ? "api-keys" : "get-via-api";
+  const name = section === "api-keys" || section === "webhooks" ? section : "get-via-api";
   if (section !== name) history.replaceState(null, "", "#/get-via-api");
   for (const [key, link] of Object.entries(navLinks)) {
     if (key === name) link.setAttribute("aria-current", "page");
@@ -130,7 +135,7 @@ function route(moveFocus) {
     replaceMain();
     current = {
       name,
-      page: name === "api-keys" ? new KeysPage(main) : new GetViaApiPage(main),
+      page: name === "get-via-api" ? new GetViaApiPage(main) : new INFORMATION[name](main),
     };
     if (moveFocus) main.querySelector("h1")?.focus();
   }
