@@ -49,6 +49,9 @@ export interface WebhookSenderOptions {
 }
 
 const DEFAULT_CONCURRENCY = 16;
+/** Finished deliveries are kept this long for the deliveries list and replays, then removed. */
+export const KEEP_FINISHED_DAYS = 30;
+const PRUNE_EVERY_MS = 3600_000;
 /** A due delivery that could not be claimed (held elsewhere, clocks apart) is looked at again. */
 const RECHECK_MS = 1000;
 
@@ -70,6 +73,8 @@ export class WebhookSender {
   #unsubscribe: (() => void) | undefined;
   #lastWarning = 0;
   #oldestPendingSeconds = 0;
+  #prunedAt = 0;
+  #pruning: Promise<void> | null = null;
   #idle: (() => void)[] = [];
 
   constructor(options: WebhookSenderOptions) {
@@ -142,6 +147,7 @@ export class WebhookSender {
     clearTimeout(this.#timer);
     this.#abort.abort();
     await this.#pumping;
+    await this.#pruning;
     while (this.#inFlight.size > 0) await Promise.all([...this.#inFlight]);
     await this.#settles.add().catch(() => {});
     if (this.#started) {
@@ -165,6 +171,7 @@ export class WebhookSender {
         for (const delivery of claimed) this.#start(delivery);
         if (claimed.length < free) break;
       }
+      this.#prune();
       const due = await db.webhooks.nextDue();
       const wait = due === null ? Infinity : Date.parse(due) - Date.now();
       this.#sleep(wait <= 0 ? RECHECK_MS : Math.min(wait, this.#pollMs));
@@ -172,6 +179,20 @@ export class WebhookSender {
       this.#warn("webhook deliveries not claimed; trying again", error);
       this.#sleep(Math.min(this.#pollMs, 5_000));
     }
+  }
+
+  /** At most hourly, on one instance at a time: finished deliveries past their keeping. */
+  #prune(): void {
+    if (Date.now() - this.#prunedAt < PRUNE_EVERY_MS) return;
+    this.#prunedAt = Date.now();
+    const before = new Date(Date.now() - KEEP_FINISHED_DAYS * 86_400_000).toISOString();
+    this.#pruning = this.#o.db.withTimerLock(
+      "webhook-prune",
+      () => this.#o.db.webhooks.prune(before),
+    ).then((removed) => {
+      if (removed) this.#o.log.info("old webhook deliveries removed", { removed, before });
+    }, (error) => this.#warn("old webhook deliveries not removed", error))
+      .finally(() => this.#pruning = null);
   }
 
   #sleep(ms: number): void {

@@ -261,5 +261,13 @@ controlPlaneTest(
     assertEquals(await db.webhooks.retry("org_b", hook.webhook_id, failed.delivery_id), null);
     const retried = await db.webhooks.retry("org_a", hook.webhook_id, failed.delivery_id);
     assertEquals([retried?.state, retried?.attempts], ["pending", 1]);
+    // Pruning removes finished deliveries only: 50 of org_a's (one is pending again), org_b's.
+    assertEquals(await db.webhooks.prune(new Date(Date.now() + 60_000).toISOString()), 51);
+    assertEquals(
+      (await db.webhooks.deliveries("org_a", hook.webhook_id, { limit: 100 })).map((d) =>
+        d.delivery_id
+      ),
+      [failed.delivery_id],
+    );
   },
 );
