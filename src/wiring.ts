@@ -159,6 +159,7 @@ export async function createService(
     schedule: config.webhookRetrySchedule,
     timeoutSeconds: config.webhookTimeoutSeconds,
     allowPrivate: config.webhookAllowPrivate,
+    busy: () => uploads.busy,
   });
   webhooks.start();
   const timers = startTimerJobs({

@@ -23,6 +23,7 @@ import { GroupWrite } from "../group_write.ts";
 import { attemptDelivery, type AttemptOutcome } from "../webhooks/attempt.ts";
 import { nextAttempt } from "../webhooks/schedule.ts";
 import type { Resolver } from "../webhooks/targets.ts";
+import { PinnedClients } from "../webhooks/pinned_clients.ts";
 import type { WebhookAudit } from "../webhooks/audit_hook.ts";
 
 /** Options of {@linkcode WebhookSender}. */
@@ -46,6 +47,13 @@ export interface WebhookSenderOptions {
   pollMs?: number;
   /** Resolves target hosts (tests); default DNS. */
   resolve?: Resolver;
+  /**
+   * True while uploads are being received here: then only deliveries written `busyWaitMs` ago
+   * are sent, one at a time, so a burst's requests do not wait behind its webhooks.
+   */
+  busy?: () => boolean;
+  /** How long a delivery waits while `busy` before it is sent anyway; default 5 s. */
+  busyWaitMs?: number;
 }
 
 const DEFAULT_CONCURRENCY = 16;
@@ -54,6 +62,9 @@ export const KEEP_FINISHED_DAYS = 30;
 const PRUNE_EVERY_MS = 3600_000;
 /** A due delivery that could not be claimed (held elsewhere, clocks apart) is looked at again. */
 const RECHECK_MS = 1000;
+/** While uploads stream, how often the sender looks whether they stopped. */
+const BUSY_POLL_MS = 100;
+const BUSY_WAIT_MS = 5_000;
 
 export class WebhookSender {
   /** The lease owner of this instance's claims. */
@@ -65,6 +76,7 @@ export class WebhookSender {
   readonly #inFlight = new Set<Promise<void>>();
   readonly #abort = new AbortController();
   readonly #settles: GroupWrite<SettledAttempt>;
+  readonly #clients = new PinnedClients();
   #pumping: Promise<void> | null = null;
   #again = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -150,6 +162,7 @@ export class WebhookSender {
     await this.#pruning;
     while (this.#inFlight.size > 0) await Promise.all([...this.#inFlight]);
     await this.#settles.add().catch(() => {});
+    this.#clients.close();
     if (this.#started) {
       await this.#o.db.webhooks.release(this.owner).catch((error) =>
         this.#warn("webhook leases not released", error)
@@ -163,6 +176,17 @@ export class WebhookSender {
     this.#timer = undefined;
     const { db } = this.#o;
     try {
+      if (this.#o.busy?.()) {
+        // Uploads stream: only deliveries that waited long, one at a time, until they stop.
+        if (this.#inFlight.size === 0) {
+          const waited = (this.#o.busyWaitMs ?? BUSY_WAIT_MS) / 1000;
+          for (const d of await db.webhooks.claim(this.owner, this.#leaseSeconds, 1, waited)) {
+            this.#start(d);
+          }
+        }
+        this.#sleep(BUSY_POLL_MS);
+        return;
+      }
       for (;;) {
         if (this.#stopped) return;
         const free = this.#concurrency - this.#inFlight.size;
@@ -215,7 +239,7 @@ export class WebhookSender {
     const { timeoutSeconds, allowPrivate, resolve, metrics } = this.#o;
     const outcome = await attemptDelivery(
       { url: delivery.url, id: delivery.eventId, body: delivery.body, secrets: delivery.secrets },
-      { timeoutSeconds, allowPrivate, resolve, signal: this.#abort.signal },
+      { timeoutSeconds, allowPrivate, resolve, signal: this.#abort.signal, clients: this.#clients },
     );
     // Stopping: the attempt is not counted; its lease is released and it runs again.
     if (this.#abort.signal.aborted) return;

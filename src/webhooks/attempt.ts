@@ -16,6 +16,7 @@ import { ServiceError } from "../errors.ts";
 import { readAtMost } from "./read_at_most.ts";
 import { sign } from "./signature.ts";
 import { checkWebhookUrl, resolveAllowed, type Resolver } from "./targets.ts";
+import type { PinnedClients } from "./pinned_clients.ts";
 
 /** The `User-Agent` of every attempt. */
 export const USER_AGENT = "abn-webhooks/1.0 (Standard Webhooks)";
@@ -70,6 +71,11 @@ export interface AttemptOptions {
   maxRetryAfterSeconds?: number;
   /** Aborts the attempt (a stopping service); the outcome is then `failed`. */
   signal?: AbortSignal;
+  /**
+   * Where `http` attempts take their client (kept between attempts); default a client of this
+   * attempt's own, closed at its end.
+   */
+  clients?: PinnedClients;
 }
 
 function clip(text: string, max: number): string {
@@ -185,6 +191,7 @@ export async function attemptDelivery(
       ? failed(`Timed out after ${timeoutSeconds} s`)
       : failed("Cancelled: the service is stopping");
   let client: Deno.HttpClient | undefined;
+  let pinned: [string, number] | undefined;
   try {
     const url = checkWebhookUrl(message.url);
     const addresses = await unlessAborted(
@@ -194,13 +201,14 @@ export async function attemptDelivery(
     const timestamp = Math.floor(now() / 1000);
     const signature = sign({ id: message.id, timestamp, body: message.body }, message.secrets);
     if (url.protocol === "http:") {
-      client = Deno.createHttpClient({
-        proxy: {
-          transport: "tcp",
-          hostname: hostOfAddress(addresses[0]),
-          port: Number(url.port || 80),
-        },
-      });
+      const hostname = hostOfAddress(addresses[0]);
+      const port = Number(url.port || 80);
+      if (options.clients) {
+        pinned = [hostname, port];
+        client = options.clients.take(hostname, port);
+      } else {
+        client = Deno.createHttpClient({ proxy: { transport: "tcp", hostname, port } });
+      }
     }
     const response = await fetch(url, {
       method: "POST",
@@ -237,6 +245,7 @@ export async function attemptDelivery(
     return failed(`Network error: ${describeFailure(error)}`);
   } finally {
     clearTimeout(timer);
-    client?.close();
+    if (pinned) options.clients!.release(...pinned);
+    else client?.close();
   }
 }

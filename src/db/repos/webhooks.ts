@@ -147,9 +147,15 @@ export interface WebhookRepo {
   retry(orgId: string, webhookId: string, deliveryId: string): Promise<WebhookDelivery | null>;
   /**
    * Claims up to `limit` due deliveries for `leaseSeconds`, earliest due first: pending ones
-   * nobody holds, of enabled endpoints (a test whatever the endpoint's state).
+   * nobody holds, of enabled endpoints (a test whatever the endpoint's state); with
+   * `dueAgoSeconds`, only those written at least that long ago.
    */
-  claim(owner: string, leaseSeconds: number, limit: number): Promise<ClaimedDelivery[]>;
+  claim(
+    owner: string,
+    leaseSeconds: number,
+    limit: number,
+    dueAgoSeconds?: number,
+  ): Promise<ClaimedDelivery[]>;
   /**
    * Records attempts' outcomes in one transaction (those whose lease `owner` lost are skipped),
    * keeps each endpoint's count of failed deliveries in a row, and disables endpoints (a 410, or
@@ -338,19 +344,19 @@ export function webhookRepo(db: Dialect, outbox: WebhookOutbox): WebhookRepo {
         ? found
         : null;
     },
-    claim: async (owner, leaseSeconds, limit) => {
+    claim: async (owner, leaseSeconds, limit, dueAgoSeconds = 0) => {
       const claimed = await db.returning<Record<string, unknown>>(
         `UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ${db.timeIn("?")}
          WHERE id IN (
            SELECT d.id FROM webhook_deliveries d
-           WHERE d.state = 'pending' AND d.next_attempt_at <= ${now}
+           WHERE d.state = 'pending' AND d.next_attempt_at <= ${db.timeIn("?")}
              AND (d.lease_until IS NULL OR d.lease_until <= ${now})
              AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id
                AND (e.enabled = true OR d.type = 'webhook.test'))
            ORDER BY d.next_attempt_at LIMIT ?${db.skipLocked})
          RETURNING id, event_id, endpoint_id, org_id, body, attempts, round_start,
            scheduled_from`,
-        [owner, leaseSeconds, limit],
+        [owner, leaseSeconds, -dueAgoSeconds, limit],
       );
       if (claimed.length === 0) return [];
       const endpointIds = [...new Set(claimed.map((row) => String(row.endpoint_id)))];
