@@ -65,6 +65,8 @@ const RECHECK_MS = 1000;
 /** While uploads stream, how often the sender looks whether they stopped. */
 const BUSY_POLL_MS = 100;
 const BUSY_WAIT_MS = 5_000;
+/** How often the oldest pending delivery is looked up for `/metrics`. */
+const OLDEST_EVERY_MS = 10_000;
 
 export class WebhookSender {
   /** The lease owner of this instance's claims. */
@@ -80,12 +82,16 @@ export class WebhookSender {
   #pumping: Promise<void> | null = null;
   #again = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** When `#timer` fires (`performance.now()`). */
+  #timerAt = 0;
   #stopped = false;
   #started = false;
   #unsubscribe: (() => void) | undefined;
   #lastWarning = 0;
   #oldestPendingSeconds = 0;
+  #oldestReadAt = -Infinity;
   #prunedAt = 0;
+  #busyLookAfter = 0;
   #pruning: Promise<void> | null = null;
   #idle: (() => void)[] = [];
 
@@ -106,6 +112,9 @@ export class WebhookSender {
       ),
     );
     options.metrics.addCollector(async () => {
+      // A scan of the pending rows: at most every 10 s, whatever the scrape interval.
+      if (performance.now() - this.#oldestReadAt < OLDEST_EVERY_MS) return;
+      this.#oldestReadAt = performance.now();
       const oldest = await db.webhooks.oldestPending();
       this.#oldestPendingSeconds = oldest === null
         ? 0
@@ -172,19 +181,22 @@ export class WebhookSender {
 
   /** Claims while there are free slots and due deliveries, then sleeps until the next one. */
   async #fill(): Promise<void> {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
     const { db } = this.#o;
     try {
       if (this.#o.busy?.()) {
         // Uploads stream: only deliveries that waited long, one at a time, until they stop.
-        if (this.#inFlight.size === 0) {
+        // A look that found none is not repeated before the next poll: every delivery written
+        // meanwhile wakes the sender, and a claim is a write.
+        if (this.#inFlight.size === 0 && performance.now() >= this.#busyLookAfter) {
           const waited = (this.#o.busyWaitMs ?? BUSY_WAIT_MS) / 1000;
-          for (const d of await db.webhooks.claim(this.owner, this.#leaseSeconds, 1, waited)) {
-            this.#start(d);
-          }
+          const claimed = await db.webhooks.claim(this.owner, this.#leaseSeconds, 1, waited);
+          for (const d of claimed) this.#start(d);
+          if (claimed.length === 0) this.#busyLookAfter = performance.now() + BUSY_POLL_MS;
         }
-        this.#sleep(BUSY_POLL_MS);
+        // Looked at again soon, to send at full pace once the uploads stopped.
+        if (this.#timer === undefined || this.#timerAt > performance.now() + BUSY_POLL_MS) {
+          this.#sleep(BUSY_POLL_MS);
+        }
         return;
       }
       for (;;) {
@@ -222,7 +234,11 @@ export class WebhookSender {
   #sleep(ms: number): void {
     if (this.#stopped) return;
     clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.wake(), Math.max(0, ms));
+    this.#timerAt = performance.now() + Math.max(0, ms);
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.wake();
+    }, Math.max(0, ms));
   }
 
   #start(delivery: ClaimedDelivery): void {
