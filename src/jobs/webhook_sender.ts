@@ -48,8 +48,9 @@ export interface WebhookSenderOptions {
   /** Resolves target hosts (tests); default DNS. */
   resolve?: Resolver;
   /**
-   * True while uploads are being received here: then only deliveries written `busyWaitMs` ago
-   * are sent, one at a time, so a burst's requests do not wait behind its webhooks.
+   * True while uploads are being received here: then deliveries written `busyWaitMs` ago are
+   * sent one at a time (at most 50 a second), and those 30 s overdue at full pace, so a burst's
+   * requests do not wait behind its webhooks.
    */
   busy?: () => boolean;
   /** How long a delivery waits while `busy` before it is sent anyway; default 5 s. */
@@ -65,6 +66,10 @@ const RECHECK_MS = 1000;
 /** While uploads stream, how often the sender looks whether they stopped. */
 const BUSY_POLL_MS = 100;
 const BUSY_WAIT_MS = 5_000;
+/** While uploads stream, the least time between two deliveries sent one at a time. */
+const BUSY_GAP_MS = 20;
+/** Deliveries due this long ago are sent at full pace, uploads streaming or not. */
+const OVERDUE_SECONDS = 30;
 /** How often the oldest pending delivery is looked up for `/metrics`. */
 const OLDEST_EVERY_MS = 10_000;
 
@@ -184,14 +189,23 @@ export class WebhookSender {
     const { db } = this.#o;
     try {
       if (this.#o.busy?.()) {
-        // Uploads stream: only deliveries that waited long, one at a time, until they stop.
-        // A look that found none is not repeated before the next poll: every delivery written
-        // meanwhile wakes the sender, and a claim is a write.
-        if (this.#inFlight.size === 0 && performance.now() >= this.#busyLookAfter) {
+        // Uploads stream: deliveries that waited `busyWaitMs` go one at a time, at most one
+        // every BUSY_GAP_MS; those overdue by OVERDUE_SECONDS at full pace, so a steady stream
+        // of uploads delays webhooks, never starves them. A look that found none waits for the
+        // next poll: every delivery written meanwhile wakes the sender, and a claim is a write.
+        if (performance.now() >= this.#busyLookAfter) {
+          const free = this.#concurrency - this.#inFlight.size;
           const waited = (this.#o.busyWaitMs ?? BUSY_WAIT_MS) / 1000;
-          const claimed = await db.webhooks.claim(this.owner, this.#leaseSeconds, 1, waited);
+          const lease = this.#leaseSeconds;
+          let claimed = free > 0
+            ? await db.webhooks.claim(this.owner, lease, free, OVERDUE_SECONDS)
+            : [];
+          if (claimed.length === 0 && this.#inFlight.size === 0) {
+            claimed = await db.webhooks.claim(this.owner, lease, 1, waited);
+          }
           for (const d of claimed) this.#start(d);
-          if (claimed.length === 0) this.#busyLookAfter = performance.now() + BUSY_POLL_MS;
+          this.#busyLookAfter = performance.now() +
+            (claimed.length === 0 ? BUSY_POLL_MS : BUSY_GAP_MS);
         }
         // Looked at again soon, to send at full pace once the uploads stopped.
         if (this.#timer === undefined || this.#timerAt > performance.now() + BUSY_POLL_MS) {

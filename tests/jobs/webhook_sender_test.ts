@@ -1,9 +1,13 @@
 /**
  * What the sender makes of an attempt's outcome (`settledAttempt`): the delivery's next state
- * and time under the schedule, `Retry-After`, a 410 and a new round after a retry asked for.
+ * and time under the schedule, `Retry-After`, a 410 and a new round after a retry asked for; and
+ * how it holds deliveries back while uploads stream.
  */
-import { assertEquals } from "../_assert.ts";
-import { settledAttempt } from "../../src/jobs/webhook_sender.ts";
+import { assert, assertEquals } from "../_assert.ts";
+import { settledAttempt, WebhookSender } from "../../src/jobs/webhook_sender.ts";
+import { Metrics } from "../../src/metrics.ts";
+import { withSqlite } from "../db/_control_planes.ts";
+import { startReceiver } from "../webhooks/_receiver.ts";
 import type { ClaimedDelivery } from "../../src/db/control_plane.ts";
 
 const FROM = "2026-12-01T02:00:00.000Z";
@@ -75,4 +79,56 @@ Deno.test("settledAttempt counts a retried delivery's attempts from its new roun
   // Three attempts ran out; a retry asked for starts a round of its own at attempt 4.
   const first = settledAttempt(claimed(3, 3), failed, SCHEDULE);
   assertEquals([first.state, first.nextAttemptAt, first.status], ["pending", at(5), null]);
+});
+
+Deno.test("WebhookSender holds deliveries back while uploads stream, and sends at full pace after", async () => {
+  const receiver = startReceiver(() => "");
+  try {
+    await withSqlite(async (db) => {
+      let busy = true;
+      const sender = new WebhookSender({
+        db,
+        metrics: new Metrics(),
+        log: { info() {}, warn() {}, error() {}, flush() {} },
+        audit: { record: () => Promise.resolve() },
+        schedule: [0],
+        timeoutSeconds: 5,
+        allowPrivate: true,
+        busy: () => busy,
+        busyWaitMs: 400,
+      });
+      sender.start();
+      try {
+        await db.webhooks.create("org_a", {
+          url: receiver.url("/hook"),
+          description: "",
+          events: ["*"],
+          secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        });
+        const written = performance.now();
+        await db.datasets.put(Array.from({ length: 3 }, (_, i) => ({
+          org_id: "org_a",
+          experiment_id: `e${i}`,
+          key: `org/org_a/experiments/e${i}/latest.csv`,
+          size_bytes: 10,
+          etag: "x",
+          delivered_at: new Date().toISOString(),
+          observed_at: new Date().toISOString(),
+        })));
+        await new Promise((r) => setTimeout(r, 250));
+        assertEquals(receiver.requests.length, 0, "nothing sent while uploads stream");
+        while (receiver.requests.length === 0) await new Promise((r) => setTimeout(r, 20));
+        const first = receiver.requests[0].at - written;
+        assert(first >= 350, `the first went after ${first} ms`);
+        // One at a time while busy; all at once when the uploads stopped.
+        busy = false;
+        while (receiver.requests.length < 3) await new Promise((r) => setTimeout(r, 20));
+        await sender.settled();
+      } finally {
+        await sender.stop();
+      }
+    });
+  } finally {
+    await receiver.close();
+  }
 });
