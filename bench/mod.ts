@@ -13,6 +13,10 @@
  *   ABN_BENCH_ONLY=parts deno task bench             (the aggregation's parts timed apart:
  *                                                     what bounds the time to insight; not in
  *                                                     the default set, it holds ~700 MB)
+ *   ABN_BENCH_ONLY=webhooks deno task bench          (10,000 tiny uploads with a "*" webhook
+ *                                                     endpoint against none, in turns: the
+ *                                                     upload rate and the events' arrival;
+ *                                                     ABN_BENCH_RUNS=N turns, default 5)
  *   deno run -A bench/memory_map.ts [FILE] [N] [two-step]
  *                                                    (standalone: what each delivery's cycle
  *                                                     holds at its peak, by kind of mapping)
@@ -30,6 +34,7 @@ import { benchHistory } from "./history_bench.ts";
 import { benchInsight, insightRows } from "./insight_bench.ts";
 import { benchParts, partsRows } from "./parts_bench.ts";
 import { pythonClientRows } from "./python_client_bench.ts";
+import { benchWebhooks } from "./webhooks_bench.ts";
 import { median } from "./_util.ts";
 
 const only = (Deno.env.get("ABN_BENCH_ONLY") ??
@@ -128,6 +133,9 @@ try {
     rows.push(...partsRows(await benchParts(file, Number(Deno.env.get("ABN_BENCH_RUNS") ?? 5))));
   }
   if (only.includes("python-client")) rows.push(...await pythonClientRows());
+  if (only.includes("webhooks")) {
+    rows.push(...await benchWebhooks(Number(Deno.env.get("ABN_BENCH_RUNS") ?? 5)));
+  }
   if (only.includes("dimensions")) {
     const dimensionsFile = `${work}/bench-dimensions.csv`;
     console.log("generating a ~193 MB dataset with country and device (3.75 M rows)…");

@@ -2,6 +2,7 @@
  * Configuration: every `ABN_*` variable is read once, validated, and frozen. A bad value stops
  * start-up with one line naming the variable and the accepted form.
  */
+import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "./webhooks/schedule.ts";
 
 export interface Config {
   host: string;
@@ -50,6 +51,12 @@ export interface Config {
   historyMaxSnapshots: number;
   /** Days the audit trail keeps an event; the clean-up deletes older ones. */
   auditRetentionDays: number;
+  /** Webhook attempts, seconds after the first try (`src/webhooks/schedule.ts`). */
+  webhookRetrySchedule: readonly number[];
+  /** The longest a webhook attempt may take, resolution and response included. */
+  webhookTimeoutSeconds: number;
+  /** Webhooks may go to loopback, private and link-local addresses (tests, on-prem installs). */
+  webhookAllowPrivate: boolean;
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -168,6 +175,19 @@ function databaseUrl(env: Env): string | undefined {
   return raw;
 }
 
+function retrySchedule(env: Env, name: string): readonly number[] {
+  const raw = text(env, name);
+  if (raw === undefined) return DEFAULT_RETRY_SCHEDULE;
+  try {
+    return Object.freeze(parseRetrySchedule(raw));
+  } catch (error) {
+    throw new ConfigError(
+      `Invalid ${name}=${JSON.stringify(raw)}: ${(error as Error).message}; expected ascending ` +
+        "seconds after the first try, e.g. 0,5,300,1800",
+    );
+  }
+}
+
 /** Reads and validates the configuration from environment variables. */
 export function loadConfig(env: Env): Readonly<Config> {
   const host = text(env, "ABN_HOST") ?? "127.0.0.1";
@@ -255,5 +275,8 @@ export function loadConfig(env: Env): Readonly<Config> {
     analysisLeaseSeconds: integer(env, "ABN_ANALYSIS_LEASE_SECONDS", 60, 1, 3600),
     historyMaxSnapshots: integer(env, "ABN_HISTORY_MAX_SNAPSHOTS", 1000, 1, 1_000_000),
     auditRetentionDays: integer(env, "ABN_AUDIT_RETENTION_DAYS", 365, 1, 36_500),
+    webhookRetrySchedule: retrySchedule(env, "ABN_WEBHOOK_RETRY_SCHEDULE"),
+    webhookTimeoutSeconds: integer(env, "ABN_WEBHOOK_TIMEOUT_SECONDS", 15, 1, 300),
+    webhookAllowPrivate: boolean(env, "ABN_WEBHOOK_ALLOW_PRIVATE", false),
   });
 }

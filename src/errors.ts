@@ -17,6 +17,7 @@ export type ErrorCode =
   | "invalid_settings"
   | "invalid_key_request"
   | "last_admin_key"
+  | "invalid_webhook_url"
   | "multipart_not_supported"
   | "archive_detected"
   | "binary_content"

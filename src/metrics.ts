@@ -160,10 +160,29 @@ export class Metrics {
     "Timer job run duration by job",
     [0.001, 0.0025, 0.005, 0.01, ...LATENCY_BUCKETS.slice(2)],
   );
+  readonly webhookAttempts = new Counter(
+    "abn_webhook_attempts_total",
+    "Webhook delivery attempts by result (delivered, retry: 429/503, gone: 410, failed)",
+  );
+  readonly webhookDeliveries = new Counter(
+    "abn_webhook_deliveries_total",
+    "Webhook deliveries finished by outcome (delivered, failed: attempts ran out or 410)",
+  );
   readonly #extra: { render(): string }[] = [];
+  readonly #collectors: (() => Promise<void>)[] = [];
 
   add(...metrics: { render(): string }[]): void {
     this.#extra.push(...metrics);
+  }
+
+  /** Runs `collect` before each rendering (gauges read from the database). */
+  addCollector(collect: () => Promise<void>): void {
+    this.#collectors.push(collect);
+  }
+
+  /** Brings the collected gauges up to date (a failing collector keeps its last value). */
+  async collect(): Promise<void> {
+    await Promise.all(this.#collectors.map((c) => c().catch(() => {})));
   }
 
   render(): string {
@@ -178,6 +197,8 @@ export class Metrics {
       this.cleanupDeletions,
       this.timerRuns,
       this.timerSeconds,
+      this.webhookAttempts,
+      this.webhookDeliveries,
       ...this.#extra,
     ].map((m) => m.render()).join("\n") + "\n";
   }

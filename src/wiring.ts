@@ -35,6 +35,8 @@ import { startTimerJobs, startupSweep } from "./jobs/timer_jobs.ts";
 import { DatasetCatalog } from "./catalog/dataset_catalog.ts";
 import { GrantRecorder } from "./catalog/grant_recorder.ts";
 import { AuditLog } from "./audit/audit_log.ts";
+import { WebhookSender } from "./jobs/webhook_sender.ts";
+import { auditTrail, type WebhookAudit } from "./webhooks/audit_hook.ts";
 
 export interface Service {
   config: Readonly<Config>;
@@ -46,6 +48,8 @@ export interface Service {
   catalog: DatasetCatalog;
   /** The timer's jobs (tests run them at will). */
   jobs: { scan: PeriodicJob; cleanup: PeriodicJob; reconcile: PeriodicJob };
+  /** Sends the webhook outbox's deliveries. */
+  webhooks: WebhookSender;
   log: Logger;
   handler: AppHandler;
   /** Stops timers and background work; closes the database. */
@@ -176,6 +180,27 @@ function buildAnalysis(
   });
 }
 
+/** The webhook sender: the outbox's deliveries, held back while upload bodies stream. */
+function startWebhooks(
+  config: Readonly<Config>,
+  parts: { db: ControlPlane; metrics: Metrics; log: Logger; uploads: Uploads; audit: AuditLog },
+): { sender: WebhookSender; audit: WebhookAudit } {
+  const { db, metrics, log, uploads } = parts;
+  const audit = auditTrail(parts.audit);
+  const sender = new WebhookSender({
+    db,
+    metrics,
+    log,
+    audit,
+    schedule: config.webhookRetrySchedule,
+    timeoutSeconds: config.webhookTimeoutSeconds,
+    allowPrivate: config.webhookAllowPrivate,
+    busy: () => uploads.busy,
+  });
+  sender.start();
+  return { sender, audit };
+}
+
 /** The HTTP application over everything the routes use. */
 function buildApp(
   config: Readonly<Config>,
@@ -206,6 +231,7 @@ export async function createService(
   const analysis = buildAnalysis(config, { db, store, deliveries, metrics, uploads, log });
   const audit = new AuditLog({ db, log });
   const timers = startTimerJobs({ ...received, config, db, store, audit, analysis, metrics, log });
+  const webhooks = startWebhooks(config, { db, metrics, log, uploads, audit });
   const recorder = new LastUsedRecorder(db);
   const handler = buildApp(config, {
     ...received,
@@ -215,6 +241,7 @@ export async function createService(
     recorder,
     signer,
     audit,
+    webhookAudit: webhooks.audit,
     analysis: new AnalysisService({ db, scheduler: analysis }),
     log,
   }, options.routes);
@@ -227,11 +254,13 @@ export async function createService(
     analysis,
     catalog,
     jobs: { scan: timers.scan, cleanup: timers.cleanup, reconcile: timers.reconcile },
+    webhooks: webhooks.sender,
     log,
     handler,
     async close() {
       await timers.stop();
       await analysis.stop();
+      await webhooks.sender.stop();
       await grants?.flush();
       await recorder.flush();
       await audit.close();

@@ -1,8 +1,8 @@
 /**
  * The control plane: what the service keeps besides the datasets themselves (organizations, API
  * keys, settings, analysis results, the dataset catalog and upload grants, each experiment's
- * history of snapshots and the summary of its previous delivery, analysis jobs, signing
- * secrets, the audit trail). One interface; each repository is written once (`repos/`) over a small dialect
+ * history of snapshots and the summary of its previous delivery, analysis jobs, webhook
+ * endpoints and their outbox, signing secrets, the audit trail). One interface; each repository is written once (`repos/`) over a small dialect
  * (`dialect.ts`) with two engines: SQLite (`sqlite/`, the embedded default for one host) and
  * PostgreSQL (`postgres/`, several instances sharing one bucket). Every method is asynchronous
  * so both fit; SQLite answers at once.
@@ -27,6 +27,7 @@ import type { DeliverySummaryRepo } from "./repos/summaries.ts";
 import type { AnalysisJobRepo } from "./repos/jobs.ts";
 import type { SecretRepo } from "./repos/secrets.ts";
 import type { AuditRepo } from "./repos/audit.ts";
+import type { WebhookRepo } from "./repos/webhooks.ts";
 
 export type { Org, OrgRepo } from "./repos/orgs.ts";
 export type {
@@ -67,6 +68,16 @@ export type {
   AuditPosition,
   AuditRepo,
 } from "./repos/audit.ts";
+export type {
+  ClaimedDelivery,
+  DeliveryState,
+  DisabledEndpoint,
+  EndpointChange,
+  SettledAttempt,
+  WebhookDelivery,
+  WebhookEndpoint,
+  WebhookRepo,
+} from "./repos/webhooks.ts";
 export { DatabaseOpenError, DatabaseUnavailable, nowIso } from "./errors.ts";
 
 export interface ControlPlane {
@@ -81,6 +92,8 @@ export interface ControlPlane {
   readonly deliverySummaries: DeliverySummaryRepo;
   /** Analysis jobs, claimed with a lease (`analysis/queue.ts` runs them). */
   readonly jobs: AnalysisJobRepo;
+  /** Webhook endpoints and the outbox of their deliveries (`jobs/webhook_sender.ts` sends). */
+  readonly webhooks: WebhookRepo;
   /** Secrets that sign list cursors and local upload URLs. */
   readonly secrets: SecretRepo;
   /** The audit trail of each organization. */

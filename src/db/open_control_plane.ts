@@ -11,9 +11,12 @@ export async function openControlPlane(config: Readonly<Config>): Promise<Contro
   if (config.databaseUrl) {
     // Loaded on demand: the PostgreSQL driver is only paid for when it is configured.
     const { openPostgres } = await import("./postgres/postgres_control_plane.ts");
-    return await openPostgres(config.databaseUrl);
+    return await openPostgres(config.databaseUrl, { publicUrl: config.publicUrl });
   }
   const dir = config.dbPath.slice(0, config.dbPath.lastIndexOf("/"));
   if (dir) await Deno.mkdir(dir, { recursive: true });
-  return new SqliteControlPlane(config.dbPath, { secretsDir: `${config.dataDir}/secrets` });
+  return new SqliteControlPlane(config.dbPath, {
+    secretsDir: `${config.dataDir}/secrets`,
+    publicUrl: config.publicUrl,
+  });
 }

@@ -18,6 +18,7 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   invalid_settings: 400,
   invalid_key_request: 400,
   last_admin_key: 409,
+  invalid_webhook_url: 400,
   multipart_not_supported: 400,
   archive_detected: 400,
   binary_content: 400,

@@ -178,6 +178,7 @@ const TAGS = [
   { name: "Datasets", description: "The organization's stored datasets" },
   { name: "Analysis", description: "The analysis of each delivery, its settings and history" },
   { name: "Keys", description: "The organization's API keys" },
+  { name: "Webhooks", description: "Signed events sent to the organization's endpoints" },
   { name: "Service", description: "Health, metrics and this document" },
   { name: "Web UI", description: "The web UI's files" },
 ];

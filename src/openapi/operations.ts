@@ -11,11 +11,13 @@ import { KEY_OPERATIONS } from "./keys.ts";
 import { SERVICE_OPERATIONS } from "./service.ts";
 import type { OperationDocs } from "./types.ts";
 import { UPLOAD_OPERATIONS } from "./uploads.ts";
+import { WEBHOOK_OPERATIONS } from "./webhooks.ts";
 
 export const OPERATIONS: OperationDocs = {
   ...UPLOAD_OPERATIONS,
   ...DATASET_OPERATIONS,
   ...ANALYSIS_OPERATIONS,
   ...KEY_OPERATIONS,
+  ...WEBHOOK_OPERATIONS,
   ...SERVICE_OPERATIONS,
 };

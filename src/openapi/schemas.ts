@@ -185,6 +185,52 @@ const SETTINGS_FIELDS: Record<string, Schema> = {
   min_days: { type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
 };
 
+const WEBHOOK_EVENTS: Schema = {
+  type: "array",
+  minItems: 1,
+  uniqueItems: true,
+  items: {
+    enum: [
+      "*",
+      "dataset.delivered",
+      "analysis.ready",
+      "analysis.failed",
+      "experiment.srm_detected",
+      "experiment.decision_changed",
+      "experiment.target_reached",
+      "dataset.deleted",
+      "webhook.test",
+    ],
+  },
+  description: 'the events the endpoint receives; ["*"]: all',
+};
+
+const WEBHOOK_ENDPOINT: Schema = object({
+  webhook_id: string,
+  url: string,
+  description: string,
+  events: WEBHOOK_EVENTS,
+  enabled: { type: "boolean" },
+  disabled_reason: nullableString,
+  consecutive_failures: integer,
+  created_at: time,
+  updated_at: time,
+  previous_secret_until: nullableTime,
+});
+
+const WEBHOOK_DELIVERY: Schema = object({
+  delivery_id: string,
+  event_id: string,
+  type: string,
+  state: { enum: ["pending", "delivered", "failed"] },
+  attempts: integer,
+  last_status: { type: ["integer", "null"] },
+  last_error: nullableString,
+  next_attempt_at: nullableTime,
+  created_at: time,
+  finished_at: nullableTime,
+});
+
 export const SCHEMAS: Record<string, Schema> = {
   Error: object({
     error: object({
@@ -427,6 +473,37 @@ export const SCHEMAS: Record<string, Schema> = {
         details: { type: "object" },
       }),
     },
+    next_cursor: nullableString,
+  }),
+  WebhookRequest: object({
+    url: { type: "string", format: "uri", description: "http or https; no credentials" },
+    events: WEBHOOK_EVENTS,
+    description: { type: "string", maxLength: 500 },
+  }, { optional: ["description"] }),
+  WebhookPatch: object({
+    url: { type: "string", format: "uri" },
+    events: WEBHOOK_EVENTS,
+    enabled: { type: "boolean" },
+    description: { type: "string", maxLength: 500 },
+  }, { optional: ["url", "events", "enabled", "description"] }),
+  WebhookEndpoint: WEBHOOK_ENDPOINT,
+  NewWebhook: {
+    ...WEBHOOK_ENDPOINT,
+    required: [...(WEBHOOK_ENDPOINT.required as string[]), "secret"],
+    properties: {
+      ...(WEBHOOK_ENDPOINT.properties as Record<string, Schema>),
+      secret: { type: "string", pattern: "^whsec_" },
+    },
+  },
+  WebhookList: object({ webhooks: { type: "array", items: WEBHOOK_ENDPOINT } }),
+  WebhookSecret: object({
+    webhook_id: string,
+    secret: { type: "string", pattern: "^whsec_" },
+    previous_secret_until: nullableTime,
+  }),
+  WebhookDelivery: WEBHOOK_DELIVERY,
+  WebhookDeliveries: object({
+    deliveries: { type: "array", items: WEBHOOK_DELIVERY },
     next_cursor: nullableString,
   }),
   StorageEvents: {

@@ -18,6 +18,7 @@ import type { ObjectStore } from "../storage/object_store.ts";
 import type { Uploads } from "../upload/upload.ts";
 import type { AuditLog } from "../audit/audit_log.ts";
 import type { StorageQuotas } from "../upload/quota.ts";
+import type { WebhookAudit } from "../webhooks/audit_hook.ts";
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -44,6 +45,8 @@ export interface AppDeps {
   audit: AuditLog;
   /** Per-key request limit; absent: none. */
   rateLimiter?: RateLimiter;
+  /** Where webhook actions are recorded for the audit trail. */
+  webhookAudit: WebhookAudit;
   log: Logger;
 }
 

@@ -9,11 +9,13 @@ export const healthRoutes: AppRoutes = [
     }
     return json(ctx, { status: "ok" });
   }),
-  route("GET", "/metrics", "public", (ctx) =>
-    new Response(ctx.deps.metrics.render(), {
+  route("GET", "/metrics", "public", async (ctx) => {
+    await ctx.deps.metrics.collect();
+    return new Response(ctx.deps.metrics.render(), {
       headers: {
         "content-type": "text/plain; version=0.0.4; charset=utf-8",
         "x-request-id": ctx.requestId,
       },
-    })),
+    });
+  }),
 ];

@@ -11,6 +11,7 @@ import { storagePutRoutes } from "./storage_put.ts";
 import { uiRoutes } from "./ui.ts";
 import { healthRoutes } from "./health.ts";
 import { openapiRoutes } from "./openapi.ts";
+import { webhookRoutes } from "./webhooks.ts";
 
 /** Every route table, in the order they are matched. */
 export const apiRoutes: AppRoutes[] = [
@@ -22,6 +23,7 @@ export const apiRoutes: AppRoutes[] = [
   historyRoutes,
   keyRoutes,
   auditRoutes,
+  webhookRoutes,
   storagePutRoutes,
   storageEventRoutes,
   // The document of every table here, this one included.

@@ -1,6 +1,6 @@
 /**
  * The page's entry: sign-in and sign-out, the two sections and the hash routes
- * `#/get-via-api[/{experiment_id}]`, `#/api-keys` and `#/audit`.
+ * `#/get-via-api[/{experiment_id}]`, `#/api-keys`, `#/audit` and `#/webhooks`.
  */
 import {
   api,
@@ -15,6 +15,7 @@ import {
 import { GetViaApiPage } from "./get_via_api.js";
 import { KeysPage } from "./keys.js";
 import { AuditPage } from "./audit.js";
+import { WebhooksPage } from "./webhooks.js";
 
 /**
  * @template {HTMLElement} T
@@ -39,15 +40,17 @@ const navLinks = {
   "get-via-api": byId("nav-get-via-api"),
   "api-keys": byId("nav-api-keys"),
   "audit": byId("nav-audit"),
+  "webhooks": byId("nav-webhooks"),
 };
 
 /** The pages of the Information section, by their route. */
 const INFORMATION = {
   "api-keys": KeysPage,
   "audit": AuditPage,
+  "webhooks": WebhooksPage,
 };
 
-/** @type {{ name: string, page: GetViaApiPage | KeysPage | AuditPage } | null} */
+/** @type {{ name: string, page: GetViaApiPage | KeysPage | AuditPage | WebhooksPage } | null} */
 let current = null;
 
 /**

@@ -146,9 +146,10 @@ checks.negative_data_rejection.expected-statuses = ["400", "401", "403", "404", 
 # answered 400 with the rule's code, which the operation declares.
 #
 # The same for keys: an expiry must lie in the future, and only an active key can be rotated (a
-# key the run revoked or rotated before is refused 400 invalid_key_request).
+# key the run revoked or rotated before is refused 400 invalid_key_request). And for webhooks: a
+# URL's host must resolve to public addresses, which a schema cannot say (400 invalid_webhook_url).
 [[operations]]
-include-operation-id = ["uploadDataset", "putSettings", "createKey", "rotateKey"]
+include-operation-id = ["uploadDataset", "putSettings", "createKey", "rotateKey", "createWebhook", "updateWebhook"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "400", "401", "403", "404", "409", "429", "5xx"]
 `;
 }

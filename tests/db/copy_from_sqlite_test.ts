@@ -37,6 +37,10 @@ async function snapshot(db: ControlPlane, experiments: [string, string][]) {
   }));
   const audit = await Promise.all(orgs.map((o) => db.audit.page(o.id, { limit: 100 })));
   const secret = await db.secrets.get("url-signing");
+  const webhooks = (await Promise.all(orgs.map((o) => db.webhooks.list(o.id)))).flat();
+  const deliveries = await Promise.all(
+    webhooks.map((w) => db.webhooks.deliveries(w.org_id, w.webhook_id, { limit: 100 })),
+  );
   // Plain objects (SQLite's rows have no prototype), secrets and blobs as arrays.
   return JSON.parse(JSON.stringify({
     orgs,
@@ -48,6 +52,8 @@ async function snapshot(db: ControlPlane, experiments: [string, string][]) {
     history,
     summaries,
     audit,
+    webhooks,
+    deliveries,
     secret: [...secret ?? []],
   }));
 }
@@ -96,6 +102,13 @@ postgresTest(
           etag,
           delivered_at: "2026-03-05T09:00:00.000Z",
           observed_at: "2026-03-05T09:00:00.500Z",
+        });
+        // An endpoint, and the outbox rows of the three deliveries after it.
+        await sqlite.webhooks.create(acme.id, {
+          url: "https://hooks.example.com/abn",
+          description: "pipeline",
+          events: ["dataset.delivered"],
+          secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
         });
         await sqlite.datasets.put([
           dataset("checkout", "etag-1", 1234),
@@ -168,6 +181,8 @@ postgresTest(
           "delivery_summaries: 1 in SQLite, 1 of them in PostgreSQL (1 rows there in all)",
           "delivery_summary_parts: 1 in SQLite, 1 of them in PostgreSQL (1 rows there in all)",
           "audit_events: 2 in SQLite, 2 of them in PostgreSQL (2 rows there in all)",
+          "webhook_endpoints: 1 in SQLite, 1 of them in PostgreSQL (1 rows there in all)",
+          "webhook_deliveries: 3 in SQLite, 3 of them in PostgreSQL (3 rows there in all)",
           "secret url-signing: copied",
           "Copy verified: every SQLite row is in PostgreSQL",
         ]);
@@ -195,8 +210,8 @@ postgresTest(
             second.out[1],
             "api_keys: 3 in SQLite, 3 of them in PostgreSQL (4 rows there in all)",
           );
-          assertEquals(second.out.slice(2, 10), first.out.slice(2, 10));
-          assertEquals(second.out[10], "secret url-signing: same");
+          assertEquals(second.out.slice(2, 12), first.out.slice(2, 12));
+          assertEquals(second.out[12], "secret url-signing: same");
           // The rotated key's expiry on PostgreSQL is kept (SQLite has none for it).
           assertEquals(
             (await pg.keys.get(gonesKey.key_id))?.expires_at,

@@ -33,6 +33,15 @@ const COVERED = new Set([
   "DELETE /api/v1/keys/:key_id/",
   "POST /api/v1/keys/:key_id/rotate/",
   "GET /api/v1/audit/",
+  "POST /api/v1/webhooks/",
+  "GET /api/v1/webhooks/",
+  "GET /api/v1/webhooks/:webhook_id/",
+  "PATCH /api/v1/webhooks/:webhook_id/",
+  "DELETE /api/v1/webhooks/:webhook_id/",
+  "POST /api/v1/webhooks/:webhook_id/rotate-secret/",
+  "POST /api/v1/webhooks/:webhook_id/test/",
+  "GET /api/v1/webhooks/:webhook_id/deliveries/",
+  "POST /api/v1/webhooks/:webhook_id/deliveries/:delivery_id/retry/",
   "PUT /storage/*key",
   // Token-authenticated (not by API key) and without organization data of its own:
   "POST /api/v1/storage-events/",
@@ -191,6 +200,56 @@ driverTest(
       400,
       "invalid_json",
     );
+    // Webhooks: B lists none of A's endpoints, and every route of A's ids answers 404; A's
+    // deliveries cursor means nothing on B's own endpoint. (192.0.2.10: a documentation
+    // address, never reached.)
+    const hookA = await (await authed(server, a.apiKey, "/webhooks/", {
+      method: "POST",
+      body: JSON.stringify({ url: "https://192.0.2.10/hook", events: ["*"] }),
+    })).json();
+    const hookB = await (await asB("/webhooks/", {
+      method: "POST",
+      body: JSON.stringify({ url: "https://192.0.2.10/b", events: ["webhook.test"] }),
+    })).json();
+    const tests = [];
+    for (let i = 0; i < 2; i++) {
+      tests.push(
+        await (await authed(server, a.apiKey, `/webhooks/${hookA.webhook_id}/test/`, {
+          method: "POST",
+        })).json(),
+      );
+    }
+    const hooksOfB = await (await asB("/webhooks/")).json();
+    assertEquals(hooksOfB.webhooks.map((w: { webhook_id: string }) => w.webhook_id), [
+      hookB.webhook_id,
+    ]);
+    const one = `/webhooks/${hookA.webhook_id}/`;
+    for (
+      const [method, path] of [
+        ["GET", one],
+        ["PATCH", one],
+        ["DELETE", one],
+        ["POST", `${one}rotate-secret/`],
+        ["POST", `${one}test/`],
+        ["GET", `${one}deliveries/`],
+        ["POST", `${one}deliveries/${tests[0].delivery_id}/retry/`],
+        ["POST", `/webhooks/${hookB.webhook_id}/deliveries/${tests[0].delivery_id}/retry/`],
+      ]
+    ) {
+      const body = method === "PATCH" ? JSON.stringify({ enabled: false }) : undefined;
+      await assertApiError(await asB(path, { method, body }), 404, "not_found");
+    }
+    const pageHooksA = await (await authed(server, a.apiKey, `${one}deliveries/?limit=1`)).json();
+    assert(typeof pageHooksA.next_cursor === "string", JSON.stringify(pageHooksA));
+    await assertApiError(
+      await asB(`/webhooks/${hookB.webhook_id}/deliveries/?cursor=${pageHooksA.next_cursor}`),
+      400,
+      "invalid_json",
+    );
+    const deliveriesB = await (await asB(`/webhooks/${hookB.webhook_id}/deliveries/`)).json();
+    assertEquals(deliveriesB.deliveries, [], "A's events are not B's");
+    const stillHookA = await (await authed(server, a.apiKey, one)).json();
+    assertEquals(stillHookA.enabled, true);
     // A's data is untouched.
     assertSameBytes(await server.stored(a.orgId, "secret"), VALID, "A's direct upload");
     assertSameBytes(await server.stored(a.orgId, "twostep"), VALID, "A's two-step delivery");

@@ -2,10 +2,10 @@
  * `main.ts admin db copy-from-sqlite PATH`: moves a single-host install's control plane into
  * PostgreSQL, in one transaction, table by table (the tables and columns are the same on both
  * engines; only the types differ): organizations, keys, settings, analyses, the dataset catalog,
- * upload grants, history snapshots, delivery summaries (with their parts) and the audit trail.
- * Idempotent: rows PostgreSQL lacks are inserted; rows it has are updated only where the SQLite
- * row is newer, and a revocation, a key's expiry or a deactivation on either side is never
- * undone. Afterwards every SQLite row is looked up by its
+ * upload grants, history snapshots, delivery summaries (with their parts), the audit trail, webhook
+ * endpoints and their outbox. Idempotent: rows PostgreSQL lacks are inserted; rows it has are
+ * updated only where the SQLite row is newer, and a revocation, a key's expiry or a deactivation on
+ * either side is never undone. Afterwards every SQLite row is looked up by its
  * key in PostgreSQL and the counts are compared; a difference fails the command.
  *
  * Adding a table to the control plane means adding it to `COPIED_TABLES`.
@@ -61,6 +61,43 @@ const ANALYSIS_COLUMNS: Record<string, ColumnKind> = {
   started_at: "time",
   finished_at: "time",
   analysis_version: "integer",
+  ready_facts: "text",
+};
+
+const ENDPOINT_COLUMNS: Record<string, ColumnKind> = {
+  id: "text",
+  org_id: "text",
+  url: "text",
+  description: "text",
+  events: "text",
+  secret: "text",
+  previous_secret: "text",
+  previous_secret_until: "time",
+  enabled: "boolean",
+  consecutive_failures: "integer",
+  disabled_reason: "text",
+  created_at: "time",
+  updated_at: "time",
+};
+
+const WEBHOOK_DELIVERY_COLUMNS: Record<string, ColumnKind> = {
+  id: "text",
+  event_id: "text",
+  endpoint_id: "text",
+  org_id: "text",
+  type: "text",
+  body: "text",
+  state: "text",
+  attempts: "integer",
+  round_start: "integer",
+  scheduled_from: "time",
+  next_attempt_at: "time",
+  last_status: "integer",
+  last_error: "text",
+  lease_owner: "text",
+  lease_until: "time",
+  created_at: "time",
+  finished_at: "time",
 };
 
 const DATASET_COLUMNS: Record<string, ColumnKind> = DATASET_COLUMN_TYPES;
@@ -200,6 +237,22 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
       details: "text",
     },
     onConflict: "DO NOTHING",
+  },
+  {
+    name: "webhook_endpoints",
+    key: ["id"],
+    columns: ENDPOINT_COLUMNS,
+    onConflict: `${updateAll(ENDPOINT_COLUMNS, ["id"])} WHERE excluded.updated_at > t.updated_at`,
+  },
+  {
+    // The outbox: a delivery PostgreSQL already holds is its own (it may have been sent since);
+    // a lease held on the single host means nothing here.
+    name: "webhook_deliveries",
+    key: ["id"],
+    columns: WEBHOOK_DELIVERY_COLUMNS,
+    onConflict: "DO NOTHING",
+    after: "UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL " +
+      "WHERE lease_owner = 'this-host'",
   },
 ];
 

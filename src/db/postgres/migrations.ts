@@ -207,6 +207,53 @@ export const MIGRATIONS: readonly Migration[] = [
     // NULL: the default, ABN_ORG_QUOTA_BYTES.
     sql: `ALTER TABLE orgs ADD COLUMN quota_bytes BIGINT;`,
   },
+  {
+    version: 9,
+    name: "webhooks: endpoints, the outbox of deliveries, the facts of the last ready analysis",
+    // As SQLite's migration 8. A claim takes due pending deliveries along webhook_deliveries_due
+    // (FOR UPDATE SKIP LOCKED), so instances claiming together never take the same one.
+    sql: `
+      CREATE TABLE webhook_endpoints (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        org_id TEXT COLLATE "C" NOT NULL,
+        url TEXT NOT NULL,
+        description TEXT NOT NULL,
+        events TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        previous_secret TEXT,
+        previous_secret_until TIMESTAMPTZ,
+        enabled BOOLEAN NOT NULL,
+        consecutive_failures INTEGER NOT NULL DEFAULT 0,
+        disabled_reason TEXT,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL
+      );
+      CREATE INDEX webhook_endpoints_org ON webhook_endpoints (org_id, created_at);
+      CREATE TABLE webhook_deliveries (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        event_id TEXT NOT NULL,
+        endpoint_id TEXT COLLATE "C" NOT NULL,
+        org_id TEXT COLLATE "C" NOT NULL,
+        type TEXT NOT NULL,
+        body TEXT NOT NULL,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        round_start INTEGER NOT NULL DEFAULT 0,
+        scheduled_from TIMESTAMPTZ NOT NULL,
+        next_attempt_at TIMESTAMPTZ,
+        last_status INTEGER,
+        last_error TEXT,
+        lease_owner TEXT,
+        lease_until TIMESTAMPTZ,
+        created_at TIMESTAMPTZ NOT NULL,
+        finished_at TIMESTAMPTZ
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at)
+        WHERE state = 'pending';
+      CREATE INDEX webhook_deliveries_endpoint
+        ON webhook_deliveries (endpoint_id, created_at, id);
+      ALTER TABLE analyses ADD COLUMN ready_facts TEXT;`,
+  },
 ];
 
 /** Every table the service reads and writes (checked for privileges at start-up). */
@@ -223,6 +270,8 @@ export const TABLES = [
   "delivery_summaries",
   "delivery_summary_parts",
   "audit_events",
+  "webhook_endpoints",
+  "webhook_deliveries",
 ];
 
 /** The advisory lock that serializes migrations. */

@@ -14,6 +14,8 @@ import { checkPrivileges, migrate } from "./migrations.ts";
 export interface OpenPostgresOptions {
   /** Connections in the pool unless the URL says (`?max=`); default 10. */
   max?: number;
+  /** The service's external base URL, for the `links` of webhook events. */
+  publicUrl?: string;
 }
 
 export class PostgresControlPlane extends SqlControlPlane {
@@ -22,9 +24,13 @@ export class PostgresControlPlane extends SqlControlPlane {
   /** The pool, with its error mapping (the copy from SQLite and tests use it). */
   readonly db: PgClient;
 
-  constructor(db: PgClient, schema: { from: number; to: number }) {
+  constructor(
+    db: PgClient,
+    schema: { from: number; to: number },
+    options: { publicUrl?: string } = {},
+  ) {
     const dialect = new PostgresDialect(db);
-    super(dialect, secretRepo(dialect));
+    super(dialect, secretRepo(dialect), options);
     this.schema = schema;
     this.db = db;
   }
@@ -47,7 +53,7 @@ export async function openPostgres(
     await checkPrivileges(db);
     const schema = await migrate(db);
     await checkPrivileges(db);
-    return new PostgresControlPlane(db, schema);
+    return new PostgresControlPlane(db, schema, { publicUrl: options.publicUrl });
   } catch (error) {
     await db?.end().catch(() => {});
     throw new DatabaseOpenError(describeOpenFailure(error, url), { cause: error });

@@ -5,6 +5,11 @@
  * the analyses row is locked, so it also sees a catalog row that `catalog.put` committed while
  * this change waited for that lock, and the catalog never keeps another status than the saved
  * one.
+ *
+ * Saving a result writes its webhook events in the same transaction: `analysis.ready` or
+ * `analysis.failed` when the row was pending (a re-run of an older result raises neither), and
+ * for a ready result the experiment events against the facts of the experiment's previous ready
+ * result (`ready_facts`, which a new delivery's pending row keeps).
  */
 import type { Dialect, Sql, Transaction } from "../dialect.ts";
 import { int, intOrNull, rowsParam, timeOrNull } from "../dialect.ts";
@@ -13,6 +18,9 @@ import type { DeliverySummaryRow } from "./summaries.ts";
 import { saveSummary } from "./summaries.ts";
 import type { HistorySnapshot } from "./history.ts";
 import { recordSnapshot } from "./history.ts";
+import type { OutboxEvent, WebhookOutbox } from "./webhook_outbox.ts";
+import type { AnalysisFacts } from "../../webhooks/events.ts";
+import { experimentEvents, factsOf } from "../../webhooks/events.ts";
 
 export type AnalysisStatus = "pending" | "ready" | "failed";
 
@@ -160,17 +168,61 @@ async function mirror(
   );
 }
 
-/** Saving a finished run, inside `tx` (see `AnalysisRepo.saveResult`). */
+/** The webhook events of a saved outcome: `previous` is the row as it was before the save. */
+function eventsOfSave(
+  [orgId, experimentId, etag]: [string, string, string],
+  outcome: AnalysisOutcome,
+  facts: AnalysisFacts | null,
+  previous: { status: string; ready_facts: string | null },
+): OutboxEvent[] {
+  const event = (type: OutboxEvent["type"], more: Record<string, unknown>): OutboxEvent => ({
+    type,
+    orgId,
+    experimentId,
+    facts: { etag, ...more },
+  });
+  const events: OutboxEvent[] = [];
+  if (previous.status === "pending") {
+    events.push(
+      outcome.status === "ready"
+        ? event("analysis.ready", { status: "ready", rows: outcome.rows })
+        : event("analysis.failed", { status: "failed", error: outcome.error }),
+    );
+  }
+  if (facts !== null) {
+    const before = previous.ready_facts === null
+      ? null
+      : JSON.parse(previous.ready_facts) as AnalysisFacts;
+    for (const { type, ...more } of experimentEvents(before, facts)) events.push(event(type, more));
+  }
+  return events;
+}
+
+/**
+ * Saving a finished run, inside `tx` (see `AnalysisRepo.saveResult`); answers whether it was
+ * saved and how many webhook deliveries it queued.
+ */
 async function saveOutcome(
   tx: Transaction,
-  [orgId, experimentId, etag]: [string, string, string],
+  outbox: WebhookOutbox,
+  id: [string, string, string],
   outcome: AnalysisOutcome,
   startedAt: string,
   history?: ResultHistory,
-): Promise<boolean> {
+): Promise<{ saved: boolean; queued: number }> {
+  const [orgId, experimentId, etag] = id;
+  // One indexed read when the organization has no endpoints; the row as it was only otherwise.
+  const subscribers = await outbox.subscribers(tx, [orgId]);
+  const previous = subscribers.length === 0 ? undefined : await tx.get<
+    { status: string; ready_facts: string | null }
+  >(
+    "SELECT status, ready_facts FROM analyses WHERE org_id = ? AND experiment_id = ? AND etag = ?",
+    id,
+  );
+  const facts = outcome.status === "ready" ? factsOf(outcome.result as AnalysisFacts) : null;
   const changed = await tx.run(
     `UPDATE analyses SET status = ?, error = ?, rows = ?, result = ?, started_at = ?,
-       finished_at = ?, analysis_version = ?
+       finished_at = ?, analysis_version = ?, ready_facts = COALESCE(?, ready_facts)
      WHERE org_id = ? AND experiment_id = ? AND etag = ?`,
     [
       outcome.status,
@@ -180,21 +232,26 @@ async function saveOutcome(
       startedAt,
       nowIso(),
       outcome.version ?? null,
+      facts === null ? null : JSON.stringify(facts),
       orgId,
       experimentId,
       etag,
     ],
   );
-  if (changed === 0) return false;
+  if (changed === 0) return { saved: false, queued: 0 };
   await mirror(tx, orgId, experimentId, etag, outcome.status);
   if (history) {
     if (history.summary) await saveSummary(tx, orgId, experimentId, history.summary);
     await recordSnapshot(tx, orgId, experimentId, history.snapshot, history.keep);
   }
-  return true;
+  const events = previous ? eventsOfSave(id, outcome, facts, previous) : [];
+  const queued = events.length === 0 ? [] : await outbox.write(tx, subscribers, events);
+  return { saved: true, queued: queued.length };
 }
 
-function toAnalysis(row: AnalysisRow): AnalysisRow {
+function toAnalysis(
+  { ready_facts: _, ...row }: AnalysisRow & { ready_facts?: unknown },
+): AnalysisRow {
   return {
     ...row,
     size_bytes: int(row.size_bytes),
@@ -205,7 +262,7 @@ function toAnalysis(row: AnalysisRow): AnalysisRow {
   };
 }
 
-export function analysisRepo(db: Dialect): AnalysisRepo {
+export function analysisRepo(db: Dialect, outbox: WebhookOutbox): AnalysisRepo {
   return {
     get: async (orgId, experimentId) => {
       const row = await db.get<AnalysisRow>(
@@ -234,9 +291,11 @@ export function analysisRepo(db: Dialect): AnalysisRepo {
     },
     saveResult: async (orgId, experimentId, etag, outcome, startedAt, history) => {
       try {
-        return await db.transaction((tx) =>
-          saveOutcome(tx, [orgId, experimentId, etag], outcome, startedAt, history)
+        const { saved, queued } = await db.transaction((tx) =>
+          saveOutcome(tx, outbox, [orgId, experimentId, etag], outcome, startedAt, history)
         );
+        if (queued > 0) outbox.wake();
+        return saved;
       } catch (error) {
         // A busy, read-only or unreachable database must not take the process down from a
         // background run: the row stays `pending`, and the job runs the analysis again.

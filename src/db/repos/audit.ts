@@ -13,7 +13,15 @@ export type AuditAction =
   | "settings.changed"
   | "key.created"
   | "key.revoked"
-  | "key.rotated";
+  | "key.rotated"
+  | "webhook.created"
+  | "webhook.updated"
+  | "webhook.deleted"
+  | "webhook.enabled"
+  | "webhook.disabled"
+  | "webhook.secret_rotated"
+  | "webhook.test_sent"
+  | "webhook.delivery_retried";
 
 export interface AuditEvent {
   id: string;

@@ -12,6 +12,8 @@
 import type { Dialect } from "../dialect.ts";
 import { int, rowsParam } from "../dialect.ts";
 import type { AnalysisStatus } from "./analyses.ts";
+import type { OutboxEvent, WebhookOutbox } from "./webhook_outbox.ts";
+import { selects } from "../../webhooks/events.ts";
 
 /** One stored dataset as the catalog knows it. */
 export interface DatasetEntry {
@@ -119,37 +121,95 @@ function latestPerDataset(entries: readonly DatasetEntry[]): DatasetEntry[] {
 
 const COLUMNS = Object.keys(DATASET_COLUMN_TYPES).join(", ");
 
-export function catalogRepo(db: Dialect): DatasetRepo {
+/** The facts of a `dataset.delivered` event of a written row. */
+function deliveredEvent(row: Record<string, unknown>): OutboxEvent {
+  return {
+    type: "dataset.delivered",
+    orgId: String(row.org_id),
+    experimentId: String(row.experiment_id),
+    facts: {
+      etag: String(row.etag),
+      size_bytes: int(row.size_bytes),
+      delivered_at: new Date(String(row.delivered_at)).toISOString(),
+    },
+  };
+}
+
+export function catalogRepo(db: Dialect, outbox: WebhookOutbox): DatasetRepo {
   const rows = async (sql: string, params: (string | number)[]) =>
     (await db.all<DatasetRow>(sql, params)).map(toRow);
+  const entryRows = db.rows("r", ENTRY);
+  /** The upsert of a batch (see `put`), one parameter: the numbered entries. */
+  const PUT = `WITH e AS (SELECT * FROM ${entryRows}),
+    a AS (
+      SELECT a.org_id, a.experiment_id, a.etag, a.status FROM analyses a
+      JOIN e ON a.org_id = e.org_id AND a.experiment_id = e.experiment_id${db.forShare("a")})
+    INSERT INTO datasets (${COLUMNS})
+    SELECT e.org_id, e.experiment_id, e.key, e.size_bytes, e.etag, e.delivered_at,
+      e.observed_at, COALESCE(a.status, 'pending')
+    FROM e LEFT JOIN a
+      ON a.org_id = e.org_id AND a.experiment_id = e.experiment_id AND a.etag = e.etag
+    WHERE true ORDER BY e.n
+    ON CONFLICT (org_id, experiment_id) DO UPDATE SET
+      key = excluded.key, size_bytes = excluded.size_bytes, etag = excluded.etag,
+      delivered_at = excluded.delivered_at, observed_at = excluded.observed_at,
+      analysis_status = excluded.analysis_status
+    WHERE excluded.observed_at >= datasets.observed_at`;
   return {
     put: async (entries) => {
       const batch = latestPerDataset(entries);
       if (batch.length === 0) return;
-      await db.run(
-        `WITH e AS (SELECT * FROM ${db.rows("r", ENTRY)}),
-         a AS (
-           SELECT a.org_id, a.experiment_id, a.etag, a.status FROM analyses a
-           JOIN e ON a.org_id = e.org_id AND a.experiment_id = e.experiment_id${db.forShare("a")})
-         INSERT INTO datasets (${COLUMNS})
-         SELECT e.org_id, e.experiment_id, e.key, e.size_bytes, e.etag, e.delivered_at,
-           e.observed_at, COALESCE(a.status, 'pending')
-         FROM e LEFT JOIN a
-           ON a.org_id = e.org_id AND a.experiment_id = e.experiment_id AND a.etag = e.etag
-         WHERE true ORDER BY e.n
-         ON CONFLICT (org_id, experiment_id) DO UPDATE SET
-           key = excluded.key, size_bytes = excluded.size_bytes, etag = excluded.etag,
-           delivered_at = excluded.delivered_at, observed_at = excluded.observed_at,
-           analysis_status = excluded.analysis_status
-         WHERE excluded.observed_at >= datasets.observed_at`,
-        [rowsParam(batch.map((e, n) => ({ n, ...e })))],
-      );
+      const param = rowsParam(batch.map((e, n) => ({ n, ...e })));
+      const queued = await db.transaction(async (tx) => {
+        // Without a subscriber (one indexed read) the upsert runs as it would without webhooks.
+        const subscribers = await outbox.subscribers(tx, batch.map((e) => e.org_id));
+        if (!subscribers.some((s) => selects(s.events, "dataset.delivered"))) {
+          await tx.run(PUT, [param]);
+          return 0;
+        }
+        const before = new Map(
+          (await tx.all<Record<string, unknown>>(
+            `SELECT d.org_id, d.experiment_id, d.etag, d.delivered_at FROM datasets d
+             WHERE (d.org_id, d.experiment_id) IN (SELECT org_id, experiment_id FROM ${entryRows})`,
+            [param],
+          )).map((r) => [`${r.org_id}\u0000${r.experiment_id}`, r]),
+        );
+        const written = await tx.returning<Record<string, unknown>>(
+          `${PUT} RETURNING org_id, experiment_id, etag, size_bytes, delivered_at`,
+          [param],
+        );
+        const changed = written.filter((row) => {
+          const was = before.get(`${row.org_id}\u0000${row.experiment_id}`);
+          return was === undefined || was.etag !== row.etag ||
+            Date.parse(String(was.delivered_at)) !== Date.parse(String(row.delivered_at));
+        });
+        return changed.length === 0
+          ? 0
+          : (await outbox.write(tx, subscribers, changed.map(deliveredEvent))).length;
+      });
+      if (queued > 0) outbox.wake();
     },
-    remove: async (orgId, experimentId, observedBefore) =>
-      await db.run(
-        "DELETE FROM datasets WHERE org_id = ? AND experiment_id = ? AND observed_at <= ?",
-        [orgId, experimentId, observedBefore],
-      ) > 0,
+    remove: async (orgId, experimentId, observedBefore) => {
+      let queued = 0;
+      const removed = await db.transaction(async (tx) => {
+        const gone = await tx.returning<{ etag: string }>(
+          `DELETE FROM datasets WHERE org_id = ? AND experiment_id = ? AND observed_at <= ?
+           RETURNING etag`,
+          [orgId, experimentId, observedBefore],
+        );
+        if (gone.length === 0) return false;
+        queued = await outbox.send(tx, [{
+          type: "dataset.deleted",
+          orgId,
+          experimentId,
+          facts: { etag: gone[0].etag },
+        }]);
+        return true;
+      });
+      if (queued > 0) outbox.wake();
+      return removed;
+    },
+
     get: async (orgId, experimentId) =>
       (await rows(`SELECT ${COLUMNS} FROM datasets WHERE org_id = ? AND experiment_id = ?`, [
         orgId,

@@ -16,6 +16,13 @@ import { summaryRepo } from "./summaries.ts";
 import { jobRepo } from "./jobs.ts";
 import type { SecretRepo } from "./secrets.ts";
 import { auditRepo } from "./audit.ts";
+import { webhookRepo } from "./webhooks.ts";
+import { WebhookOutbox } from "./webhook_outbox.ts";
+
+export interface SqlControlPlaneOptions {
+  /** The service's external base URL, for the `links` of webhook events. */
+  publicUrl?: string;
+}
 
 export class SqlControlPlane implements ControlPlane {
   readonly driver: Dialect["engine"];
@@ -28,22 +35,25 @@ export class SqlControlPlane implements ControlPlane {
   readonly history: ControlPlane["history"];
   readonly deliverySummaries: ControlPlane["deliverySummaries"];
   readonly jobs: ControlPlane["jobs"];
+  readonly webhooks: ControlPlane["webhooks"];
   readonly secrets: SecretRepo;
   readonly audit: ControlPlane["audit"];
   readonly #sql: Dialect;
 
-  constructor(sql: Dialect, secrets: SecretRepo) {
+  constructor(sql: Dialect, secrets: SecretRepo, options: SqlControlPlaneOptions = {}) {
     this.#sql = sql;
     this.driver = sql.engine;
+    const outbox = new WebhookOutbox(sql, { publicUrl: options.publicUrl });
     this.orgs = orgRepo(sql);
     this.keys = keyRepo(sql);
     this.settings = settingsRepo(sql);
-    this.analyses = analysisRepo(sql);
-    this.datasets = catalogRepo(sql);
+    this.analyses = analysisRepo(sql, outbox);
+    this.datasets = catalogRepo(sql, outbox);
     this.grants = grantRepo(sql);
     this.history = historyRepo(sql);
     this.deliverySummaries = summaryRepo(sql);
     this.jobs = jobRepo(sql);
+    this.webhooks = webhookRepo(sql, outbox);
     this.secrets = secrets;
     this.audit = auditRepo(sql);
   }

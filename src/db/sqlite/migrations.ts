@@ -147,6 +147,50 @@ export const MIGRATIONS: readonly string[] = [
    CREATE INDEX audit_events_at ON audit_events(at);`,
   // 7: each organization's storage quota in bytes (NULL: the default, ABN_ORG_QUOTA_BYTES).
   `ALTER TABLE orgs ADD COLUMN quota_bytes INTEGER;`,
+  // 8: webhooks. Endpoints per organization (events as ",type,…," or ",*,"; the previous secret
+  // signs too until its time), and the outbox: one delivery per event and endpoint, written in
+  // the transaction of the change it reports, claimed by the sender along the due index. Each
+  // analysis keeps the facts of its experiment's last ready result, which the experiment events
+  // compare with (a new delivery's pending row clears the result, not these).
+  `CREATE TABLE webhook_endpoints (
+     id TEXT PRIMARY KEY,
+     org_id TEXT NOT NULL,
+     url TEXT NOT NULL,
+     description TEXT NOT NULL,
+     events TEXT NOT NULL,
+     secret TEXT NOT NULL,
+     previous_secret TEXT,
+     previous_secret_until TEXT,
+     enabled INTEGER NOT NULL,
+     consecutive_failures INTEGER NOT NULL DEFAULT 0,
+     disabled_reason TEXT,
+     created_at TEXT NOT NULL,
+     updated_at TEXT NOT NULL
+   );
+   CREATE INDEX webhook_endpoints_org ON webhook_endpoints(org_id, created_at);
+   CREATE TABLE webhook_deliveries (
+     id TEXT PRIMARY KEY,
+     event_id TEXT NOT NULL,
+     endpoint_id TEXT NOT NULL,
+     org_id TEXT NOT NULL,
+     type TEXT NOT NULL,
+     body TEXT NOT NULL,
+     state TEXT NOT NULL,
+     attempts INTEGER NOT NULL DEFAULT 0,
+     round_start INTEGER NOT NULL DEFAULT 0,
+     scheduled_from TEXT NOT NULL,
+     next_attempt_at TEXT,
+     last_status INTEGER,
+     last_error TEXT,
+     lease_owner TEXT,
+     lease_until TEXT,
+     created_at TEXT NOT NULL,
+     finished_at TEXT
+   );
+   CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at)
+     WHERE state = 'pending';
+   CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries(endpoint_id, created_at, id);
+   ALTER TABLE analyses ADD COLUMN ready_facts TEXT;`,
 ];
 
 function version(db: DatabaseSync): number {

@@ -16,6 +16,8 @@ import { loadOrCreateSecret, readSecret } from "../../crypto/secret_file.ts";
 export interface SqliteControlPlaneOptions {
   /** Where secrets are kept as files; default the `secrets` folder beside the database file. */
   secretsDir?: string;
+  /** The service's external base URL, for the `links` of webhook events. */
+  publicUrl?: string;
 }
 
 export class SqliteControlPlane extends SqlControlPlane {
@@ -28,6 +30,7 @@ export class SqliteControlPlane extends SqlControlPlane {
     super(
       connection,
       fileSecrets(options.secretsDir ?? `${slash < 0 ? "." : path.slice(0, slash)}/secrets`),
+      { publicUrl: options.publicUrl },
     );
     this.sqlite = connection.handle;
   }
