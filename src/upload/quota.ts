@@ -20,8 +20,8 @@
  * a new dataset is admitted on those figures alone and counted whole once stored; only the others
  * (near the quota, or without a declared length) read the size of the dataset they replace (one
  * catalog row), and a refusal is decided on a usage read again when a replacement was counted
- * whole since the last read. Tiny uploads at 16 connections on SQLite: a point read per upload
- * cost ~12 % of the rate (2026-12-03), these memory reads nothing measurable.
+ * whole since the last read. A point read on every upload costs more than the rest of the check
+ * (docs/performance.md, "Ideas tried").
  *
  * @module
  */
@@ -126,7 +126,7 @@ export class StorageQuotas {
       known.bytes + (this.#reserved.get(orgId) ?? 0) + declaredBytes <= quota
     ) {
       // It fits even as a new dataset: admitted without reading the size of the one it may
-      // replace (a point read costs ~25 µs on a busy SQLite file), and counted whole.
+      // replace, and counted whole.
       return this.#hold(orgId, quota, known, null, declaredBytes);
     }
     const [usage, current] = await Promise.all([
