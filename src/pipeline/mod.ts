@@ -14,7 +14,7 @@
  * - The line limit applies to a whole row, line end excluded (a quoted newline does not reset
  *   it); it is refused as soon as it is exceeded, at the latest at the end of the chunk.
  * - A row with the wrong field count is reported as such even if a cell in it also failed.
- * - The `CsvError`s of the CSV rules are answered as `ValidationError`s (an `ApiError`) of the
+ * - The `CsvError`s of the CSV rules are answered as `ValidationError`s (a `ServiceError`) of the
  *   same code, message and line.
  *
  * @module

@@ -105,6 +105,34 @@ function stateBadge(state) {
   return h("span", { class: `badge badge-${kind}` }, state);
 }
 
+/**
+ * An endpoint's URL, state, description, why it was disabled, and its events.
+ * @param {any} w
+ */
+function endpointSummary(w) {
+  return [
+    h(
+      "div",
+      { class: "card-head" },
+      h("h3", {}, h("code", { class: "webhook-url" }, w.url)),
+      w.enabled
+        ? h("span", { class: "badge badge-ready", "data-field": "state" }, "enabled")
+        : h("span", { class: "badge badge-failed", "data-field": "state" }, "disabled"),
+    ),
+    w.description ? h("p", {}, w.description) : null,
+    !w.enabled && w.disabled_reason
+      ? h("p", { class: "muted", "data-field": "reason" }, w.disabled_reason)
+      : null,
+    h(
+      "p",
+      { class: "webhook-events", "data-field": "events" },
+      w.events.map((/** @type {string} */ e) =>
+        h("span", { class: "tag" }, e === "*" ? "all events" : e)
+      ),
+    ),
+  ];
+}
+
 export class WebhooksPage {
   #stopped = false;
   /** @type {ReturnType<typeof setTimeout>[]} */
@@ -279,25 +307,7 @@ export class WebhooksPage {
     const article = h(
       "article",
       { class: "webhook", dataset: { webhook: id }, "aria-label": w.url },
-      h(
-        "div",
-        { class: "card-head" },
-        h("h3", {}, h("code", { class: "webhook-url" }, w.url)),
-        w.enabled
-          ? h("span", { class: "badge badge-ready", "data-field": "state" }, "enabled")
-          : h("span", { class: "badge badge-failed", "data-field": "state" }, "disabled"),
-      ),
-      w.description ? h("p", {}, w.description) : null,
-      !w.enabled && w.disabled_reason
-        ? h("p", { class: "muted", "data-field": "reason" }, w.disabled_reason)
-        : null,
-      h(
-        "p",
-        { class: "webhook-events", "data-field": "events" },
-        w.events.map((/** @type {string} */ e) =>
-          h("span", { class: "tag" }, e === "*" ? "all events" : e)
-        ),
-      ),
+      endpointSummary(w),
       h(
         "div",
         { class: "actions" },

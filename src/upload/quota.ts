@@ -13,15 +13,12 @@
  * - A grant (`POST /datasets/initiate/`) is refused while the usage is at or over the quota, or
  *   when its declared `size_bytes` would take it over.
  *
- * Per request this costs memory reads: the quota is read once a second per organization, the
- * usage once per `refreshMs` (one sum over the organization's catalog rows) and kept up to date
- * in between by the uploads this process stores; a deletion or a dataset noticed in storage
- * (`forget`) makes the next request read it again. An upload whose declared length fits even as
- * a new dataset is admitted on those figures alone and counted whole once stored; only the others
- * (near the quota, or without a declared length) read the size of the dataset they replace (one
- * catalog row), and a refusal is decided on a usage read again when a replacement was counted
- * whole since the last read. A point read on every upload costs more than the rest of the check
- * (docs/performance.md, "Ideas tried").
+ * Per request the check reads memory: the quota once a second per organization, the usage (one
+ * sum over its catalog rows) once per `refreshMs`, kept up to date by this process's uploads in
+ * between; `forget` (a deletion, a dataset noticed in storage) makes the next request read it.
+ * Only an upload near the quota, or without a declared length, reads the size of the dataset it
+ * replaces, and a refusal is decided on a usage read again: a point read on every upload cost
+ * more than the rest of the check (docs/performance.md, "Ideas tried").
  *
  * @module
  */

@@ -8,16 +8,13 @@
  *     body → limitBody (size, idle, minimum rate, quota) → DatasetChecks (CSV checks + SHA-256)
  *          → writeBody (the store's writer) → commit → catalog → publish
  *
- * The stages are byte streams: the bytes land once, in the buffers `writeBody` reads them into,
- * and each stage sees them there (see `_byte_stage.ts`).
- *
- * Nothing is committed before the last byte passed every stage; on any error the writer is
- * aborted, so a refused or failed delivery never changes the stored object. The upload URL skips
- * the checks stage: the analysis checks a two-step delivery as it reads it.
- *
- * The request's log line gains `bytes_in` and, once stored, how long each step took:
- * `receive_ms` (the body through every stage into storage), `commit_ms`, `record_ms` (the catalog
- * row); see docs/operations.md.
+ * The stages are byte streams: the bytes land once, in the buffers
+ * `writeBody` reads them into, and each stage sees them there (`_byte_stage.ts`). Nothing is
+ * committed before the last byte passed every stage; on any error the writer is aborted, so a
+ * refused or failed delivery never changes the stored object. The upload URL skips the checks:
+ * the analysis checks a two-step delivery as it reads it. The request's log line gains
+ * `bytes_in` and each step's time: `receive_ms` (the body through every stage into storage),
+ * `commit_ms`, `record_ms` (the catalog row); see docs/operations.md.
  *
  * @module
  */

@@ -10,6 +10,7 @@
  *
  * Adding a table to the control plane means adding it to `COPIED_TABLES`.
  */
+import { AUDIT_COLUMNS } from "../repos/audit.ts";
 import { Buffer } from "node:buffer";
 import type { DatabaseSync, SQLInputValue } from "node:sqlite";
 import type { SecretRepo } from "../control_plane.ts";
@@ -227,15 +228,7 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
     // An event never changes: one PostgreSQL holds already is kept.
     name: "audit_events",
     key: ["id"],
-    columns: {
-      id: "text",
-      org_id: "text",
-      at: "time",
-      action: "text",
-      key_id: "text",
-      experiment_id: "text",
-      details: "text",
-    },
+    columns: AUDIT_COLUMNS,
     onConflict: "DO NOTHING",
   },
   {

@@ -60,18 +60,21 @@ export interface AuditRepo {
   prune(before: string): Promise<number>;
 }
 
-interface Row {
-  [column: string]: unknown;
-  id: string;
-  org_id: string;
-  at: string;
-  action: AuditAction;
-  key_id: string | null;
-  experiment_id: string | null;
-  details: string;
-}
+/** A row as stored: the event with its details as JSON text. */
+type Row = Omit<AuditEvent, "details"> & { details: string; [column: string]: unknown };
 
-const COLUMNS = "id, org_id, at, action, key_id, experiment_id, details";
+/** The table's columns and their kinds (also what `admin db copy-from-sqlite` copies). */
+export const AUDIT_COLUMNS = {
+  id: "text",
+  org_id: "text",
+  at: "time",
+  action: "text",
+  key_id: "text",
+  experiment_id: "text",
+  details: "text",
+} as const;
+
+const COLUMNS = Object.keys(AUDIT_COLUMNS).join(", ");
 
 /** Events deleted by one statement of `prune`. */
 const PRUNE_BATCH = 5000;
@@ -94,17 +97,8 @@ export function auditRepo(db: Dialect): AuditRepo {
       if (events.length === 0) return;
       await db.run(
         `INSERT INTO audit_events (${COLUMNS})
-         SELECT ${COLUMNS} FROM ${
-          db.rows("e", {
-            id: "text",
-            org_id: "text",
-            at: "time",
-            action: "text",
-            key_id: "text",
-            experiment_id: "text",
-            details: "text",
-          })
-        } WHERE true ON CONFLICT (id) DO NOTHING`,
+         SELECT ${COLUMNS} FROM ${db.rows("e", AUDIT_COLUMNS)}
+         WHERE true ON CONFLICT (id) DO NOTHING`,
         [rowsParam(events.map((e) => ({ ...e, details: JSON.stringify(e.details) })))],
       );
     },

@@ -135,9 +135,8 @@ function deliveredEvent(row: Record<string, unknown>): OutboxEvent {
   };
 }
 
-export function catalogRepo(db: Dialect, outbox: WebhookOutbox): DatasetRepo {
-  const rows = async (sql: string, params: (string | number)[]) =>
-    (await db.all<DatasetRow>(sql, params)).map(toRow);
+/** The upsert of a batch of entries (`rowsParam` of numbered entries), and the entries' rows. */
+function putStatement(db: Dialect): { PUT: string; entryRows: string } {
   const entryRows = db.rows("r", ENTRY);
   /** The upsert of a batch (see `put`), one parameter: the numbered entries. */
   const PUT = `WITH e AS (SELECT * FROM ${entryRows}),
@@ -155,60 +154,89 @@ export function catalogRepo(db: Dialect, outbox: WebhookOutbox): DatasetRepo {
       delivered_at = excluded.delivered_at, observed_at = excluded.observed_at,
       analysis_status = excluded.analysis_status
     WHERE excluded.observed_at >= datasets.observed_at`;
+  return { PUT, entryRows };
+}
+
+/**
+ * Writes the newest entry of each dataset in `entries` (an older observation never replaces a
+ * newer one) and, in the same transaction, a `dataset.delivered` event for each dataset that is
+ * new or another object, when its organization has an endpoint for it.
+ */
+async function putDatasets(
+  db: Dialect,
+  outbox: WebhookOutbox,
+  { PUT, entryRows }: { PUT: string; entryRows: string },
+  entries: Parameters<DatasetRepo["put"]>[0],
+): Promise<void> {
+  const batch = latestPerDataset(entries);
+  if (batch.length === 0) return;
+  const param = rowsParam(batch.map((e, n) => ({ n, ...e })));
+  const queued = await db.transaction(async (tx) => {
+    // Without a subscriber (one indexed read) the upsert runs as it would without webhooks.
+    const subscribers = await outbox.subscribers(tx, batch.map((e) => e.org_id));
+    if (!subscribers.some((s) => selects(s.events, "dataset.delivered"))) {
+      await tx.run(PUT, [param]);
+      return 0;
+    }
+    const before = new Map(
+      (await tx.all<Record<string, unknown>>(
+        `SELECT d.org_id, d.experiment_id, d.etag, d.delivered_at FROM datasets d
+           WHERE (d.org_id, d.experiment_id) IN (SELECT org_id, experiment_id FROM ${entryRows})`,
+        [param],
+      )).map((r) => [`${r.org_id}\u0000${r.experiment_id}`, r]),
+    );
+    const written = await tx.returning<Record<string, unknown>>(
+      `${PUT} RETURNING org_id, experiment_id, etag, size_bytes, delivered_at`,
+      [param],
+    );
+    const changed = written.filter((row) => {
+      const was = before.get(`${row.org_id}\u0000${row.experiment_id}`);
+      return was === undefined || was.etag !== row.etag ||
+        Date.parse(String(was.delivered_at)) !== Date.parse(String(row.delivered_at));
+    });
+    return changed.length === 0
+      ? 0
+      : (await outbox.write(tx, subscribers, changed.map(deliveredEvent))).length;
+  });
+  if (queued > 0) outbox.wake();
+}
+
+/** Removes a dataset's row and, in the same transaction, writes its `dataset.deleted` event. */
+async function removeDataset(
+  db: Dialect,
+  outbox: WebhookOutbox,
+  orgId: string,
+  experimentId: string,
+  observedBefore: string,
+): Promise<boolean> {
+  let queued = 0;
+  const removed = await db.transaction(async (tx) => {
+    const gone = await tx.returning<{ etag: string }>(
+      `DELETE FROM datasets WHERE org_id = ? AND experiment_id = ? AND observed_at <= ?
+         RETURNING etag`,
+      [orgId, experimentId, observedBefore],
+    );
+    if (gone.length === 0) return false;
+    queued = await outbox.send(tx, [{
+      type: "dataset.deleted",
+      orgId,
+      experimentId,
+      facts: { etag: gone[0].etag },
+    }]);
+    return true;
+  });
+  if (queued > 0) outbox.wake();
+  return removed;
+}
+
+export function catalogRepo(db: Dialect, outbox: WebhookOutbox): DatasetRepo {
+  const statement = putStatement(db);
+  const rows = async (sql: string, params: (string | number)[]) =>
+    (await db.all<DatasetRow>(sql, params)).map(toRow);
   return {
-    put: async (entries) => {
-      const batch = latestPerDataset(entries);
-      if (batch.length === 0) return;
-      const param = rowsParam(batch.map((e, n) => ({ n, ...e })));
-      const queued = await db.transaction(async (tx) => {
-        // Without a subscriber (one indexed read) the upsert runs as it would without webhooks.
-        const subscribers = await outbox.subscribers(tx, batch.map((e) => e.org_id));
-        if (!subscribers.some((s) => selects(s.events, "dataset.delivered"))) {
-          await tx.run(PUT, [param]);
-          return 0;
-        }
-        const before = new Map(
-          (await tx.all<Record<string, unknown>>(
-            `SELECT d.org_id, d.experiment_id, d.etag, d.delivered_at FROM datasets d
-             WHERE (d.org_id, d.experiment_id) IN (SELECT org_id, experiment_id FROM ${entryRows})`,
-            [param],
-          )).map((r) => [`${r.org_id}\u0000${r.experiment_id}`, r]),
-        );
-        const written = await tx.returning<Record<string, unknown>>(
-          `${PUT} RETURNING org_id, experiment_id, etag, size_bytes, delivered_at`,
-          [param],
-        );
-        const changed = written.filter((row) => {
-          const was = before.get(`${row.org_id}\u0000${row.experiment_id}`);
-          return was === undefined || was.etag !== row.etag ||
-            Date.parse(String(was.delivered_at)) !== Date.parse(String(row.delivered_at));
-        });
-        return changed.length === 0
-          ? 0
-          : (await outbox.write(tx, subscribers, changed.map(deliveredEvent))).length;
-      });
-      if (queued > 0) outbox.wake();
-    },
-    remove: async (orgId, experimentId, observedBefore) => {
-      let queued = 0;
-      const removed = await db.transaction(async (tx) => {
-        const gone = await tx.returning<{ etag: string }>(
-          `DELETE FROM datasets WHERE org_id = ? AND experiment_id = ? AND observed_at <= ?
-           RETURNING etag`,
-          [orgId, experimentId, observedBefore],
-        );
-        if (gone.length === 0) return false;
-        queued = await outbox.send(tx, [{
-          type: "dataset.deleted",
-          orgId,
-          experimentId,
-          facts: { etag: gone[0].etag },
-        }]);
-        return true;
-      });
-      if (queued > 0) outbox.wake();
-      return removed;
-    },
+    put: (entries) => putDatasets(db, outbox, statement, entries),
+    remove: (orgId, experimentId, observedBefore) =>
+      removeDataset(db, outbox, orgId, experimentId, observedBefore),
 
     get: async (orgId, experimentId) =>
       (await rows(`SELECT ${COLUMNS} FROM datasets WHERE org_id = ? AND experiment_id = ?`, [

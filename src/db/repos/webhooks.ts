@@ -155,6 +155,66 @@ function toDelivery(row: Record<string, unknown>): WebhookDelivery {
   };
 }
 
+/** Applies `change` to an endpoint of `orgId` (nothing when it names no field). */
+async function updateEndpoint(
+  db: Dialect,
+  orgId: string,
+  webhookId: string,
+  change: Parameters<WebhookRepo["update"]>[2],
+): Promise<void> {
+  const sets: string[] = [];
+  const params: SqlValue[] = [];
+  const set = (sql: string, ...values: SqlValue[]) => {
+    sets.push(sql);
+    params.push(...values);
+  };
+  if (change.url !== undefined) set("url = ?", change.url);
+  if (change.description !== undefined) set("description = ?", change.description);
+  if (change.events !== undefined) set("events = ?", storedEvents(change.events));
+  if (change.enabled === true) {
+    set("enabled = true, disabled_reason = NULL, consecutive_failures = 0");
+  }
+  if (change.enabled === false) {
+    set(
+      "disabled_reason = CASE WHEN enabled THEN ? ELSE disabled_reason END, enabled = false",
+      change.reason ?? "Disabled",
+    );
+  }
+  if (sets.length > 0) {
+    await db.run(
+      `UPDATE webhook_endpoints SET ${sets.join(", ")}, updated_at = ?
+       WHERE id = ? AND org_id = ?`,
+      [...params, nowIso(), webhookId, orgId],
+    );
+  }
+}
+
+/** Writes a `webhook.test` event for one endpoint, whatever its events; its delivery's id. */
+async function writeTestEvent(
+  db: Dialect,
+  outbox: WebhookOutbox,
+  orgId: string,
+  webhookId: string,
+): Promise<string | null> {
+  const ids = await db.transaction(async (tx) => {
+    const row = await tx.get<{ id: string; events: string }>(
+      "SELECT id, events FROM webhook_endpoints WHERE id = ? AND org_id = ?",
+      [webhookId, orgId],
+    );
+    if (!row) return [];
+    const target: Subscriber = { id: row.id, org_id: orgId, events: eventsOf(row.events) };
+    return await outbox.write(tx, [target], [{
+      type: "webhook.test",
+      orgId,
+      experimentId: null,
+      facts: { webhook_id: webhookId, message: "A test event sent on request" },
+    }], "any-event");
+  });
+  if (ids.length === 0) return null;
+  outbox.wake();
+  return ids[0];
+}
+
 export function webhookRepo(db: Dialect, outbox: WebhookOutbox): WebhookRepo {
   const now = db.timeIn("0");
   const endpoint = async (orgId: string, webhookId: string) => {
@@ -191,31 +251,7 @@ export function webhookRepo(db: Dialect, outbox: WebhookOutbox): WebhookRepo {
       )).map(toEndpoint),
     get: endpoint,
     update: async (orgId, webhookId, change) => {
-      const sets: string[] = [];
-      const params: SqlValue[] = [];
-      const set = (sql: string, ...values: SqlValue[]) => {
-        sets.push(sql);
-        params.push(...values);
-      };
-      if (change.url !== undefined) set("url = ?", change.url);
-      if (change.description !== undefined) set("description = ?", change.description);
-      if (change.events !== undefined) set("events = ?", storedEvents(change.events));
-      if (change.enabled === true) {
-        set("enabled = true, disabled_reason = NULL, consecutive_failures = 0");
-      }
-      if (change.enabled === false) {
-        set(
-          "disabled_reason = CASE WHEN enabled THEN ? ELSE disabled_reason END, enabled = false",
-          change.reason ?? "Disabled",
-        );
-      }
-      if (sets.length > 0) {
-        await db.run(
-          `UPDATE webhook_endpoints SET ${sets.join(", ")}, updated_at = ?
-           WHERE id = ? AND org_id = ?`,
-          [...params, nowIso(), webhookId, orgId],
-        );
-      }
+      await updateEndpoint(db, orgId, webhookId, change);
       return await endpoint(orgId, webhookId);
     },
     delete: (orgId, webhookId) =>
@@ -239,23 +275,8 @@ export function webhookRepo(db: Dialect, outbox: WebhookOutbox): WebhookRepo {
       return await endpoint(orgId, webhookId);
     },
     sendTest: async (orgId, webhookId) => {
-      const ids = await db.transaction(async (tx) => {
-        const row = await tx.get<{ id: string; events: string }>(
-          "SELECT id, events FROM webhook_endpoints WHERE id = ? AND org_id = ?",
-          [webhookId, orgId],
-        );
-        if (!row) return [];
-        const target: Subscriber = { id: row.id, org_id: orgId, events: eventsOf(row.events) };
-        return await outbox.write(tx, [target], [{
-          type: "webhook.test",
-          orgId,
-          experimentId: null,
-          facts: { webhook_id: webhookId, message: "A test event sent on request" },
-        }], "any-event");
-      });
-      if (ids.length === 0) return null;
-      outbox.wake();
-      return await delivery(ids[0]);
+      const id = await writeTestEvent(db, outbox, orgId, webhookId);
+      return id === null ? null : await delivery(id);
     },
     deliveries: async (orgId, webhookId, { limit, after }) => {
       const rows = after
