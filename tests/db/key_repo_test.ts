@@ -4,7 +4,6 @@
  * revoke at once), rotation in one transaction, and keys made before scopes existed keeping all
  * four after the migration.
  */
-import { MIGRATIONS } from "../../src/db/postgres/migrations.ts";
 import { DatabaseSync } from "node:sqlite";
 import { assert, assertEquals } from "../_assert.ts";
 import { hashKey } from "../../src/db/api_keys.ts";
@@ -208,7 +207,7 @@ postgresTest(
       }
       const db = await openPostgres(database.url);
       try {
-        assertEquals(db.schema, { from: 6, to: MIGRATIONS[MIGRATIONS.length - 1].version });
+        assertEquals(db.schema, { from: 6, to: PG_MIGRATIONS[PG_MIGRATIONS.length - 1].version });
         const [key] = await db.keys.list("org_old");
         assertEquals([key.scopes, key.status, key.name, key.expires_at], [
           ["upload", "read", "write", "admin"],
