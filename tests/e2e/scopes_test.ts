@@ -5,9 +5,11 @@
  * scopes and tenants" (not read from the route table), so a route given the wrong access fails.
  */
 import { assert, assertApiError, assertEquals } from "../_assert.ts";
-import { type DriverServer, driverTest } from "../_drivers.ts";
+import { type DriverServer, driverTest, startDriverServer } from "../_drivers.ts";
+import { postgresTest, withDatabase } from "../_postgres.ts";
 import { apiRoutes } from "../../src/routes/mod.ts";
 import type { Scope } from "../../src/scopes.ts";
+import { newSecret } from "../../src/webhooks/signature.ts";
 
 const VALID = await Deno.readFile(new URL("../testdata/small.csv", import.meta.url));
 const ALL: readonly Scope[] = ["upload", "read", "write", "admin"];
@@ -34,6 +36,15 @@ const EXPECTED: Readonly<Record<string, readonly Scope[] | "public">> = {
   "DELETE /api/v1/keys/:key_id/": ["admin"],
   "POST /api/v1/keys/:key_id/rotate/": ["admin"],
   "GET /api/v1/audit/": ["admin"],
+  "POST /api/v1/webhooks/": ["admin"],
+  "GET /api/v1/webhooks/": ["admin"],
+  "GET /api/v1/webhooks/:webhook_id/": ["admin"],
+  "PATCH /api/v1/webhooks/:webhook_id/": ["admin"],
+  "DELETE /api/v1/webhooks/:webhook_id/": ["admin"],
+  "POST /api/v1/webhooks/:webhook_id/rotate-secret/": ["admin"],
+  "POST /api/v1/webhooks/:webhook_id/test/": ["admin"],
+  "GET /api/v1/webhooks/:webhook_id/deliveries/": ["admin"],
+  "POST /api/v1/webhooks/:webhook_id/deliveries/:delivery_id/retry/": ["admin"],
   "PUT /storage/*key": "public",
   "POST /api/v1/storage-events/": "public",
   "GET /healthz": "public",
@@ -69,6 +80,25 @@ async function uploadAs(server: DriverServer, id: string): Promise<void> {
     body: VALID,
   });
   assertEquals(res.status, 201, await res.text());
+}
+
+/** A webhook endpoint of the organization (192.0.2.10: a documentation address, never reached). */
+async function endpoint(server: DriverServer): Promise<string> {
+  return (await server.service.db.webhooks.create(server.orgId, {
+    url: "https://192.0.2.10/hook",
+    events: ["webhook.test"],
+    description: "",
+    secret: newSecret(),
+  })).webhook_id;
+}
+
+/** `path` below a fresh endpoint's, and the normal answer. */
+function onEndpoint(path: string, status: number, init?: RequestInit): CallMaker {
+  return async (server) => ({
+    path: `/api/v1/webhooks/${await endpoint(server)}/${path}`,
+    init,
+    status,
+  });
 }
 
 async function victimKey(server: DriverServer): Promise<string> {
@@ -127,6 +157,30 @@ const CALLS: Readonly<Record<string, CallMaker>> = {
     status: 201,
   }),
   "GET /api/v1/audit/": () => Promise.resolve({ path: "/api/v1/audit/", status: 200 }),
+  "POST /api/v1/webhooks/": () =>
+    Promise.resolve({
+      path: "/api/v1/webhooks/",
+      init: json("POST", { url: "https://192.0.2.10/new", events: ["*"] }),
+      status: 201,
+    }),
+  "GET /api/v1/webhooks/": () => Promise.resolve({ path: "/api/v1/webhooks/", status: 200 }),
+  "GET /api/v1/webhooks/:webhook_id/": onEndpoint("", 200),
+  "PATCH /api/v1/webhooks/:webhook_id/": onEndpoint("", 200, json("PATCH", { enabled: false })),
+  "DELETE /api/v1/webhooks/:webhook_id/": onEndpoint("", 204, { method: "DELETE" }),
+  "POST /api/v1/webhooks/:webhook_id/rotate-secret/": onEndpoint("rotate-secret/", 200, {
+    method: "POST",
+  }),
+  "POST /api/v1/webhooks/:webhook_id/test/": onEndpoint("test/", 202, { method: "POST" }),
+  "GET /api/v1/webhooks/:webhook_id/deliveries/": onEndpoint("deliveries/", 200),
+  "POST /api/v1/webhooks/:webhook_id/deliveries/:delivery_id/retry/": async (server) => {
+    const id = await endpoint(server);
+    const test = await server.service.db.webhooks.sendTest(server.orgId, id);
+    return {
+      path: `/api/v1/webhooks/${id}/deliveries/${test!.delivery_id}/retry/`,
+      init: { method: "POST" },
+      status: 202,
+    };
+  },
   // Public: the answer without a key is the normal one (`status` is unused).
   "PUT /storage/*key": (server) =>
     Promise.resolve({
@@ -159,52 +213,66 @@ async function send(server: DriverServer, call: Call, apiKey: string | null): Pr
   return await fetch(`${server.url}${call.path}`, { ...call.init, headers });
 }
 
-driverTest(
-  "every route answers a key of each single scope normally or 403 insufficient_scope naming what it needs",
-  async (server) => {
-    await uploadAs(server, "base");
-    const keys = new Map<Scope, string>();
+const MATRIX =
+  "every route answers a key of each single scope normally or 403 insufficient_scope naming what it needs";
+
+/** Every route with a key of each single scope (see `EXPECTED`), on `server`. */
+async function scopeMatrix(server: DriverServer): Promise<void> {
+  await uploadAs(server, "base");
+  const keys = new Map<Scope, string>();
+  for (const scope of ALL) {
+    keys.set(
+      scope,
+      (await server.service.db.keys.create(server.orgId, { scopes: [scope] })).api_key,
+    );
+  }
+  const seen: string[] = [];
+  for (const name of routeNames()) {
+    const expected = EXPECTED[name];
     for (const scope of ALL) {
-      keys.set(
-        scope,
-        (await server.service.db.keys.create(server.orgId, { scopes: [scope] })).api_key,
-      );
-    }
-    const seen: string[] = [];
-    for (const name of routeNames()) {
-      const expected = EXPECTED[name];
-      for (const scope of ALL) {
-        const call = await CALLS[name](server, scope);
-        const res = await send(server, call, keys.get(scope)!);
-        const where = `${name} with a '${scope}' key`;
-        if (expected === "public") {
-          const text = await res.text();
-          const without = await send(server, await CALLS[name](server, scope), null);
-          await without.body?.cancel();
-          assertEquals(res.status, without.status, `${where}: ${text}`);
-          // (The OpenAPI document names the code in its descriptions: no error answer does.)
-          assert(!/"code":\s*"insufficient_scope"/.test(text), `${where}: ${text.slice(0, 300)}`);
-        } else if (expected.includes(scope)) {
-          const text = await res.text();
-          assertEquals(res.status, call.status, `${where}: ${text}`);
-          seen.push(`${name} ${scope}`);
-        } else {
-          const error = await assertApiError(res, 403, "insufficient_scope");
-          for (const needed of expected) {
-            assert(error.message.includes(`'${needed}'`), `${where}: ${error.message}`);
-          }
+      const call = await CALLS[name](server, scope);
+      const res = await send(server, call, keys.get(scope)!);
+      const where = `${name} with a '${scope}' key`;
+      if (expected === "public") {
+        const text = await res.text();
+        const without = await send(server, await CALLS[name](server, scope), null);
+        await without.body?.cancel();
+        assertEquals(res.status, without.status, `${where}: ${text}`);
+        // (The OpenAPI document names the code in its descriptions: no error answer does.)
+        assert(!/"code":\s*"insufficient_scope"/.test(text), `${where}: ${text.slice(0, 300)}`);
+      } else if (expected.includes(scope)) {
+        const text = await res.text();
+        assertEquals(res.status, call.status, `${where}: ${text}`);
+        seen.push(`${name} ${scope}`);
+      } else {
+        const error = await assertApiError(res, 403, "insufficient_scope");
+        for (const needed of expected) {
+          assert(error.message.includes(`'${needed}'`), `${where}: ${error.message}`);
         }
       }
     }
-    // Each scope was allowed somewhere, and refused the rest: the matrix ran, not just its shape.
-    assertEquals(
-      ALL.map((scope) => seen.filter((s) => s.endsWith(` ${scope}`)).length),
-      [2, 7, 2, 5],
-    );
-    // What the denied calls would have changed is unchanged: the datasets of the other scopes.
-    for (const scope of ["upload", "read", "admin"]) {
-      assert(await server.stored(server.orgId, `gone-${scope}`), `gone-${scope} was deleted`);
+  }
+  // Each scope was allowed somewhere, and refused the rest: the matrix ran, not just its shape.
+  assertEquals(
+    ALL.map((scope) => seen.filter((s) => s.endsWith(` ${scope}`)).length),
+    [2, 7, 2, 14],
+  );
+  // What the denied calls would have changed is unchanged: the datasets of the other scopes.
+  for (const scope of ["upload", "read", "admin"]) {
+    assert(await server.stored(server.orgId, `gone-${scope}`), `gone-${scope} was deleted`);
+  }
+  assertEquals(await server.stored(server.orgId, "gone-write"), null);
+}
+
+driverTest(MATRIX, scopeMatrix);
+
+// The same on the PostgreSQL control plane (keys, scopes and expiry read from there).
+postgresTest(`${MATRIX} (local, PostgreSQL)`, () =>
+  withDatabase(async (database) => {
+    const server = await startDriverServer("local", { ABN_DATABASE_URL: database.url });
+    try {
+      await scopeMatrix(server);
+    } finally {
+      await server.close();
     }
-    assertEquals(await server.stored(server.orgId, "gone-write"), null);
-  },
-);
+  }));
