@@ -181,7 +181,8 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
   {
     // An event never changes: one PostgreSQL holds already is kept.
     name: "audit_events",
-    key: ["id"],
+    key: ["org_id", "at", "id"],
+    verifyBy: ["id"],
     columns: {
       id: "text",
       org_id: "text",
