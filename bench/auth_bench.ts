@@ -8,8 +8,8 @@
  * 2. a burst of `--uploads` tiny direct uploads (60 bytes, 16 connections, new experiment ids):
  *    uploads per second until all are stored, p99.
  *
- * Turns alternate baseline and ours (`sync` before each), `--runs` of each; the table gives the
- * medians, the ranges and the ratios ours ÷ baseline. Needs `wrk`.
+ * Turns alternate baseline and ours (`sync` before each; A B, B A, A B, …), `--runs` of each; the
+ * table gives the medians, the ranges and the ratios ours ÷ baseline. Needs `wrk`.
  *
  *   deno run -A bench/auth_bench.ts --baseline ../base/main.ts [--runs 5] [--seconds 10]
  *                                   [--uploads 2000]
@@ -112,8 +112,14 @@ if (import.meta.main) {
     const runs = Number(option("runs", "5"));
     const turns = { baseline: [] as Turn[], ours: [] as Turn[] };
     for (let run = 0; run < runs; run++) {
-      turns.baseline.push(await child(baseline, seconds, uploads));
-      turns.ours.push(await child(ours, seconds, uploads));
+      // A B, then B A: a side that always ran second would carry whatever the first left behind.
+      if (run % 2 === 0) {
+        turns.baseline.push(await child(baseline, seconds, uploads));
+        turns.ours.push(await child(ours, seconds, uploads));
+      } else {
+        turns.ours.push(await child(ours, seconds, uploads));
+        turns.baseline.push(await child(baseline, seconds, uploads));
+      }
       console.error(
         `turn ${run + 1} of ${runs}:`,
         JSON.stringify(turns.baseline.at(-1)),

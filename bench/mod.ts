@@ -20,6 +20,9 @@
  *   deno run -A bench/memory_map.ts [FILE] [N] [two-step]
  *                                                    (standalone: what each delivery's cycle
  *                                                     holds at its peak, by kind of mapping)
+ *   deno run -A bench/auth_bench.ts --baseline PATH/main.ts
+ *                                                    (standalone: initiate and tiny uploads
+ *                                                     against another version, in turns)
  */
 import { writeCsv } from "./generate_csv.ts";
 import { printTable } from "./_util.ts";

@@ -27,14 +27,16 @@ function event(
 controlPlaneTest(
   "audit events are paged newest first per organization, by action, and pruned by age",
   async (db, reopen) => {
+    const a = (await db.orgs.create("a")).id;
+    const b = (await db.orgs.create("b")).id;
     const t = (s: number) => new Date(Date.UTC(2026, 2, 5, 10, 0, s)).toISOString();
     const events = [
-      event("org_a", t(1), "dataset.delivered", { route: "direct", size_bytes: 10, sha256: "ab" }),
-      event("org_a", t(2), "settings.changed", { before: null, after: { mde: 0.1 } }),
-      event("org_b", t(2), "dataset.delivered", { route: "two_step" }),
-      event("org_a", t(3), "dataset.delivered", { route: "upload_url" }),
-      event("org_a", t(3), "key.created", { scopes: ["read"] }), // same time: later id
-      event("org_a", t(4), "dataset.deleted", { etag: "e" }),
+      event(a, t(1), "dataset.delivered", { route: "direct", size_bytes: 10, sha256: "ab" }),
+      event(a, t(2), "settings.changed", { before: null, after: { mde: 0.1 } }),
+      event(b, t(2), "dataset.delivered", { route: "two_step" }),
+      event(a, t(3), "dataset.delivered", { route: "upload_url" }),
+      event(a, t(3), "key.created", { scopes: ["read"] }), // same time: later id
+      event(a, t(4), "dataset.deleted", { etag: "e" }),
     ];
     await db.audit.record(events.slice(0, 3));
     await db.audit.record(events.slice(3));
@@ -42,14 +44,14 @@ controlPlaneTest(
     await db.audit.record([events[0]]); // written twice: kept once
     const other = await reopen();
     const newestFirst = [5, 4, 3, 1, 0].map((i) => events[i]);
-    assertEquals(await other.audit.page("org_a", { limit: 10 }), newestFirst);
-    assertEquals(await other.audit.page("org_b", { limit: 10 }), [events[2]]);
+    assertEquals(await other.audit.page(a, { limit: 10 }), newestFirst);
+    assertEquals(await other.audit.page(b, { limit: 10 }), [events[2]]);
     assertEquals(await other.audit.page("org_c", { limit: 10 }), []);
 
     const pages: AuditEvent[][] = [];
     let before = null;
     do {
-      const page: AuditEvent[] = await other.audit.page("org_a", { limit: 2, before });
+      const page: AuditEvent[] = await other.audit.page(a, { limit: 2, before });
       pages.push(page);
       before = page.length === 2 ? { at: page[1].at, id: page[1].id } : null;
     } while (before !== null);
@@ -57,35 +59,36 @@ controlPlaneTest(
     assertEquals(pages.flat(), newestFirst);
 
     assertEquals(
-      await other.audit.page("org_a", { limit: 10, action: "dataset.delivered" }),
+      await other.audit.page(a, { limit: 10, action: "dataset.delivered" }),
       [events[3], events[0]],
     );
     assertEquals(
-      await other.audit.page("org_a", {
+      await other.audit.page(a, {
         limit: 1,
         action: "dataset.delivered",
         before: { at: events[3].at, id: events[3].id },
       }),
       [events[0]],
     );
-    assertEquals(await other.audit.page("org_a", { limit: 10, action: "key.rotated" }), []);
+    assertEquals(await other.audit.page(a, { limit: 10, action: "key.rotated" }), []);
 
     assertEquals(await db.audit.prune(t(3)), 3); // strictly older: t(1) and t(2) of both orgs
-    assertEquals(await other.audit.page("org_a", { limit: 10 }), [events[5], events[4], events[3]]);
-    assertEquals(await other.audit.page("org_b", { limit: 10 }), []);
+    assertEquals(await other.audit.page(a, { limit: 10 }), [events[5], events[4], events[3]]);
+    assertEquals(await other.audit.page(b, { limit: 10 }), []);
     assertEquals(await db.audit.prune(t(3)), 0);
   },
 );
 
 controlPlaneTest("pruning deletes a large backlog in batches", async (db) => {
+  const a = (await db.orgs.create("a")).id;
   const old = Array.from(
     { length: 12_000 },
     (_, i) =>
-      event("org_a", new Date(Date.UTC(2025, 0, 1, 0, 0, 0, i)).toISOString(), "dataset.delivered"),
+      event(a, new Date(Date.UTC(2025, 0, 1, 0, 0, 0, i)).toISOString(), "dataset.delivered"),
   );
   for (let i = 0; i < old.length; i += 2000) await db.audit.record(old.slice(i, i + 2000));
-  const recent = event("org_a", "2026-03-05T10:00:00.000Z", "key.revoked");
+  const recent = event(a, "2026-03-05T10:00:00.000Z", "key.revoked");
   await db.audit.record([recent]);
   assertEquals(await db.audit.prune("2026-01-01T00:00:00.000Z"), 12_000);
-  assertEquals(await db.audit.page("org_a", { limit: 10 }), [recent]);
+  assertEquals(await db.audit.page(a, { limit: 10 }), [recent]);
 });

@@ -227,7 +227,8 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
   {
     // An event never changes: one PostgreSQL holds already is kept.
     name: "audit_events",
-    key: ["id"],
+    key: ["org_id", "at", "id"],
+    verifyBy: ["id"],
     columns: AUDIT_COLUMNS,
     onConflict: "DO NOTHING",
   },

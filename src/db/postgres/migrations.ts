@@ -182,24 +182,23 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 7,
     name: "scoped keys with names and expiry, the key behind a grant, the audit trail",
     // Keys made before keep every scope. The audit is read newest first per organization (all
-    // actions or one) and pruned by age.
+    // actions: the primary key; one: its index) and pruned per organization by age.
     sql: `
       ALTER TABLE api_keys ADD COLUMN name TEXT;
       ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT 'upload,read,write,admin';
       ALTER TABLE api_keys ADD COLUMN expires_at TIMESTAMPTZ;
       ALTER TABLE grants ADD COLUMN key_id TEXT;
       CREATE TABLE audit_events (
-        id TEXT COLLATE "C" PRIMARY KEY,
         org_id TEXT COLLATE "C" NOT NULL,
         at TIMESTAMPTZ NOT NULL,
+        id TEXT COLLATE "C" NOT NULL,
         action TEXT COLLATE "C" NOT NULL,
         key_id TEXT,
         experiment_id TEXT,
-        details TEXT NOT NULL
+        details TEXT NOT NULL,
+        PRIMARY KEY (org_id, at, id)
       );
-      CREATE INDEX audit_events_org ON audit_events (org_id, at, id);
-      CREATE INDEX audit_events_org_action ON audit_events (org_id, action, at, id);
-      CREATE INDEX audit_events_at ON audit_events (at);`,
+      CREATE INDEX audit_events_action ON audit_events (org_id, action, at, id);`,
   },
   {
     version: 8,

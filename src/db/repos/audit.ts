@@ -56,7 +56,10 @@ export interface AuditRepo {
   record(events: readonly AuditEvent[]): Promise<void>;
   /** One organization's events, newest first (ties by id, descending). */
   page(orgId: string, options: AuditPageOptions): Promise<AuditEvent[]>;
-  /** Deletes events older than `before` (ISO), a batch at a time; answers how many. */
+  /**
+   * Deletes events older than `before` (ISO) of every organization (in `orgs`), a batch at a
+   * time; answers how many.
+   */
   prune(before: string): Promise<number>;
 }
 
@@ -98,7 +101,7 @@ export function auditRepo(db: Dialect): AuditRepo {
       await db.run(
         `INSERT INTO audit_events (${COLUMNS})
          SELECT ${COLUMNS} FROM ${db.rows("e", AUDIT_COLUMNS)}
-         WHERE true ON CONFLICT (id) DO NOTHING`,
+         WHERE true ON CONFLICT (org_id, at, id) DO NOTHING`,
         [rowsParam(events.map((e) => ({ ...e, details: JSON.stringify(e.details) })))],
       );
     },
@@ -122,16 +125,22 @@ export function auditRepo(db: Dialect): AuditRepo {
       return rows.map(toEvent);
     },
     prune: async (before) => {
+      // Per organization, along the primary key: no index on the age alone to keep up.
+      const orgs = await db.all<{ id: string }>("SELECT id FROM orgs ORDER BY id");
       let deleted = 0;
-      while (true) {
-        const n = await db.run(
-          `DELETE FROM audit_events WHERE id IN
-             (SELECT id FROM audit_events WHERE at < ? LIMIT ${PRUNE_BATCH})`,
-          [before],
-        );
-        deleted += n;
-        if (n < PRUNE_BATCH) return deleted;
+      for (const { id } of orgs) {
+        while (true) {
+          const n = await db.run(
+            `DELETE FROM audit_events WHERE (org_id, at, id) IN
+               (SELECT org_id, at, id FROM audit_events WHERE org_id = ? AND at < ?
+                ORDER BY at LIMIT ${PRUNE_BATCH})`,
+            [id, before],
+          );
+          deleted += n;
+          if (n < PRUNE_BATCH) break;
+        }
       }
+      return deleted;
     },
   };
 }

@@ -128,23 +128,25 @@ export const MIGRATIONS: readonly string[] = [
    );
    CREATE INDEX analysis_jobs_claim ON analysis_jobs(lane, offered_at, delivered_at DESC);`,
   // 6: scoped keys with names and expiry (keys made before keep every scope), the key that asked
-  // for an upload grant, and the audit trail: newest first per organization, all actions or one.
+  // for an upload grant, and the audit trail, stored in its reading order (newest first per
+  // organization: the primary key) with one index for one action's events: two b-trees an event
+  // instead of five with a rowid table and indexes by id, organization, action and age (10.3 µs of
+  // CPU an event, batches of 150, against 11.3-12.0 µs; 2026-12-01).
   `ALTER TABLE api_keys ADD COLUMN name TEXT;
    ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT 'upload,read,write,admin';
    ALTER TABLE api_keys ADD COLUMN expires_at TEXT;
    ALTER TABLE grants ADD COLUMN key_id TEXT;
    CREATE TABLE audit_events (
-     id TEXT PRIMARY KEY,
      org_id TEXT NOT NULL,
      at TEXT NOT NULL,
+     id TEXT NOT NULL,
      action TEXT NOT NULL,
      key_id TEXT,
      experiment_id TEXT,
-     details TEXT NOT NULL
-   );
-   CREATE INDEX audit_events_org ON audit_events(org_id, at, id);
-   CREATE INDEX audit_events_org_action ON audit_events(org_id, action, at, id);
-   CREATE INDEX audit_events_at ON audit_events(at);`,
+     details TEXT NOT NULL,
+     PRIMARY KEY (org_id, at, id)
+   ) WITHOUT ROWID;
+   CREATE INDEX audit_events_action ON audit_events(org_id, action, at, id);`,
   // 7: each organization's storage quota in bytes (NULL: the default, ABN_ORG_QUOTA_BYTES).
   `ALTER TABLE orgs ADD COLUMN quota_bytes INTEGER;`,
   // 8: webhooks. Endpoints per organization (events as ",type,…," or ",*,"; the previous secret
