@@ -122,6 +122,12 @@ export const UPLOAD_OPERATIONS: OperationDocs = {
         schema: { type: "integer", minimum: 0 },
       },
       {
+        name: "key_id",
+        in: "query",
+        description: "The API key that asked for the URL (for the audit trail; signed with it)",
+        schema: { type: "string" },
+      },
+      {
         name: "signature",
         in: "query",
         required: true,

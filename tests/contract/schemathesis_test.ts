@@ -127,7 +127,9 @@ parameters = { "path.experiment_id" = ${toml(EXAMPLE_EXPERIMENT_ID)}, "query.cur
 include-operation-id = "putUploadUrl"
 parameters = { "path.key" = ${toml(key)}, "query.expires" = ${
     local ? Number(url.searchParams.get("expires")) : 0
-  }, "query.signature" = ${toml(local ? url.searchParams.get("signature")! : "none")} }
+  }, "query.key_id" = ${toml(url.searchParams.get("key_id") ?? "")}, "query.signature" = ${
+    toml(local ? url.searchParams.get("signature")! : "none")
+  } }
 
 # The storage events take the service's token, not an API key.
 [[operations]]
