@@ -18,12 +18,29 @@ export interface NoticedDelivery {
   info: ObjectInfo;
 }
 
-/** Records the delivery, naming the key of `grant` (its storage key's latest grant) if any. */
+/**
+ * The objects each audit log recorded lately, by storage key, ETag and time: one object noticed
+ * twice at once (the scan of open grants and a request's look at the same grant) is one event.
+ */
+const recorded = new WeakMap<AuditLog, Set<string>>();
+const MAX_REMEMBERED = 10_000;
+
+/**
+ * Records the delivery, naming the key of `grant` (its storage key's latest grant) if any, once
+ * per stored object on this instance.
+ */
 export function auditTwoStep(
   audit: AuditLog,
   delivery: NoticedDelivery,
   grant: Grant | null,
 ): void {
+  let seen = recorded.get(audit);
+  if (!seen) recorded.set(audit, seen = new Set());
+  const { key, etag, lastModified } = delivery.info;
+  const id = `${key}\n${etag}\n${lastModified.getTime()}`;
+  if (seen.has(id)) return;
+  if (seen.size >= MAX_REMEMBERED) seen.clear();
+  seen.add(id);
   audit.record({
     orgId: delivery.orgId,
     action: "dataset.delivered",
