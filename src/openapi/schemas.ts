@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { EVENT_TYPES } from "../webhooks/events.ts";
 import type { Schema } from "./types.ts";
 
 /** `#/components/schemas/{name}`. */
@@ -189,19 +190,7 @@ const WEBHOOK_EVENTS: Schema = {
   type: "array",
   minItems: 1,
   uniqueItems: true,
-  items: {
-    enum: [
-      "*",
-      "dataset.delivered",
-      "analysis.ready",
-      "analysis.failed",
-      "experiment.srm_detected",
-      "experiment.decision_changed",
-      "experiment.target_reached",
-      "dataset.deleted",
-      "webhook.test",
-    ],
-  },
+  items: { enum: ["*", ...EVENT_TYPES] },
   description: 'the events the endpoint receives; ["*"]: all',
 };
 
