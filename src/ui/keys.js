@@ -6,6 +6,7 @@
 import { api, ApiError, keyScopes } from "./api.js";
 import { h, replace } from "./dom.js";
 import { formatAgo, formatDateTime } from "./format.js";
+import { loadProblem } from "./widgets.js";
 
 /** Every scope, in the order the page shows them, with what it allows. */
 export const SCOPES = [
@@ -151,15 +152,7 @@ export class KeysPage {
       this.#render();
     } catch (error) {
       if (this.#stopped) return;
-      replace(
-        this.#body,
-        h(
-          "div",
-          { class: "card problem", role: "alert" },
-          h("h2", { class: "error-title" }, "The keys could not be loaded"),
-          h("p", {}, problem(error)),
-        ),
-      );
+      replace(this.#body, loadProblem("h2", "The keys could not be loaded", problem(error)));
     }
   }
 

@@ -7,6 +7,7 @@
 import { api, ApiError } from "./api.js";
 import { h, replace } from "./dom.js";
 import { formatAgo, formatDateTime } from "./format.js";
+import { loadProblem } from "./widgets.js";
 
 /** The event types, as the service names them. */
 const EVENT_TYPES = [
@@ -257,12 +258,7 @@ export class WebhooksPage {
       if (this.#stopped) return;
       replace(
         this.#list,
-        h(
-          "div",
-          { class: "card problem", role: "alert" },
-          h("h3", { class: "error-title" }, "The webhooks could not be loaded"),
-          h("p", {}, message(problem)),
-        ),
+        loadProblem("h3", "The webhooks could not be loaded", message(problem)),
       );
     }
   }

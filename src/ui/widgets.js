@@ -41,3 +41,18 @@ export function scrollTable(label, table) {
 export function card(title, id, ...children) {
   return h("section", { class: "card", "aria-labelledby": id }, h("h3", { id }, title), children);
 }
+
+/**
+ * The alert shown where a page's data could not be loaded.
+ * @param {"h2" | "h3"} heading
+ * @param {string} title
+ * @param {string} text what went wrong
+ */
+export function loadProblem(heading, title, text) {
+  return h(
+    "div",
+    { class: "card problem", role: "alert" },
+    h(heading, { class: "error-title" }, title),
+    h("p", {}, text),
+  );
+}
