@@ -3,6 +3,8 @@
  * `POST /api/v1/datasets/upload/` over a plain connection, the body's length declared (as curl
  * and the upload client do), written in 512 KiB pieces on schedule.
  */
+import { assert } from "./_assert.ts";
+import { type DriverServer, startDriverServer } from "./_drivers.ts";
 const encoder = new TextEncoder();
 
 export interface PacedAnswer {
@@ -56,5 +58,50 @@ export async function pacedUpload(
       conn.close();
     } catch { /* closed by its readable */ }
     throw error;
+  }
+}
+
+/** The analysis of `id` as the API answers it. */
+export async function analysisOf(
+  server: DriverServer,
+  id: string,
+): Promise<Record<string, unknown>> {
+  const res = await fetch(`${server.api}/datasets/${id}/analysis/`, {
+    headers: { authorization: `Bearer ${server.apiKey}` },
+  });
+  return await res.json();
+}
+
+/** The analysis of `id` once it is ready or failed (within a minute). */
+export async function settled(server: DriverServer, id: string): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const analysis = await analysisOf(server, id);
+    if (analysis.status === "ready" || analysis.status === "failed") return analysis;
+    assert(Date.now() < deadline, `no analysis of ${id} in time`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The figures of an analysis, without what names its delivery. */
+export function figures(analysis: Record<string, unknown>) {
+  const { experiment_id: _, analysed_at: _a, dataset, ...rest } = analysis;
+  const { rows, size_bytes } = dataset as Record<string, unknown>;
+  return { ...rest, rows, size_bytes };
+}
+
+/** A local server whose `analysis finished` lines the test reads. */
+export async function withRuns(
+  fn: (server: DriverServer, runs: () => Record<string, unknown>[]) => Promise<void>,
+) {
+  const lines: string[] = [];
+  const server = await startDriverServer("local", {}, { log: (line) => lines.push(line) });
+  try {
+    await fn(
+      server,
+      () => lines.filter((l) => l.includes('"msg":"analysis finished"')).map((l) => JSON.parse(l)),
+    );
+  } finally {
+    await server.close();
   }
 }

@@ -4,8 +4,8 @@
  * streams apply to its analysis.
  */
 import { assert, assertEquals } from "../_assert.ts";
-import { deliverTwoStep, type DriverServer, startDriverServer } from "../_drivers.ts";
-import { pacedUpload } from "../_paced_upload.ts";
+import { deliverTwoStep, type DriverServer } from "../_drivers.ts";
+import { analysisOf, figures, pacedUpload, settled, withRuns } from "../_paced_upload.ts";
 
 const encoder = new TextEncoder();
 
@@ -33,67 +33,28 @@ function paced(server: DriverServer, id: string, body: Uint8Array, bytesPerSecon
   return pacedUpload(server.url, server.apiKey, id, body, bytesPerSecond);
 }
 
-async function analysisOf(server: DriverServer, id: string): Promise<Record<string, unknown>> {
-  const res = await fetch(`${server.api}/datasets/${id}/analysis/`, {
-    headers: { authorization: `Bearer ${server.apiKey}` },
-  });
-  return await res.json();
-}
-
-async function ready(server: DriverServer, id: string): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const analysis = await analysisOf(server, id);
-    if (analysis.status === "ready" || analysis.status === "failed") return analysis;
-    assert(Date.now() < deadline, `no analysis of ${id} in time`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-/** The figures of an analysis, without what names its delivery. */
-function figures(analysis: Record<string, unknown>) {
-  const { experiment_id: _, analysed_at: _a, dataset, ...rest } = analysis;
-  const { rows, size_bytes } = dataset as Record<string, unknown>;
-  return { ...rest, rows, size_bytes };
-}
-
-async function withServer(
-  fn: (server: DriverServer, finished: () => Record<string, unknown>[]) => Promise<void>,
-) {
-  const lines: string[] = [];
-  const server = await startDriverServer("local", {}, { log: (line) => lines.push(line) });
-  try {
-    await fn(
-      server,
-      () => lines.filter((l) => l.includes('"msg":"analysis finished"')).map((l) => JSON.parse(l)),
-    );
-  } finally {
-    await server.close();
-  }
-}
-
 Deno.test("a large upload arriving at a network's pace is analysed once, to the figures of the same bytes delivered in two steps", async () => {
-  await withServer(async (server, finished) => {
+  await withRuns(async (server, finished) => {
     const body = bigCsv();
     assert(body.length >= 32 * 1024 * 1024);
     // About 25 MB/s: 1.5 s on the way.
     const { status, json } = await paced(server, "paced", body, 25e6);
     assertEquals(status, 201, JSON.stringify(json));
-    const arrived = await ready(server, "paced");
+    const arrived = await settled(server, "paced");
     assertEquals(arrived.status, "ready", JSON.stringify(arrived.error));
     assertEquals((arrived.dataset as { etag: string }).etag, json.etag);
     const runs = finished().filter((line) => line.experiment_id === "paced");
     assertEquals(runs.map((line) => line.etag), [json.etag]);
     // The same bytes delivered in two steps, read after storing: the same analysis.
     await deliverTwoStep(server, "stored", body);
-    const stored = await ready(server, "stored");
+    const stored = await settled(server, "stored");
     assertEquals(stored.status, "ready", JSON.stringify(stored.error));
     assertEquals(figures(arrived), figures(stored));
   });
 });
 
 Deno.test("a paced upload refused at its last lines leaves the stored dataset and its analysis", async () => {
-  await withServer(async (server, finished) => {
+  await withRuns(async (server, finished) => {
     const small = encoder.encode(
       "user_id,variant,date,converted\nu1,A,2026-02-01,1\nu2,B,2026-02-01,0\n",
     );
@@ -104,7 +65,7 @@ Deno.test("a paced upload refused at its last lines leaves the stored dataset an
     });
     const stored = await first.json();
     assertEquals(first.status, 201);
-    const before = await ready(server, "kept");
+    const before = await settled(server, "kept");
     const { status, json } = await paced(server, "kept", bigCsv(1_099_990), 25e6);
     assertEquals(status, 400, JSON.stringify(json));
     assertEquals((json.error as { code: string }).code, "invalid_date");
@@ -117,7 +78,7 @@ Deno.test("a paced upload refused at its last lines leaves the stored dataset an
 });
 
 Deno.test("settings saved while a paced upload streams apply to its analysis", async () => {
-  await withServer(async (server, finished) => {
+  await withRuns(async (server, finished) => {
     const body = bigCsv();
     const upload = paced(server, "resettled", body, 25e6);
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -129,7 +90,7 @@ Deno.test("settings saved while a paced upload streams apply to its analysis", a
     assertEquals(put.status, 200, await put.text());
     const { status, json } = await upload;
     assertEquals(status, 201, JSON.stringify(json));
-    const analysis = await ready(server, "resettled");
+    const analysis = await settled(server, "resettled");
     assertEquals(analysis.status, "ready", JSON.stringify(analysis.error));
     assertEquals(analysis.key_metric, "revenue");
     assertEquals(finished().filter((line) => line.etag === json.etag).length, 1);

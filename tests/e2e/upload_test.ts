@@ -2,7 +2,7 @@ import { assert, assertApiError, assertEquals } from "../_assert.ts";
 import { deliverTwoStep, driverTest, driverTestWithRgw, startDriverServer } from "../_drivers.ts";
 import type { DriverServer } from "../_drivers.ts";
 import { exchangeOn, rawExchange, writeAll } from "../_faults.ts";
-import { pacedUpload } from "../_paced_upload.ts";
+import { analysisOf, figures, pacedUpload, settled, withRuns } from "../_paced_upload.ts";
 
 const encoder = new TextEncoder();
 const VALID = await Deno.readFile(new URL("../testdata/small.csv", import.meta.url));
@@ -389,46 +389,6 @@ function usersCsv(badLine?: number): Uint8Array<ArrayBuffer> {
     );
   }
   return encoder.encode(lines.join("\n") + "\n");
-}
-
-async function analysisOf(server: DriverServer, id: string): Promise<Record<string, unknown>> {
-  const res = await fetch(`${server.api}/datasets/${id}/analysis/`, {
-    headers: { authorization: `Bearer ${server.apiKey}` },
-  });
-  return await res.json();
-}
-
-async function settled(server: DriverServer, id: string): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const analysis = await analysisOf(server, id);
-    if (analysis.status === "ready" || analysis.status === "failed") return analysis;
-    assert(Date.now() < deadline, `no analysis of ${id} in time`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-/** The figures of an analysis, without what names its delivery. */
-function figures(analysis: Record<string, unknown>) {
-  const { experiment_id: _, analysed_at: _a, dataset, ...rest } = analysis;
-  const { rows, size_bytes } = dataset as Record<string, unknown>;
-  return { ...rest, rows, size_bytes };
-}
-
-/** A local server whose `analysis finished` lines the test reads. */
-async function withRuns(
-  fn: (server: DriverServer, runs: () => Record<string, unknown>[]) => Promise<void>,
-) {
-  const lines: string[] = [];
-  const server = await startDriverServer("local", {}, { log: (line) => lines.push(line) });
-  try {
-    await fn(
-      server,
-      () => lines.filter((l) => l.includes('"msg":"analysis finished"')).map((l) => JSON.parse(l)),
-    );
-  } finally {
-    await server.close();
-  }
 }
 
 Deno.test("a large upload sent slowly is analysed once, to the figures of the same bytes sent in two steps", async () => {
