@@ -222,7 +222,8 @@ export function eventBody(
 ): string {
   const event = { type, timestamp: at.toISOString(), data: { ...data, links } };
   let body = JSON.stringify(event);
-  if (encoder.encode(body).length > MAX_EVENT_BYTES) {
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: most bodies need no encoding to be measured.
+  if (body.length * 3 > MAX_EVENT_BYTES && encoder.encode(body).length > MAX_EVENT_BYTES) {
     body = JSON.stringify({ ...event, data: cutStrings(event.data) });
     const size = encoder.encode(body).length;
     if (size > MAX_EVENT_BYTES) {

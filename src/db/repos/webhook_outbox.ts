@@ -39,8 +39,8 @@ export function eventsOf(stored: string): EventSelection[] {
   return stored.split(",").filter((e) => e !== "") as EventSelection[];
 }
 
-/** Rows a delivery statement writes at most. */
-const INSERT_CHUNK = 8;
+/** The row counts of the delivery statements: a write takes the largest that fits, then the next. */
+const INSERT_SIZES = [8, 4, 2, 1];
 
 /** The statement writing `n` deliveries, each first due when written. */
 function insertDeliveries(n: number): string {
@@ -49,8 +49,7 @@ function insertDeliveries(n: number): string {
     VALUES ${Array(n).fill("(?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)").join(", ")}`;
 }
 
-const INSERT_ONE = insertDeliveries(1);
-const INSERT_CHUNK_SQL = insertDeliveries(INSERT_CHUNK);
+const INSERTS = new Map(INSERT_SIZES.map((n) => [n, insertDeliveries(n)]));
 
 let sequence = 0;
 
@@ -139,10 +138,10 @@ export class WebhookOutbox {
       }
     }
     if (rows.length === 0) return [];
-    // Statements of 8 rows, then single ones: two statements prepared once, and bound values
-    // (in SQLite 14 µs a row against 53 µs through json_each, measured 2026-12-01).
+    // Statements of 8, 4, 2 and 1 rows, each prepared once, with bound values (in SQLite 14 µs a
+    // row against 53 µs through json_each, measured 2026-12-01).
     for (let at = 0; at < rows.length;) {
-      const size = rows.length - at >= INSERT_CHUNK ? INSERT_CHUNK : 1;
+      const size = INSERT_SIZES.find((n) => n <= rows.length - at)!;
       const params = rows.slice(at, at + size).flatMap((r) => [
         r.id,
         r.event_id,
@@ -154,7 +153,7 @@ export class WebhookOutbox {
         r.created_at,
         r.created_at,
       ]);
-      await tx.run(size === 1 ? INSERT_ONE : INSERT_CHUNK_SQL, params);
+      await tx.run(INSERTS.get(size)!, params);
       at += size;
     }
     return rows.map((row) => row.id);
