@@ -3,14 +3,14 @@
  * byte pipeline (`_byte_stage.ts`): each read is checked and hashed, in the reader's own buffer,
  * before it is handed on, so the bytes holding the first problem never reach storage (the stream
  * errors with the `ValidationError` instead), and `result` resolves once the last byte passed.
- * The checks are those of docs/api.md ("What a direct upload checks"), run by `src/pipeline/`'s
- * byte-level validator.
+ * The checks are docs/api.md's ("What a direct upload checks"), by `src/pipeline/`'s validator.
  *
  * They run on the request's thread: a stage that posted each read to a worker thread, which
  * checked and hashed it, was no faster end to end on two processors (the upload benchmark, 193 MB:
  * tmpfs 0.40 of the raw sink both ways, disk 0.51 against 0.54; medians of five runs each in
  * turns, 2026-12-02) and held some 90 MB more at its peak (docs/performance.md, "The CSV
- * checks").
+ * checks"); one that sent only the SHA-256 there was slower (0.33–0.36 against 0.37–0.41) and
+ * peaked near 280 MB ("Ideas tried").
  *
  * @module
  */
