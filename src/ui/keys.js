@@ -6,7 +6,7 @@
 import { api, ApiError, keyScopes } from "./api.js";
 import { h, replace } from "./dom.js";
 import { formatAgo, formatDateTime } from "./format.js";
-import { loadProblem } from "./widgets.js";
+import { copyButton, loadProblem } from "./widgets.js";
 
 /** Every scope, in the order the page shows them, with what it allows. */
 export const SCOPES = [
@@ -387,7 +387,7 @@ export class KeysPage {
   /** Shows a new key's secret, once, with a copy button. @param {any} made @param {string} note */
   #showSecret(made, note) {
     const secret = h("code", { id: "new-key-secret", class: "secret" }, made.api_key);
-    const copied = h("span", { class: "muted small", role: "status" });
+    const [copy, copied] = copyButton(made.api_key, secret, { id: "copy-new-key" });
     replace(
       this.#secret,
       h(
@@ -400,27 +400,7 @@ export class KeysPage {
           "This is the only time the service shows it: it keeps only a hash. Store it in your " +
             "pipeline's secret store. " + note,
         ),
-        h(
-          "p",
-          {},
-          secret,
-          " ",
-          h("button", {
-            type: "button",
-            id: "copy-new-key",
-            onclick: async () => {
-              try {
-                await navigator.clipboard.writeText(made.api_key);
-                copied.textContent = "Copied.";
-              } catch {
-                getSelection()?.selectAllChildren(secret);
-                copied.textContent = "Selected: press Ctrl+C (⌘C) to copy.";
-              }
-            },
-          }, "Copy"),
-          " ",
-          copied,
-        ),
+        h("p", {}, secret, " ", copy, " ", copied),
         h(
           "p",
           { class: "muted small" },

@@ -7,7 +7,7 @@
 import { api, ApiError } from "./api.js";
 import { h, replace } from "./dom.js";
 import { formatAgo, formatDateTime } from "./format.js";
-import { loadProblem } from "./widgets.js";
+import { copyButton, loadProblem } from "./widgets.js";
 
 /** The event types, as the service names them. */
 const EVENT_TYPES = [
@@ -74,29 +74,12 @@ function eventChoices(idPrefix, chosen) {
  * @param {string} note
  */
 function secretPanel(id, secret, note) {
-  const copied = h("span", { class: "form-ok", role: "status" });
+  const shown = h("code", { id }, secret);
   return h(
     "div",
     { class: "secret-once", role: "region", "aria-label": "Signing secret" },
     h("p", {}, note),
-    h(
-      "div",
-      { class: "secret-row" },
-      h("code", { id }, secret),
-      h("button", {
-        type: "button",
-        class: "quiet",
-        onclick: async () => {
-          try {
-            await navigator.clipboard.writeText(secret);
-            copied.textContent = "Copied";
-          } catch {
-            copied.textContent = "Select the secret and copy it";
-          }
-        },
-      }, "Copy"),
-      copied,
-    ),
+    h("div", { class: "secret-row" }, shown, ...copyButton(secret, shown, { class: "quiet" })),
   );
 }
 

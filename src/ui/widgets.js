@@ -1,6 +1,7 @@
 /**
- * Small building blocks shared by the analysis views: the status badge, a card with its
- * heading, and a table that scrolls sideways on a narrow screen instead of the page.
+ * Small building blocks shared by the views: the status badge, a card with its heading, a table
+ * that scrolls sideways on a narrow screen instead of the page, a load-failure alert, and the
+ * button that copies a secret shown once.
  */
 import { h } from "./dom.js";
 
@@ -55,4 +56,30 @@ export function loadProblem(heading, title, text) {
     h(heading, { class: "error-title" }, title),
     h("p", {}, text),
   );
+}
+
+/**
+ * A "Copy" button for a secret shown in `shown`, and the status line saying what it did: copied,
+ * or (where the page may not write the clipboard) the secret selected for the keyboard.
+ * @param {string} secret
+ * @param {HTMLElement} shown
+ * @param {Record<string, string>} attrs the button's, besides its type
+ * @returns {[HTMLElement, HTMLElement]}
+ */
+export function copyButton(secret, shown, attrs = {}) {
+  const status = h("span", { class: "muted small", role: "status" });
+  const button = h("button", {
+    ...attrs,
+    type: "button",
+    onclick: async () => {
+      try {
+        await navigator.clipboard.writeText(secret);
+        status.textContent = "Copied.";
+      } catch {
+        getSelection()?.selectAllChildren(shown);
+        status.textContent = "Selected: press Ctrl+C (⌘C) to copy.";
+      }
+    },
+  }, "Copy");
+  return [button, status];
 }

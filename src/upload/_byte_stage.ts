@@ -5,11 +5,9 @@
  * reader (storage's, reused from one read to the next), and every stage sees them there: no
  * stage allocates or copies a chunk of its own.
  *
- * Chunks handed on as `TransformStream`s do are each a fresh buffer: with those stages a 193 MB
- * upload on tmpfs took 0.55 s (0.52–0.65) against 0.43 s (0.43–0.46) read in place (the upload
- * path alone, seven uploads each in turns, medians and ranges, 2026-12-02), and the service's
- * peak during one such upload rose from about 80 MB to about 140 MB (docs/performance.md,
- * "Uploads").
+ * Chunks handed on as `TransformStream`s do are each a fresh buffer: a 193 MB upload on tmpfs
+ * took 0.55 s [0.52–0.65] through those against 0.43 s [0.43–0.46] read in place, and peaked near
+ * 140 MB against 80 MB (seven uploads each in turns, 2026-12-02; docs/performance.md, "Uploads").
  *
  * A stream before that is not a byte stream (tests, `ReadableStream.from`) is read chunk by chunk
  * and copied into the reader's buffer.
@@ -27,6 +25,8 @@ export interface ByteStageHooks {
   stop?(reason: unknown): void;
   /** Runs each read of the stream before (to time it); its rejection fails the stream. */
   around?(read: () => Promise<Read>): Promise<Read>;
+  /** The most one read of the stream before asks for; default the reader's whole buffer. */
+  readBytes?: number;
 }
 
 /** One read into a given buffer: the bytes read, a view of it (empty at the end). */
@@ -97,7 +97,8 @@ export function byteStage(source: ReadableStream<Uint8Array>, hooks: ByteStageHo
     autoAllocateChunkSize: AUTO_CHUNK_BYTES,
     async pull(controller: ReadableByteStreamController) {
       const request = controller.byobRequest!;
-      const view = request.view as Uint8Array;
+      const whole = request.view as Uint8Array;
+      const view = whole.subarray(0, hooks.readBytes ?? whole.length);
       try {
         const { bytes, done } = await around(() => reader.read(view));
         if (done) {

@@ -5,12 +5,10 @@
  * errors with the `ValidationError` instead), and `result` resolves once the last byte passed.
  * The checks are docs/api.md's ("What a direct upload checks"), by `src/pipeline/`'s validator.
  *
- * They run on the request's thread: a stage that posted each read to a worker thread, which
- * checked and hashed it, was no faster end to end on two processors (the upload benchmark, 193 MB:
- * tmpfs 0.40 of the raw sink both ways, disk 0.51 against 0.54; medians of five runs each in
- * turns, 2026-12-02) and held some 90 MB more at its peak (docs/performance.md, "The CSV
- * checks"); one that sent only the SHA-256 there was slower (0.33–0.36 against 0.37–0.41) and
- * peaked near 280 MB ("Ideas tried").
+ * They run on the request's thread: on two processors a worker thread that checked and hashed
+ * each read was no faster (tmpfs 0.40 of the raw sink both ways, disk 0.51 against 0.54), one
+ * that only hashed was slower (0.33–0.36 against 0.37–0.41), and both peaked 90–200 MB higher
+ * (2026-12-02; docs/performance.md, "The CSV checks" and "Ideas tried").
  *
  * @module
  */

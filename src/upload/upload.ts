@@ -87,8 +87,7 @@ export const CLOSE_AFTER_BODY_BYTES = 1024 * 1024;
 const BUFFER_BYTES = 1024 * 1024;
 
 function bufferBytesFor(req: Request): number {
-  const declared = req.headers.get("content-length");
-  return declared === null ? BUFFER_BYTES : Math.min(BUFFER_BYTES, declaredLength(req) + 1);
+  return Math.min(BUFFER_BYTES, (contentLength(req) ?? BUFFER_BYTES) + 1);
 }
 
 /** How long after an upload ended the service still counts as `busy`. */
@@ -124,11 +123,6 @@ interface Way {
 export function rejectionReason(error: unknown): string {
   if (error instanceof ServiceError) return error.code;
   return error instanceof StorageError ? "storage_error" : "internal_error";
-}
-
-/** The request's declared body length; 0 when it declares none (or a malformed one). */
-function declaredLength(req: Request): number {
-  return contentLength(req) ?? 0;
 }
 
 /** The request's declared body length; null when it declares none (or a malformed one). */
@@ -246,7 +240,7 @@ export class Uploads {
   refuse(call: UploadCall, error: unknown): void {
     call.req.body?.cancel().catch(() => {});
     this.#o.metrics.uploadsRejected.inc({ reason: rejectionReason(error) });
-    if (declaredLength(call.req) >= CLOSE_AFTER_BODY_BYTES) call.closeConnection();
+    if ((contentLength(call.req) ?? 0) >= CLOSE_AFTER_BODY_BYTES) call.closeConnection();
   }
 
   /**
@@ -257,7 +251,7 @@ export class Uploads {
     const { req } = call;
     const received = { bytes: 0 };
     try {
-      if (declaredLength(req) > this.#o.maxUploadBytes) {
+      if ((contentLength(req) ?? 0) > this.#o.maxUploadBytes) {
         throw tooLargeError(this.#o.maxUploadBytes);
       }
       way.refuseEarly?.(req);
