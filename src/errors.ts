@@ -60,3 +60,12 @@ export class ServiceError extends Error {
     this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
+
+/**
+ * `bytes` in MB (1,048,576 bytes, as `size_mb`) for an error message: `decimals` places from 1 MB
+ * on, two significant digits below it (a limit lowered to 100,000 bytes reads 0.095 MB, not 0).
+ */
+export function megabytes(bytes: number, decimals = 0): string {
+  const mb = bytes / 1048576;
+  return mb >= 1 || mb === 0 ? mb.toFixed(decimals) : String(Number(mb.toPrecision(2)));
+}

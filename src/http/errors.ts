@@ -88,12 +88,3 @@ export function errorResponse(
   const body = JSON.stringify({ error: { code, message, request_id: requestId } });
   return jsonResponse(body, ERROR_STATUS[code], requestId, headers);
 }
-
-/**
- * `bytes` in MB (1,048,576 bytes, as `size_mb`) for an error message: `decimals` places from 1 MB
- * on, two significant digits below it (a limit lowered to 100,000 bytes reads 0.095 MB, not 0).
- */
-export function megabytes(bytes: number, decimals = 0): string {
-  const mb = bytes / 1048576;
-  return mb >= 1 || mb === 0 ? mb.toFixed(decimals) : String(Number(mb.toPrecision(2)));
-}

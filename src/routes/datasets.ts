@@ -8,7 +8,8 @@
  */
 import { type AppCtx, type AppRoutes, route } from "./deps.ts";
 import { json } from "../http/context.ts";
-import { ApiError, megabytes } from "../http/errors.ts";
+import { ApiError } from "../http/errors.ts";
+import { megabytes } from "../errors.ts";
 import { parseExperimentId } from "../http/experiment_id.ts";
 import { queryParam } from "../http/query.ts";
 import type { ObjectInfo } from "../storage/object_store.ts";

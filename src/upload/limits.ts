@@ -12,8 +12,7 @@
  *
  * @module
  */
-import { ServiceError } from "../errors.ts";
-import { megabytes } from "../http/errors.ts";
+import { megabytes, ServiceError } from "../errors.ts";
 import { byteStage, type Read } from "./_byte_stage.ts";
 
 /** Options of `limitBody`. */

@@ -22,8 +22,7 @@
  *
  * @module
  */
-import { ServiceError } from "../errors.ts";
-import { megabytes } from "../http/errors.ts";
+import { megabytes, ServiceError } from "../errors.ts";
 import type { DatasetRepo, OrgRepo } from "../db/control_plane.ts";
 
 /** What quotas read of the control plane. */
