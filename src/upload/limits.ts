@@ -39,6 +39,8 @@ export interface BodyLimitsOptions {
    * quota); the chunk is not handed on.
    */
   admit?: (total: number) => void;
+  /** The most the next read of the body asks for; absent: the reader's whole buffer. */
+  readBytes?: () => number;
 }
 
 /** `payload_too_large`: the body is over the limit. */
@@ -77,12 +79,6 @@ function slowError(bytes: number, elapsedMs: number, minBytesPerSecond: number):
   );
 }
 
-/**
- * The most one read of a body asks the runtime for, which holds that much on each connection
- * (20 bodies at once peaked 70–90 MB lower than at 1 MiB, one took 7 % longer: docs/performance.md).
- */
-const READ_BYTES = 128 * 1024;
-
 /** The client went away (or the connection broke) before the body ended. */
 export function abortedError(): ServiceError {
   return new ServiceError("request_aborted", "The request body could not be read to its end");
@@ -116,7 +112,7 @@ export function limitBody(
     idle.stop();
   };
   const stage = byteStage(body, {
-    readBytes: READ_BYTES,
+    readBytes: options.readBytes,
     async around(read): Promise<Read> {
       idle.waiting();
       let result: Read;

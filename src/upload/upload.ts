@@ -86,6 +86,10 @@ export const CLOSE_AFTER_BODY_BYTES = 1024 * 1024;
  */
 const BUFFER_BYTES = 1024 * 1024;
 
+/** A read asks for a whole buffer while at most four bodies stream, this when more do: the runtime
+ * holds what a read asks for on each connection (docs/performance.md, "Ideas tried"). */
+const SHARED_READ_BYTES = 128 * 1024;
+
 function bufferBytesFor(req: Request): number {
   return Math.min(BUFFER_BYTES, (contentLength(req) ?? BUFFER_BYTES) + 1);
 }
@@ -300,6 +304,7 @@ export class Uploads {
         minBytesPerSecond: this.#o.bodyMinBytesPerSecond,
         onBytes: (bytes) => received.bytes += bytes,
         admit: way.expectedBytes === null ? (total) => quota.see(total) : undefined,
+        readBytes: () => this.#slots.inUse > 4 ? SHARED_READ_BYTES : BUFFER_BYTES,
       });
       const checks = way.checked ? new DatasetChecks(limited) : null;
       await writeBody(checks?.readable ?? limited, writer, bufferBytesFor(call.req));
