@@ -25,8 +25,8 @@ export interface ByteStageHooks {
   stop?(reason: unknown): void;
   /** Runs each read of the stream before (to time it); its rejection fails the stream. */
   around?(read: () => Promise<Read>): Promise<Read>;
-  /** The most the next read of the stream before asks for; absent: the reader's whole buffer. */
-  readBytes?: () => number;
+  /** The most one read of the stream before asks for; absent: the reader's whole buffer. */
+  readBytes?: number;
 }
 
 /** One read into a given buffer: the bytes read, a view of it (empty at the end). */
@@ -98,7 +98,7 @@ export function byteStage(source: ReadableStream<Uint8Array>, hooks: ByteStageHo
     async pull(controller: ReadableByteStreamController) {
       const request = controller.byobRequest!;
       const whole = request.view as Uint8Array;
-      const view = whole.subarray(0, hooks.readBytes?.() ?? whole.length);
+      const view = whole.subarray(0, hooks.readBytes ?? whole.length);
       try {
         const { bytes, done } = await around(() => reader.read(view));
         if (done) {

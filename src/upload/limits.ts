@@ -39,8 +39,8 @@ export interface BodyLimitsOptions {
    * quota); the chunk is not handed on.
    */
   admit?: (total: number) => void;
-  /** The most the next read of the body asks for; absent: the reader's whole buffer. */
-  readBytes?: () => number;
+  /** The most one read of the body asks for; absent: the reader's whole buffer. */
+  readBytes?: number;
 }
 
 /** `payload_too_large`: the body is over the limit. */

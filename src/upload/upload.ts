@@ -86,9 +86,9 @@ export const CLOSE_AFTER_BODY_BYTES = 1024 * 1024;
  */
 const BUFFER_BYTES = 1024 * 1024;
 
-/** A read asks for a whole buffer while at most four bodies stream, this when more do: the runtime
- * holds what a read asks for on each connection (docs/performance.md, "Ideas tried"). */
-const SHARED_READ_BYTES = 128 * 1024;
+/** A body declared this long or longer is read a whole buffer at a time, others 128 KiB at a time:
+ * the runtime holds what a read asks for on each connection (docs/performance.md, "Ideas tried"). */
+const WHOLE_READS_FROM_BYTES = 32 * 1024 * 1024;
 
 function bufferBytesFor(req: Request): number {
   return Math.min(BUFFER_BYTES, (contentLength(req) ?? BUFFER_BYTES) + 1);
@@ -304,7 +304,7 @@ export class Uploads {
         minBytesPerSecond: this.#o.bodyMinBytesPerSecond,
         onBytes: (bytes) => received.bytes += bytes,
         admit: way.expectedBytes === null ? (total) => quota.see(total) : undefined,
-        readBytes: () => this.#slots.inUse > 4 ? SHARED_READ_BYTES : BUFFER_BYTES,
+        readBytes: (way.expectedBytes ?? 0) >= WHOLE_READS_FROM_BYTES ? BUFFER_BYTES : 128 * 1024,
       });
       const checks = way.checked ? new DatasetChecks(limited) : null;
       await writeBody(checks?.readable ?? limited, writer, bufferBytesFor(call.req));
