@@ -6,6 +6,7 @@
 import { api, ApiError } from "./api.js";
 import { h, replace } from "./dom.js";
 import { formatDateTime, formatSize } from "./format.js";
+import { pageHead } from "./widgets.js";
 
 /** The actions the filter offers (the service's names). */
 export const ACTIONS = [
@@ -93,12 +94,7 @@ export class AuditPage {
   constructor(main) {
     replace(
       main,
-      h(
-        "div",
-        { class: "page-head" },
-        h("p", { class: "crumb" }, "Information"),
-        h("h1", { tabindex: "-1" }, "Audit trail"),
-      ),
+      pageHead("Information", "Audit trail"),
       h(
         "section",
         { class: "card audit", "aria-labelledby": "audit-title" },

@@ -14,7 +14,7 @@ import {
   renderPending,
   renderReady,
 } from "./analysis.js";
-import { statusBadge } from "./widgets.js";
+import { pageHead, statusBadge } from "./widgets.js";
 
 const LIST_INTERVAL_MS = 3000;
 const PENDING_INTERVAL_MS = 1000;
@@ -124,12 +124,7 @@ export class GetViaApiPage {
     );
     replace(
       main,
-      h(
-        "div",
-        { class: "page-head" },
-        h("p", { class: "crumb" }, "Data Preparation"),
-        h("h1", { tabindex: "-1" }, "Get via API"),
-      ),
+      pageHead("Data Preparation", "Get via API"),
       h(
         "div",
         { class: "gva" },

@@ -6,7 +6,7 @@
 import { api, ApiError, keyScopes } from "./api.js";
 import { h, replace } from "./dom.js";
 import { formatAgo, formatDateTime } from "./format.js";
-import { copyButton, loadProblem } from "./widgets.js";
+import { copyButton, loadProblem, pageHead } from "./widgets.js";
 
 /** Every scope, in the order the page shows them, with what it allows. */
 export const SCOPES = [
@@ -128,12 +128,7 @@ export class KeysPage {
   constructor(main) {
     replace(
       main,
-      h(
-        "div",
-        { class: "page-head" },
-        h("p", { class: "crumb" }, "Information"),
-        h("h1", { tabindex: "-1" }, "API keys"),
-      ),
+      pageHead("Information", "API keys"),
       this.#body,
     );
     document.title = "API keys — abn";

@@ -7,7 +7,7 @@
 import { api, ApiError } from "./api.js";
 import { h, replace } from "./dom.js";
 import { formatAgo, formatDateTime } from "./format.js";
-import { copyButton, loadProblem } from "./widgets.js";
+import { copyButton, loadProblem, pageHead } from "./widgets.js";
 
 /** The event types, as the service names them. */
 const EVENT_TYPES = [
@@ -128,12 +128,7 @@ export class WebhooksPage {
   constructor(main) {
     replace(
       main,
-      h(
-        "div",
-        { class: "page-head" },
-        h("p", { class: "crumb" }, "Information"),
-        h("h1", { tabindex: "-1" }, "Webhooks"),
-      ),
+      pageHead("Information", "Webhooks"),
       this.#addForm(),
       h(
         "section",

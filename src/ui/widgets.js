@@ -1,7 +1,7 @@
 /**
- * Small building blocks shared by the views: the status badge, a card with its heading, a table
- * that scrolls sideways on a narrow screen instead of the page, a load-failure alert, and the
- * button that copies a secret shown once.
+ * Small building blocks shared by the views: a page's heading, the status badge, a card with its
+ * heading, a table that scrolls sideways on a narrow screen instead of the page, a load-failure
+ * alert, and the button that copies a secret shown once.
  */
 import { h } from "./dom.js";
 
@@ -82,4 +82,19 @@ export function copyButton(secret, shown, attrs = {}) {
     },
   }, "Copy");
   return [button, status];
+}
+
+/**
+ * A page's heading: the section it belongs to, then its title (focusable, for moving focus to a
+ * page that opened).
+ * @param {string} section
+ * @param {string} title
+ */
+export function pageHead(section, title) {
+  return h(
+    "div",
+    { class: "page-head" },
+    h("p", { class: "crumb" }, section),
+    h("h1", { tabindex: "-1" }, title),
+  );
 }
