@@ -23,6 +23,8 @@ controlPlaneTest(
   async (db, reopen) => {
     const org = await db.orgs.create("acme");
     const all = await db.keys.create(org.id);
+    // Made apart: the list is oldest first, and two keys of one millisecond are in id order.
+    await new Promise((r) => setTimeout(r, 5));
     const scoped = await db.keys.create(org.id, {
       name: "ci pipeline",
       scopes: ["read", "upload"],
