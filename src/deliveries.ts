@@ -35,8 +35,11 @@ export type DeliveryListener = (delivery: Delivery) => void;
 
 /** Where delivered objects are recorded (the dataset catalog, `catalog/dataset_catalog.ts`). */
 export interface DeliveryRecorder {
-  /** Records the objects as observed at `observedAt`; logs a failure instead of throwing. */
-  record(infos: readonly ObjectInfo[], observedAt: string): Promise<unknown>;
+  /**
+   * Records the objects as observed at `observedAt` (`committed`: just written by this process);
+   * logs a failure instead of throwing.
+   */
+  record(infos: readonly ObjectInfo[], observedAt: string, committed?: boolean): Promise<unknown>;
 }
 
 export interface DeliveryHubOptions {
@@ -71,7 +74,8 @@ export class DeliveryHub {
    * carries a durable row; a failure is logged, never thrown), then announces it.
    */
   async deliver(delivery: Delivery, observedAt: string = nowIso()): Promise<void> {
-    await this.#catalog?.record([delivery.info], observedAt);
+    const committed = delivery.source === "upload" || delivery.source === "presigned_put";
+    await this.#catalog?.record([delivery.info], observedAt, committed);
     this.publish(delivery);
   }
 

@@ -19,7 +19,11 @@ import { GroupWrite } from "../group_write.ts";
 export const GRANT_MARGIN_MS = 30 * 60 * 1000;
 
 /** The catalog entry of a stored dataset object; null for a key that is not a dataset's. */
-export function entryOf(info: ObjectInfo, observedAt: string): DatasetEntry | null {
+export function entryOf(
+  info: ObjectInfo,
+  observedAt: string,
+  committed = false,
+): DatasetEntry | null {
   const target = parseDatasetKey(info.key);
   if (!target) return null;
   return {
@@ -30,6 +34,7 @@ export function entryOf(info: ObjectInfo, observedAt: string): DatasetEntry | nu
     etag: info.etag,
     delivered_at: info.lastModified.toISOString(),
     observed_at: observedAt,
+    ...(committed ? { committed } : {}),
   };
 }
 
@@ -74,7 +79,8 @@ export class DatasetCatalog {
   }
 
   /**
-   * Records objects seen in storage at `observedAt`. A failure is logged and answered false,
+   * Records objects seen in storage at `observedAt` (`committed`: written by this process just
+   * now, see `DatasetEntry.committed`). A failure is logged and answered false,
    * never thrown: the objects are stored, and reconciliation repairs the rows.
    *
    * One write is under way at a time; records that arrive meanwhile wait and go together in the
@@ -82,8 +88,8 @@ export class DatasetCatalog {
    * round trip and queue on the same rows' locks). Each caller's promise resolves once the write
    * holding its entries is done.
    */
-  record(infos: readonly ObjectInfo[], observedAt: string): Promise<boolean> {
-    const entries = infos.flatMap((info) => entryOf(info, observedAt) ?? []);
+  record(infos: readonly ObjectInfo[], observedAt: string, committed = false): Promise<boolean> {
+    const entries = infos.flatMap((info) => entryOf(info, observedAt, committed) ?? []);
     if (entries.length === 0) return Promise.resolve(true);
     return this.#writes.add(...entries).then(() => true, () => false);
   }

@@ -115,6 +115,40 @@ controlPlaneTest(
 );
 
 controlPlaneTest(
+  "webhooks: a commit's entry raises dataset.delivered without a comparison; an older one nothing",
+  async (db) => {
+    const hook = await endpoint(db, "org_a");
+    await db.datasets.put([entry("org_a", "exp", "e1")]);
+    // The same object seen again raises nothing; written again by a commit it is a delivery.
+    const again = { ...entry("org_a", "exp", "e1"), observed_at: entry("", "", "", 2).observed_at };
+    await db.datasets.put([again]);
+    await db.datasets.put([{
+      ...again,
+      observed_at: entry("", "", "", 3).observed_at,
+      committed: true,
+    }]);
+    // A commit observed before the row's own observation changes nothing, so raises nothing.
+    await db.datasets.put([{ ...entry("org_a", "exp", "e2"), committed: true }]);
+    // A batch of both kinds: the commit's dataset and the changed one raise, the same one not.
+    await db.datasets.put([
+      { ...entry("org_a", "new", "n1", 4), committed: true },
+      { ...entry("org_a", "exp", "e1"), observed_at: entry("", "", "", 4).observed_at },
+      { ...entry("org_a", "other", "o1", 4) },
+    ]);
+    const delivered = await sent(db, "org_a", hook.webhook_id);
+    assertEquals(delivered.map((d) => d.type), Array(4).fill("dataset.delivered"));
+    const claimed = await claimAll(db);
+    assertEquals(claimed.map((c) => `${c.event.data.experiment_id}:${c.event.data.etag}`).sort(), [
+      "exp:e1",
+      "exp:e1",
+      "new:n1",
+      "other:o1",
+    ]);
+    assertEquals((await db.datasets.get("org_a", "exp"))?.etag, "e1");
+  },
+);
+
+controlPlaneTest(
   "webhooks: a saved result raises analysis events, and experiment events against the previous ready one",
   async (db) => {
     const hook = await endpoint(db, "org_a");

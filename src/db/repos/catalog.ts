@@ -31,6 +31,11 @@ export interface DatasetEntry {
    * cannot undo a commit made while it ran.
    */
   observed_at: string;
+  /**
+   * True for an object this process has just written (a commit): a new object, so its
+   * `dataset.delivered` event needs no comparison with the row it replaces. Not stored.
+   */
+  committed?: boolean;
 }
 
 /** A catalog row with the status of the analysis of its object. */
@@ -160,7 +165,8 @@ function putStatement(db: Dialect): { PUT: string; entryRows: string } {
 /**
  * Writes the newest entry of each dataset in `entries` (an older observation never replaces a
  * newer one) and, in the same transaction, a `dataset.delivered` event for each dataset that is
- * new or another object, when its organization has an endpoint for it.
+ * new or another object (a commit's entry is, by itself), when its organization has an endpoint
+ * for it.
  */
 async function putDatasets(
   db: Dialect,
@@ -170,7 +176,9 @@ async function putDatasets(
 ): Promise<void> {
   const batch = latestPerDataset(entries);
   if (batch.length === 0) return;
-  const param = rowsParam(batch.map((e, n) => ({ n, ...e })));
+  const numbered = (rows: DatasetEntry[]) =>
+    rowsParam(rows.map(({ committed: _, ...e }, n) => ({ n, ...e })));
+  const param = numbered(batch);
   const queued = await db.transaction(async (tx) => {
     // Without a subscriber (one indexed read) the upsert runs as it would without webhooks.
     const subscribers = await outbox.subscribers(tx, batch.map((e) => e.org_id));
@@ -178,19 +186,26 @@ async function putDatasets(
       await tx.run(PUT, [param]);
       return 0;
     }
+    // The rows an observation may leave as they were; a commit's object is new by itself.
+    const observed = batch.filter((e) => !e.committed);
     const before = new Map(
-      (await tx.all<Record<string, unknown>>(
+      observed.length === 0 ? [] : (await tx.all<Record<string, unknown>>(
         `SELECT d.org_id, d.experiment_id, d.etag, d.delivered_at FROM datasets d
            WHERE (d.org_id, d.experiment_id) IN (SELECT org_id, experiment_id FROM ${entryRows})`,
-        [param],
+        [numbered(observed)],
       )).map((r) => [`${r.org_id}\u0000${r.experiment_id}`, r]),
+    );
+    const committed = new Set(
+      batch.filter((e) => e.committed).map((e) => `${e.org_id}\u0000${e.experiment_id}`),
     );
     const written = await tx.returning<Record<string, unknown>>(
       `${PUT} RETURNING org_id, experiment_id, etag, size_bytes, delivered_at`,
       [param],
     );
     const changed = written.filter((row) => {
-      const was = before.get(`${row.org_id}\u0000${row.experiment_id}`);
+      const id = `${row.org_id}\u0000${row.experiment_id}`;
+      if (committed.has(id)) return true;
+      const was = before.get(id);
       return was === undefined || was.etag !== row.etag ||
         Date.parse(String(was.delivered_at)) !== Date.parse(String(row.delivered_at));
     });
