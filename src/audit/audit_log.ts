@@ -21,6 +21,11 @@ export interface AuditEntry {
   keyId?: string | null;
   experimentId?: string | null;
   details?: Record<string, unknown>;
+  /**
+   * The event's id when it names a fact that several instances may record (`two_step_audit.ts`):
+   * the trail keeps one event of an id. Default a new one (`auditEventId`).
+   */
+  id?: string;
 }
 
 export interface AuditLogOptions {
@@ -64,7 +69,7 @@ export class AuditLog {
   record(entry: AuditEntry): AuditEvent {
     const now = Date.now();
     const event: AuditEvent = {
-      id: auditEventId(now),
+      id: entry.id ?? auditEventId(now),
       org_id: entry.orgId,
       at: new Date(now).toISOString(),
       action: entry.action,

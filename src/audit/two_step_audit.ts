@@ -9,6 +9,8 @@ import type { ControlPlane, Grant } from "../db/control_plane.ts";
 import type { Logger } from "../log.ts";
 import { describeError } from "../log.ts";
 import type { ObjectInfo } from "../storage/object_store.ts";
+import { sha256Hex } from "../crypto/sha256.ts";
+import { toBase62 } from "../db/ids.ts";
 import type { AuditLog } from "./audit_log.ts";
 
 /** A noticed object and where it belongs. */
@@ -26,8 +28,20 @@ const recorded = new WeakMap<AuditLog, Set<string>>();
 const MAX_REMEMBERED = 10_000;
 
 /**
+ * The event id of a stored object's delivery, the same on every instance that notices it: `evt_`,
+ * the object's last-modified time in base62 (ids sort by it, as other events' by their own
+ * time), then 12 hex digits of the SHA-256 of its key and ETag. The trail keeps one event of an
+ * id (a unique index on the organization and id), so two instances
+ * noticing one object together record one event.
+ */
+export function twoStepEventId(info: ObjectInfo): string {
+  const digest = sha256Hex(`${info.key}\n${info.etag}`).slice(0, 12);
+  return `evt_${toBase62(Math.max(0, info.lastModified.getTime()), 8)}${digest}`;
+}
+
+/**
  * Records the delivery, naming the key of `grant` (its storage key's latest grant) if any, once
- * per stored object on this instance.
+ * per stored object (on this instance by memory, across instances by its id).
  */
 export function auditTwoStep(
   audit: AuditLog,
@@ -42,6 +56,7 @@ export function auditTwoStep(
   if (seen.size >= MAX_REMEMBERED) seen.clear();
   seen.add(id);
   audit.record({
+    id: twoStepEventId(delivery.info),
     orgId: delivery.orgId,
     action: "dataset.delivered",
     keyId: grant?.key_id ?? null,

@@ -1,10 +1,13 @@
 /**
  * The audit trail on both control-plane drivers: events read back as written, newest first per
- * organization (ties by id), paged by position, filtered by action, and pruned by age.
+ * organization (ties by id), paged by position, filtered by action, and pruned by age; one event
+ * of an id, however many instances record it.
  */
 import { assertEquals } from "../_assert.ts";
 import type { AuditEvent } from "../../src/db/control_plane.ts";
-import { auditEventId } from "../../src/audit/audit_log.ts";
+import { auditEventId, AuditLog } from "../../src/audit/audit_log.ts";
+import { auditTwoStep } from "../../src/audit/two_step_audit.ts";
+import { createLogger } from "../../src/log.ts";
 import { controlPlaneTest } from "./_control_planes.ts";
 
 function event(
@@ -92,3 +95,34 @@ controlPlaneTest("pruning deletes a large backlog in batches", async (db) => {
   assertEquals(await db.audit.prune("2026-01-01T00:00:00.000Z"), 12_000);
   assertEquals(await db.audit.page(a, { limit: 10 }), [recent]);
 });
+
+controlPlaneTest(
+  "instances noticing one two-step delivery together record one event; another object another",
+  async (db, reopen) => {
+    const a = (await db.orgs.create("a")).id;
+    const instances = [db, await reopen()].map((handle) =>
+      new AuditLog({ db: handle, log: createLogger({ sink: () => {} }), delayMs: 1 })
+    );
+    const info = {
+      key: `org/${a}/experiments/checkout/latest.csv`,
+      size: 10,
+      etag: '"e1"',
+      lastModified: new Date(Date.UTC(2026, 2, 5, 10, 0, 0)),
+    };
+    const noticed = { orgId: a, experimentId: "checkout", info };
+    // A few milliseconds apart, as two instances' scans would be: two times, one id.
+    for (const audit of instances) {
+      auditTwoStep(audit, noticed, null);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await Promise.all(instances.map((audit) => audit.flush()));
+    const again = { ...noticed, info: { ...info, etag: '"e2"' } };
+    for (const audit of instances) auditTwoStep(audit, again, null);
+    for (const audit of instances) await audit.close();
+    const trail = await db.audit.page(a, { limit: 10 });
+    assertEquals(trail.map((e) => [e.action, e.details.etag, e.details.route]), [
+      ["dataset.delivered", '"e2"', "two_step"],
+      ["dataset.delivered", '"e1"', "two_step"],
+    ]);
+  },
+);

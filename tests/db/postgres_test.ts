@@ -60,14 +60,14 @@ postgresTest(
         const { rows } = await planes[0].db.query<{ version: number }>(
           "SELECT version FROM schema_migrations ORDER BY version",
         );
-        assertEquals(rows.map((v) => v.version), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assertEquals(rows.map((v) => v.version), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
         assertEquals(planes.filter((p) => p.schema.from === 0).length, 1, "one instance migrated");
-        assertEquals(planes.every((p) => p.schema.to === 9), true);
+        assertEquals(planes.every((p) => p.schema.to === 10), true);
         const migrated = await runMain(["admin", "db", "migrate"], {
           ABN_DATABASE_URL: database.url,
         });
         assertEquals(migrated.code, 0, migrated.stderr);
-        assertEquals(migrated.stdout.trim(), "PostgreSQL schema up to date (version 9)");
+        assertEquals(migrated.stdout.trim(), "PostgreSQL schema up to date (version 10)");
       } finally {
         for (const p of planes) await p.close();
       }

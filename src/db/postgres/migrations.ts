@@ -253,6 +253,13 @@ export const MIGRATIONS: readonly Migration[] = [
         ON webhook_deliveries (endpoint_id, created_at, id);
       ALTER TABLE analyses ADD COLUMN ready_facts TEXT;`,
   },
+  {
+    version: 10,
+    name: "one audit event of an id per organization",
+    // As SQLite's migration 9: instances noticing one two-step delivery together give its event
+    // the same id (src/audit/two_step_audit.ts); the trail keeps the first.
+    sql: `CREATE UNIQUE INDEX audit_events_id ON audit_events (org_id, id);`,
+  },
 ];
 
 /** Every table the service reads and writes (checked for privileges at start-up). */

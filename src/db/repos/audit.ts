@@ -101,7 +101,7 @@ export function auditRepo(db: Dialect): AuditRepo {
       await db.run(
         `INSERT INTO audit_events (${COLUMNS})
          SELECT ${COLUMNS} FROM ${db.rows("e", AUDIT_COLUMNS)}
-         WHERE true ON CONFLICT (org_id, at, id) DO NOTHING`,
+         WHERE true ON CONFLICT DO NOTHING`,
         [rowsParam(events.map((e) => ({ ...e, details: JSON.stringify(e.details) })))],
       );
     },

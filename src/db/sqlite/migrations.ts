@@ -193,6 +193,9 @@ export const MIGRATIONS: readonly string[] = [
      WHERE state = 'pending';
    CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries(endpoint_id, created_at, id);
    ALTER TABLE analyses ADD COLUMN ready_facts TEXT;`,
+  // 9: one audit event of an id per organization: whoever records a fact several times or in
+  // several places (a two-step delivery, src/audit/two_step_audit.ts) gives it one id.
+  `CREATE UNIQUE INDEX audit_events_id ON audit_events(org_id, id);`,
 ];
 
 function version(db: DatabaseSync): number {
