@@ -31,8 +31,8 @@ const MAX_REMEMBERED = 10_000;
  * The event id of a stored object's delivery, the same on every instance that notices it: `evt_`,
  * the object's last-modified time in base62 (ids sort by it, as other events' by their own
  * time), then 12 hex digits of the SHA-256 of its key and ETag. The trail keeps one event of an
- * id (a unique index on the organization and id), so two instances
- * noticing one object together record one event.
+ * id (a unique index on the organization and id), so two instances noticing one object together
+ * record one event.
  */
 export function twoStepEventId(info: ObjectInfo): string {
   const digest = sha256Hex(`${info.key}\n${info.etag}`).slice(0, 12);
