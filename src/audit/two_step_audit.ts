@@ -21,13 +21,6 @@ export interface NoticedDelivery {
 }
 
 /**
- * The objects each audit log recorded lately, by storage key, ETag and time: one object noticed
- * twice at once (the scan of open grants and a request's look at the same grant) is one event.
- */
-const recorded = new WeakMap<AuditLog, Set<string>>();
-const MAX_REMEMBERED = 10_000;
-
-/**
  * The event id of a stored object's delivery, the same on every instance that notices it: `evt_`,
  * the object's last-modified time in base62 (ids sort by it, as other events' by their own
  * time), then 12 hex digits of the SHA-256 of its key and ETag. The trail keeps one event of an
@@ -40,21 +33,15 @@ export function twoStepEventId(info: ObjectInfo): string {
 }
 
 /**
- * Records the delivery, naming the key of `grant` (its storage key's latest grant) if any, once
- * per stored object (on this instance by memory, across instances by its id).
+ * Records the delivery, naming the key of `grant` (its storage key's latest grant) if any. One
+ * object noticed twice (the scan of open grants and a request's look at the same grant, here or
+ * on another instance) is one event: both carry its id.
  */
 export function auditTwoStep(
   audit: AuditLog,
   delivery: NoticedDelivery,
   grant: Grant | null,
 ): void {
-  let seen = recorded.get(audit);
-  if (!seen) recorded.set(audit, seen = new Set());
-  const { key, etag, lastModified } = delivery.info;
-  const id = `${key}\n${etag}\n${lastModified.getTime()}`;
-  if (seen.has(id)) return;
-  if (seen.size >= MAX_REMEMBERED) seen.clear();
-  seen.add(id);
   audit.record({
     id: twoStepEventId(delivery.info),
     orgId: delivery.orgId,

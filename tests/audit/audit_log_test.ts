@@ -1,6 +1,5 @@
 import { assert, assertEquals } from "../_assert.ts";
 import { auditEventId, AuditLog } from "../../src/audit/audit_log.ts";
-import { auditTwoStep } from "../../src/audit/two_step_audit.ts";
 import type { AuditEvent, ControlPlane } from "../../src/db/control_plane.ts";
 import { DatabaseUnavailable } from "../../src/db/control_plane.ts";
 import { createLogger } from "../../src/log.ts";
@@ -79,23 +78,4 @@ Deno.test("auditEventId sorts by time first, then by the order ids were made", (
   const c = auditEventId(Date.UTC(2025, 11, 31));
   assert(a < b, `${a} ${b}`);
   assert(c < a, `${c} ${a}`);
-});
-
-Deno.test("a two-step delivery noticed twice at once is one audit event; a new object is another", async () => {
-  const { db, writes } = fakeDb();
-  const audit = new AuditLog({ db, log: quiet, delayMs: 5 });
-  const info = {
-    key: "org/o/experiments/x/latest.csv",
-    size: 10,
-    etag: '"e1"',
-    lastModified: new Date(1),
-  };
-  const delivery = { orgId: "o", experimentId: "x", info };
-  auditTwoStep(audit, delivery, null); // the scan of open grants
-  auditTwoStep(audit, { ...delivery, info: { ...info } }, null); // a request's look, same object
-  auditTwoStep(audit, { ...delivery, info: { ...info, lastModified: new Date(2) } }, null);
-  await audit.close();
-  const events = writes.flat();
-  assertEquals(events.map((e) => e.details.etag), ['"e1"', '"e1"']);
-  assertEquals(events.map((e) => e.details.route), ["two_step", "two_step"]);
 });

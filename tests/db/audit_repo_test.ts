@@ -1,7 +1,7 @@
 /**
  * The audit trail on both control-plane drivers: events read back as written, newest first per
  * organization (ties by id), paged by position, filtered by action, and pruned by age; one event
- * of an id, however many instances record it.
+ * of an id, however many times or instances record it.
  */
 import { assertEquals } from "../_assert.ts";
 import type { AuditEvent } from "../../src/db/control_plane.ts";
@@ -124,5 +124,30 @@ controlPlaneTest(
       ["dataset.delivered", '"e2"', "two_step"],
       ["dataset.delivered", '"e1"', "two_step"],
     ]);
+  },
+);
+
+controlPlaneTest(
+  "a two-step delivery noticed twice at once by one instance is one event; a new object another",
+  async (db) => {
+    const a = (await db.orgs.create("a")).id;
+    const audit = new AuditLog({ db, log: createLogger({ sink: () => {} }), delayMs: 5 });
+    const info = {
+      key: `org/${a}/experiments/x/latest.csv`,
+      size: 10,
+      etag: '"e1"',
+      lastModified: new Date(1),
+    };
+    const delivery = { orgId: a, experimentId: "x", info };
+    auditTwoStep(audit, delivery, null); // the scan of open grants
+    auditTwoStep(audit, { ...delivery, info: { ...info } }, null); // a request's look, same object
+    auditTwoStep(audit, { ...delivery, info: { ...info, lastModified: new Date(2) } }, null);
+    await audit.close();
+    const trail = await db.audit.page(a, { limit: 10 });
+    assertEquals(trail.map((e) => [e.details.etag, e.details.route]), [
+      ['"e1"', "two_step"],
+      ['"e1"', "two_step"],
+    ]);
+    assertEquals(new Set(trail.map((e) => e.id)).size, 2);
   },
 );
