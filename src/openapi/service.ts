@@ -92,7 +92,8 @@ export const SERVICE_OPERATIONS: OperationDocs = {
   "GET /ui/:file": {
     operationId: "uiAsset",
     summary: "A file of the web UI",
-    description: "The UI's JavaScript modules, style sheet and icon; 404 for any other name.",
+    description:
+      "The UI's JavaScript modules, style sheet and icon, and `event_types.json` (the webhook event names, as the service lists them); 404 for any other name.",
     tags: ["Web UI"],
     parameters: [
       {
@@ -100,7 +101,7 @@ export const SERVICE_OPERATIONS: OperationDocs = {
         in: "path",
         required: true,
         description: "A flat file name",
-        schema: { type: "string", pattern: "^[a-z0-9_]+\\.(html|js|css|svg)$" },
+        schema: { type: "string", pattern: "^[a-z0-9_]+\\.(html|js|css|svg|json)$" },
         examples: { script: { value: "main.js" } },
       },
       ifNoneMatch,
@@ -110,6 +111,7 @@ export const SERVICE_OPERATIONS: OperationDocs = {
       "text/css": { type: "string" },
       "image/svg+xml": { type: "string" },
       "text/html": { type: "string" },
+      "application/json": { type: "array", items: { type: "string" } },
     }),
     errors: ["not_found"],
   },

@@ -1,22 +1,25 @@
 /**
  * The web UI: `GET /` answers the page, `GET /ui/{file}` its assets (plain JavaScript modules,
  * CSS, an icon), all read from `src/ui/` beside this folder, so `deno compile --include src/ui`
- * embeds them and no asset comes from anywhere else. Every answer carries a strict
+ * embeds them and no asset comes from anywhere else, bar `event_types.json`, which the service
+ * writes from its own list of webhook event names so the UI keeps no copy. Every answer carries a strict
  * Content-Security-Policy (same origin only), an ETag, and `Cache-Control: no-cache` so browsers
  * revalidate (a 304 when nothing changed) and a new release is picked up at once.
  */
 import { type AppCtx, type AppRoutes, route } from "./deps.ts";
 import { ApiError } from "../http/errors.ts";
+import { EVENT_TYPES } from "../webhooks/events.ts";
 
 const CONTENT_TYPES: Record<string, string> = {
   html: "text/html; charset=utf-8",
   js: "text/javascript; charset=utf-8",
   css: "text/css; charset=utf-8",
   svg: "image/svg+xml",
+  json: "application/json; charset=utf-8",
 };
 
 /** Asset names are flat: lower-case words, one extension of the table above. */
-const ASSET_NAME = /^[a-z0-9_]+\.(html|js|css|svg)$/;
+const ASSET_NAME = /^[a-z0-9_]+\.(html|js|css|svg|json)$/;
 
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",
@@ -39,10 +42,17 @@ interface Asset {
 
 const assets = new Map<string, Promise<Asset | null>>();
 
+/** Assets the service writes from its own definitions instead of reading them from `src/ui/`. */
+export const WRITTEN_ASSETS: Record<string, () => string> = {
+  "event_types.json": () => JSON.stringify(EVENT_TYPES),
+};
+
 async function readAsset(name: string): Promise<Asset | null> {
   let body: Uint8Array<ArrayBuffer>;
   try {
-    body = await Deno.readFile(new URL(`../ui/${name}`, import.meta.url));
+    body = Object.hasOwn(WRITTEN_ASSETS, name)
+      ? new TextEncoder().encode(WRITTEN_ASSETS[name]())
+      : await Deno.readFile(new URL(`../ui/${name}`, import.meta.url));
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return null;
     throw error;

@@ -9,17 +9,20 @@ import { h, replace } from "./dom.js";
 import { formatAgo, formatDateTime } from "./format.js";
 import { copyButton, loadProblem, pageHead } from "./widgets.js";
 
-/** The event types, as the service names them. */
-const EVENT_TYPES = [
-  "dataset.delivered",
-  "analysis.ready",
-  "analysis.failed",
-  "experiment.srm_detected",
-  "experiment.decision_changed",
-  "experiment.target_reached",
-  "dataset.deleted",
-  "webhook.test",
-];
+/** @type {Promise<string[]> | null} */
+let eventTypes = null;
+
+/** The event types, as the service names them (written from its own list): fetched once. */
+function loadEventTypes() {
+  if (!eventTypes) {
+    eventTypes = fetch("/ui/event_types.json").then((res) => {
+      if (!res.ok) throw new Error(`The event types could not be loaded (HTTP ${res.status})`);
+      return res.json();
+    });
+    eventTypes.catch(() => eventTypes = null); // asked again next time
+  }
+  return eventTypes;
+}
 
 /** Deliveries shown per endpoint. */
 const RECENT = 20;
@@ -61,7 +64,10 @@ function eventChoices(idPrefix, chosen) {
     { class: "event-choices" },
     h("legend", {}, "Events"),
     box("*", "All events"),
-    EVENT_TYPES.map((type) => box(type, type)),
+  );
+  loadEventTypes().then(
+    (types) => fieldset.append(...types.map((type) => box(type, type))),
+    (error) => fieldset.append(h("p", { class: "form-error" }, message(error))),
   );
   const read = () => boxes.filter((b) => b.checked).map((b) => b.value);
   return { fieldset, read };
@@ -225,7 +231,8 @@ export class WebhooksPage {
 
   async #load() {
     try {
-      const { webhooks } = await api("/webhooks/");
+      // The event types first: the forms' choices are filled when they arrive.
+      const [{ webhooks }] = await Promise.all([api("/webhooks/"), loadEventTypes()]);
       if (this.#stopped) return;
       if (webhooks.length === 0) {
         replace(this.#list, h("p", { class: "muted", id: "webhooks-empty" }, "No endpoints yet."));

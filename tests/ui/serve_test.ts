@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { startTestServer } from "../_server.ts";
 import { CONTENT_SECURITY_POLICY } from "../../src/routes/ui.ts";
+import { EVENT_TYPES } from "../../src/webhooks/events.ts";
 
 const UI_DIR = new URL("../../src/ui/", import.meta.url);
 const MODULES = [...Deno.readDirSync(UI_DIR)].map((e) => e.name).filter((n) => n.endsWith(".js"))
@@ -58,6 +59,12 @@ Deno.test("uiRoutes serve each asset with its content type and refuse other name
     const icon = await fetch(`${server.url}/ui/favicon.svg`);
     assert.equal(icon.headers.get("content-type"), "image/svg+xml");
     await icon.body?.cancel();
+
+    // The event names the webhooks page offers are the service's own list.
+    const events = await fetch(`${server.url}/ui/event_types.json`);
+    assert.equal(events.headers.get("content-type"), "application/json; charset=utf-8");
+    assert.deepEqual(await events.json(), [...EVENT_TYPES]);
+    assert.ok(events.headers.get("etag"));
 
     for (
       const path of ["/ui/missing.js", "/ui/..%2Fapp.ts", "/ui/Main.js", "/ui/main.ts", "/ui/"]
