@@ -106,54 +106,49 @@ Deno.test("SigV4Presigner reproduces the AWS documentation's presigned GET examp
 Deno.test("SigV4Presigner signs PUT URLs exactly as the SDK's getSignedUrl does", async () => {
   const endpoint = "https://gateway.example.test:8443";
   const bucket = "abn-data";
-  const credentialSets = [CREDENTIALS, { ...CREDENTIALS, sessionToken: "FwoGZX/token+=" }];
   let compared = 0;
   for (const region of ["us-east-1", "eu-central-1", "cn-north-1"]) {
-    for (const credentials of credentialSets) {
-      const client = sdkClient(region, endpoint, true, credentials);
-      const signer = new SigV4Presigner(credentials, { region });
-      try {
-        for (const key of KEYS) {
-          // Mixed lifetimes and lengths at one signing time: the signer keeps canonical queries
-          // made within a second, and each must still be the one for its own parameters.
-          for (
-            const [contentLength, expiresInSeconds] of [
-              [undefined, 900],
-              [0, 900],
-              [1234567, 900],
-              [undefined, 60],
-              [1234567, 60],
-            ] as const
-          ) {
-            const what = `${region} ${key} ${contentLength} ${expiresInSeconds} ${
-              credentials === CREDENTIALS
-            }`;
-            const expected = await sdkPresignPut(client, bucket, key, {
-              expiresInSeconds,
-              contentLength,
-              signingDate: NOW,
-            });
-            const headers: Record<string, string> = { "content-type": "text/csv" };
-            if (contentLength !== undefined) headers["content-length"] = String(contentLength);
-            const actual = signer.presign({
-              method: "PUT",
-              origin: endpoint,
-              path: `/${bucket}/${uriEncodePath(key)}`,
-              headers,
-              query: { "X-Amz-Content-Sha256": "UNSIGNED-PAYLOAD", "x-id": "PutObject" },
-              expiresInSeconds,
-              now: NOW,
-            });
-            assertSameUrl(actual, expected, what);
-            compared++;
-          }
+    const client = sdkClient(region, endpoint, true, CREDENTIALS);
+    const signer = new SigV4Presigner(CREDENTIALS, { region });
+    try {
+      for (const key of KEYS) {
+        // Mixed lifetimes and lengths at one signing time: the signer keeps canonical queries
+        // made within a second, and each must still be the one for its own parameters.
+        for (
+          const [contentLength, expiresInSeconds] of [
+            [undefined, 900],
+            [0, 900],
+            [1234567, 900],
+            [undefined, 60],
+            [1234567, 60],
+          ] as const
+        ) {
+          const what = `${region} ${key} ${contentLength} ${expiresInSeconds}`;
+          const expected = await sdkPresignPut(client, bucket, key, {
+            expiresInSeconds,
+            contentLength,
+            signingDate: NOW,
+          });
+          const headers: Record<string, string> = { "content-type": "text/csv" };
+          if (contentLength !== undefined) headers["content-length"] = String(contentLength);
+          const actual = signer.presign({
+            method: "PUT",
+            origin: endpoint,
+            path: `/${bucket}/${uriEncodePath(key)}`,
+            headers,
+            query: { "X-Amz-Content-Sha256": "UNSIGNED-PAYLOAD", "x-id": "PutObject" },
+            expiresInSeconds,
+            now: NOW,
+          });
+          assertSameUrl(actual, expected, what);
+          compared++;
         }
-      } finally {
-        client.destroy();
       }
+    } finally {
+      client.destroy();
     }
   }
-  assert.equal(compared, 90);
+  assert.equal(compared, 45);
 });
 
 Deno.test("SigV4Presigner signs with the key of each new day", () => {

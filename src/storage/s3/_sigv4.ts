@@ -8,8 +8,6 @@ import { HmacSha256, hmacSha256, sha256Hex } from "../../crypto/sha256.ts";
 export interface SigV4Credentials {
   accessKeyId: string;
   secretAccessKey: string;
-  /** The token of temporary credentials, sent as `X-Amz-Security-Token`. */
-  sessionToken?: string;
 }
 
 export interface SigV4PresignerOptions {
@@ -147,8 +145,6 @@ export class SigV4Presigner {
       "X-Amz-Expires": String(expiresInSeconds),
       "X-Amz-SignedHeaders": signedHeaders,
     };
-    const { sessionToken } = this.#credentials;
-    if (sessionToken) query["X-Amz-Security-Token"] = sessionToken;
     const pairs = Object.entries(query)
       .map(([name, value]) => `${uriEncode(name)}=${uriEncode(value)}`)
       .sort((a, b) => {
