@@ -113,6 +113,24 @@ function etagOf(stat: Deno.FileInfo): string {
   return sha256Hex(basis).slice(0, 32);
 }
 
+/**
+ * The file's stat, its mtime moved past that of the version at `target` if it is not later: the
+ * ETag reads the mtime to the millisecond, and a version written within the millisecond of the
+ * one before may get the inode of the one before that, so without it two versions of one key
+ * could share an ETag. Each version's mtime is later than the last one's.
+ */
+function laterThanBefore(file: Deno.FsFile, target: string): Deno.FileInfo {
+  const stat = file.statSync();
+  let before: Date | null = null;
+  try {
+    before = Deno.statSync(target).mtime;
+  } catch { /* a new key */ }
+  if (before === null || stat.mtime === null || stat.mtime > before) return stat;
+  const later = new Date(before.getTime() + 1);
+  file.utimeSync(later, later);
+  return file.statSync();
+}
+
 export class LocalStore implements ObjectStore {
   readonly driver = "local" as const;
   readonly bucket = "local";
@@ -209,7 +227,7 @@ export class LocalStore implements ObjectStore {
           await writeback.close();
           await file.syncData();
           // The renamed file keeps its size, mtime and inode: the ETag is known now.
-          const stat = file.statSync();
+          const stat = laterThanBefore(file, target);
           file.close();
           const dir = target.slice(0, target.lastIndexOf("/"));
           const made = this.#makeDirectory(dir);

@@ -96,6 +96,24 @@ Deno.test("LocalStore etag changes when the object is replaced by identical byte
   await Deno.remove(dir, { recursive: true });
 });
 
+Deno.test("LocalStore gives each version of a key a later time and its own etag, however quick", async () => {
+  const { dir, store } = await newStore();
+  const key = "org/o1/experiments/e1/latest.csv";
+  const versions = [];
+  // Many within one millisecond, each replacing the last (whose inode the next may take).
+  for (let i = 0; i < 60; i++) {
+    const w = await store.createWriter(key);
+    await w.write(new TextEncoder().encode("same"));
+    versions.push(await w.commit());
+  }
+  assertEquals(new Set(versions.map((v) => v.etag)).size, versions.length);
+  for (let i = 1; i < versions.length; i++) {
+    assert(versions[i].lastModified > versions[i - 1].lastModified, `version ${i}`);
+  }
+  assertEquals((await store.head(key))?.etag, versions.at(-1)!.etag);
+  await Deno.remove(dir, { recursive: true });
+});
+
 Deno.test("LocalStore lists by prefix in key order with pages and isolates prefixes", async () => {
   const { dir, store } = await newStore();
   for (const org of ["a", "ab"]) {
