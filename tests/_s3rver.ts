@@ -41,8 +41,13 @@ export function s3Env(s3: S3rverFixture): Record<string, string> {
 
 const S3RVER_VERSION = "3.7.1";
 
-/** Runs in Node: starts s3rver, prints its port, stops when stdin closes. */
+/**
+ * Runs in Node: starts s3rver, prints its port, stops when stdin closes. An exception s3rver does
+ * not catch (a client gone mid-request) is written to stderr, which the fixture prints at the end,
+ * instead of ending the process under the test.
+ */
 const SERVER_SCRIPT = `
+process.on("uncaughtException", (error) => console.error("uncaught:", error));
 const S3rver = require("s3rver");
 const [directory, bucket] = process.argv.slice(1);
 const server = new S3rver({
@@ -166,6 +171,14 @@ export async function startS3rver(): Promise<S3rverFixture> {
   }
 
   let stopping: Promise<void> | null = null;
+  child.status.then(async (status) => {
+    if (stopping !== null) return;
+    console.error(
+      `s3rver on port ${port} exited before the test stopped it (${JSON.stringify(status)}): ${
+        (await stderr).trim()
+      }`,
+    );
+  });
   return {
     endpoint: `http://127.0.0.1:${port}`,
     bucket,
@@ -180,7 +193,9 @@ export async function startS3rver(): Promise<S3rverFixture> {
         const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
         await child.status;
         clearTimeout(timer);
-        await Promise.all([drained, stderr]);
+        await drained;
+        const errors = (await stderr).trim();
+        if (errors !== "") console.error(`s3rver on port ${port} wrote:\n${errors}`);
         await Deno.remove(directory, { recursive: true });
       })();
       return stopping;
