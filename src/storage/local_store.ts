@@ -226,11 +226,12 @@ export class LocalStore implements ObjectStore {
         try {
           await writeback.close();
           await file.syncData();
-          // The renamed file keeps its size, mtime and inode: the ETag is known now.
-          const stat = laterThanBefore(file, target);
-          file.close();
           const dir = target.slice(0, target.lastIndexOf("/"));
           const made = this.#makeDirectory(dir);
+          // The renamed file keeps its size, mtime and inode: the ETag is known now. In a folder
+          // just made there is no version before.
+          const stat = made.length > 0 ? file.statSync() : laterThanBefore(file, target);
+          file.close();
           Deno.renameSync(tmp, target);
           this.#open.delete(tmp);
           await Promise.all([dir, ...made].map((d) => this.#dirSyncs.sync(d)));
