@@ -2,9 +2,9 @@
  * The web UI: `GET /` answers the page, `GET /ui/{file}` its assets (plain JavaScript modules,
  * CSS, an icon), all read from `src/ui/` beside this folder, so `deno compile --include src/ui`
  * embeds them and no asset comes from anywhere else, bar `event_types.json`, which the service
- * writes from its own list of webhook event names so the UI keeps no copy. Every answer carries a strict
- * Content-Security-Policy (same origin only), an ETag, and `Cache-Control: no-cache` so browsers
- * revalidate (a 304 when nothing changed) and a new release is picked up at once.
+ * writes from its own list of webhook event names so the UI keeps no copy. Every answer carries a
+ * strict Content-Security-Policy (same origin only), an ETag, and `Cache-Control: no-cache` so
+ * browsers revalidate (a 304 when nothing changed) and a new release is picked up at once.
  */
 import { type AppCtx, type AppRoutes, route } from "./deps.ts";
 import { ApiError } from "../http/errors.ts";
@@ -43,7 +43,7 @@ interface Asset {
 const assets = new Map<string, Promise<Asset | null>>();
 
 /** Assets the service writes from its own definitions instead of reading them from `src/ui/`. */
-export const WRITTEN_ASSETS: Record<string, () => string> = {
+const WRITTEN_ASSETS: Record<string, () => string> = {
   "event_types.json": () => JSON.stringify(EVENT_TYPES),
 };
 
