@@ -8,7 +8,7 @@ import { SignatureCheck } from "./signature_check.ts";
 import { Utf8Check } from "./utf8_check.ts";
 import { toValidationError, ValidationError } from "./validation_error.ts";
 
-/** Options of `DatasetValidator` (and of the upload's `DatasetChecks`). */
+/** Options of `DatasetValidator` (and of the upload's `datasetChecks`). */
 export interface DatasetValidatorOptions {
   /** Longest line (a row, line end excluded) in bytes; default `MAX_LINE_BYTES` (1 MiB). */
   maxLineBytes?: number;

@@ -9,8 +9,7 @@
  * took 0.55 s [0.52–0.65] through those against 0.43 s [0.43–0.46] read in place, and peaked near
  * 140 MB against 80 MB (seven uploads each in turns, 2026-12-02; docs/performance.md, "Uploads").
  *
- * A stream before that is not a byte stream (tests, `ReadableStream.from`) is read chunk by chunk
- * and copied into the reader's buffer.
+ * A stream before it that is not a byte stream (tests, `ReadableStream.from`) is copied from.
  *
  * @module
  */

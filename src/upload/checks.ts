@@ -1,8 +1,8 @@
 /**
- * The CSV checks and the SHA-256 of a direct upload, as one pass-through stage of the upload's
- * byte pipeline (`_byte_stage.ts`): each read is checked and hashed, in the reader's own buffer,
- * before it is handed on, so the bytes holding the first problem never reach storage (the stream
- * errors with the `ValidationError` instead), and `result` resolves once the last byte passed.
+ * The CSV checks and the SHA-256 of a direct upload, as hooks of the upload's byte stage (its
+ * limits', `limits.ts`): each read is checked and hashed, in the reader's own buffer, before it
+ * is handed on, so the bytes holding the first problem never reach storage (the stream errors
+ * with the `ValidationError` instead), and `result` resolves once the last byte passed.
  * The checks are docs/api.md's ("What a direct upload checks"), by `src/pipeline/`'s validator.
  *
  * They run on the request's thread: on two processors a worker thread that checked and hashed
@@ -13,7 +13,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { byteStage } from "./_byte_stage.ts";
+import type { ByteStageHooks } from "./_byte_stage.ts";
 import { sha256Hex } from "../crypto/sha256.ts";
 import {
   DatasetValidator,
@@ -63,22 +63,18 @@ class BodyHash {
 }
 
 /**
- * `body` checked and hashed on its way through (see the module's documentation). `result`
- * rejects with the error that ended the stream, and never causes an unhandled rejection by
- * itself.
+ * The checks and the hash of the bytes a stage sees (see the module's documentation): `result`
+ * rejects with the error that ended the stage, and never causes an unhandled rejection by itself.
  */
-export class DatasetChecks {
-  /** The bytes of `body`, once checked. */
-  readonly readable: ReadableStream<Uint8Array>;
-  /** The summary and hash of a dataset that passed every check. */
-  readonly result: Promise<CheckedDataset>;
-
-  constructor(body: ReadableStream<Uint8Array>, options: DatasetValidatorOptions = {}) {
-    const validator = new DatasetValidator(options);
-    const hash = new BodyHash();
-    const { promise, resolve, reject } = Promise.withResolvers<CheckedDataset>();
-    promise.catch(() => {});
-    this.readable = byteStage(body, {
+export function datasetChecks(
+  options: DatasetValidatorOptions = {},
+): { hooks: ByteStageHooks; result: Promise<CheckedDataset> } {
+  const validator = new DatasetValidator(options);
+  const hash = new BodyHash();
+  const { promise, resolve, reject } = Promise.withResolvers<CheckedDataset>();
+  promise.catch(() => {});
+  return {
+    hooks: {
       see(bytes) {
         validator.push(bytes);
         hash.update(bytes);
@@ -87,7 +83,7 @@ export class DatasetChecks {
         resolve({ summary: validator.finish(), sha256: hash.digest() });
       },
       stop: reject,
-    }).readable;
-    this.result = promise;
-  }
+    },
+    result: promise,
+  };
 }

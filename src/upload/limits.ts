@@ -8,12 +8,13 @@
  * (see `_byte_stage.ts`).
  *
  * Time counts only while the stage waits for the body: a slow consumer (storage applying
- * backpressure) never makes the client look idle.
+ * backpressure) never makes the client look idle. `inner` (the upload's checks) runs in the same
+ * stage, after the limits: one stream a body, not one a stage (docs/performance.md, "Uploads").
  *
  * @module
  */
 import { megabytes, ServiceError } from "../errors.ts";
-import { byteStage, type Read } from "./_byte_stage.ts";
+import { byteStage, type ByteStageHooks, type Read } from "./_byte_stage.ts";
 
 /** Options of `limitBody`. */
 export interface BodyLimitsOptions {
@@ -41,6 +42,8 @@ export interface BodyLimitsOptions {
   admit?: (total: number) => void;
   /** The most one read of the body asks for; absent: the reader's whole buffer. */
   readBytes?: number;
+  /** Hooks run after the limits': each read they passed, the end, why the body stopped. */
+  inner?: ByteStageHooks;
 }
 
 /** `payload_too_large`: the body is over the limit. */
@@ -111,6 +114,7 @@ export function limitBody(
     clearTimeout(deadline);
     idle.stop();
   };
+  const inner = options.inner;
   const stage = byteStage(body, {
     readBytes: options.readBytes,
     async around(read): Promise<Read> {
@@ -145,9 +149,16 @@ export function limitBody(
           throw broken ??= slowError(total, elapsed, minRate);
         }
       }
+      inner?.see?.(bytes);
     },
-    end: settle,
-    stop: settle,
+    end() {
+      settle();
+      inner?.end?.();
+    },
+    stop(reason) {
+      settle();
+      inner?.stop?.(reason);
+    },
   });
   return stage.readable;
 }

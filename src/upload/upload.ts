@@ -5,11 +5,11 @@
  * organization's share and of the service's, `slots.ts`) and run the body through the same
  * stream stages:
  *
- *     body → limitBody (size, idle, minimum rate, quota) → DatasetChecks (CSV checks + SHA-256)
+ *     body → limitBody (size, idle, minimum rate, quota; then the CSV checks + SHA-256)
  *          → writeBody (the store's writer) → commit → catalog → publish
  *
- * The stages are byte streams: the bytes land once, in the buffers
- * `writeBody` reads them into, and each stage sees them there (`_byte_stage.ts`). Nothing is
+ * The stage is a byte stream: the bytes land once, in the buffers `writeBody` reads them into,
+ * and the limits and the checks see them there (`_byte_stage.ts`). Nothing is
  * committed before the last byte passed every stage; on any error the writer is aborted, so a
  * refused or failed delivery never changes the stored object. The upload URL skips the checks:
  * the analysis checks a two-step delivery as it reads it. The request's log line gains
@@ -24,7 +24,7 @@ import type { Metrics } from "../metrics.ts";
 import type { ValidationSummary } from "../pipeline/mod.ts";
 import type { ObjectInfo, ObjectStore } from "../storage/object_store.ts";
 import { datasetKey, StorageError, writeBody } from "../storage/object_store.ts";
-import { type CheckedDataset, DatasetChecks } from "./checks.ts";
+import { type CheckedDataset, datasetChecks } from "./checks.ts";
 import { limitBody, tooLargeError } from "./limits.ts";
 import type { QuotaHold, StorageQuotas } from "./quota.ts";
 import { UploadSlots } from "./slots.ts";
@@ -80,10 +80,8 @@ export interface StoredUpload {
  */
 export const CLOSE_AFTER_BODY_BYTES = 1024 * 1024;
 
-/**
- * The buffers a body is read into (`writeBody`'s): this size, or a byte more than the declared
- * length when that is smaller (the end of the body is then seen in the same buffer).
- */
+/** The buffers a body is read into (`writeBody`'s): this size, or a byte more than a shorter
+ * declared length (the end of the body is then seen in the same buffer). */
 const BUFFER_BYTES = 1024 * 1024;
 
 /** A body declared this long or longer is read a whole buffer at a time, others 128 KiB at a time:
@@ -110,8 +108,6 @@ interface Way {
   route: "upload" | "presigned_put";
   key: string;
   target: DatasetTarget;
-  /** Whether the bytes go through the checks stage (a direct upload). */
-  checked: boolean;
   /** Largest body accepted, and the error past it (default `tooLargeError`). */
   maxBytes: number;
   /** The length the body will have (declared, or bound by the URL); null: unknown. */
@@ -188,7 +184,6 @@ export class Uploads {
       route: "upload",
       key: datasetKey(target.orgId, target.experimentId),
       target,
-      checked: true,
       maxBytes: this.#o.maxUploadBytes,
       expectedBytes: contentLength(call.req),
       refuseEarly: refuseMultipart,
@@ -218,7 +213,6 @@ export class Uploads {
       route: "presigned_put",
       key,
       target,
-      checked: false,
       maxBytes: bound ? exactBytes : max,
       expectedBytes: contentLength(call.req) ?? exactBytes ?? null,
       tooLarge: bound ? () => otherLength("received more") : undefined,
@@ -297,6 +291,7 @@ export class Uploads {
     const writer = await store.createWriter(way.key);
     const started = performance.now();
     try {
+      const checks = way.route === "upload" ? datasetChecks() : null;
       const limited = limitBody(call.req.body ?? ReadableStream.from([]), {
         maxBytes: way.maxBytes,
         tooLarge: way.tooLarge,
@@ -305,9 +300,9 @@ export class Uploads {
         onBytes: (bytes) => received.bytes += bytes,
         admit: way.expectedBytes === null ? (total) => quota.see(total) : undefined,
         readBytes: (way.expectedBytes ?? 0) >= WHOLE_READS_FROM_BYTES ? BUFFER_BYTES : 128 * 1024,
+        inner: checks?.hooks,
       });
-      const checks = way.checked ? new DatasetChecks(limited) : null;
-      await writeBody(checks?.readable ?? limited, writer, bufferBytesFor(call.req));
+      await writeBody(limited, writer, bufferBytesFor(call.req));
       way.refuseLength?.(received.bytes);
       const checked = await checks?.result;
       const stored = performance.now();

@@ -2,7 +2,7 @@ import { assert, assertEquals, assertRejects } from "../_assert.ts";
 import { type ObjectInfo, type ObjectWriter, writeBody } from "../../src/storage/object_store.ts";
 import { StorageError } from "../../src/storage/object_store.ts";
 import { limitBody } from "../../src/upload/limits.ts";
-import { DatasetChecks } from "../../src/upload/checks.ts";
+import { datasetChecks } from "../../src/upload/checks.ts";
 import { ValidationError } from "../../src/pipeline/mod.ts";
 
 /** Keeps a copy of every write (the caller reuses its buffers once a write resolved). */
@@ -106,14 +106,15 @@ Deno.test("the upload's stages hand a byte stream on in place: every byte lands 
   for (let i = 0; rows.length < 20_000; i++) rows.push(`u${i},${"AB"[i % 2]},2026-01-01,${i}`);
   const body = new TextEncoder().encode(rows.join("\n") + "\n");
   let counted = 0;
+  const checks = datasetChecks();
   const limited = limitBody(byteStream(body, 7000), {
     maxBytes: 1e7,
     idleTimeoutMs: 5000,
     onBytes: (bytes) => counted += bytes,
+    inner: checks.hooks,
   });
-  const checks = new DatasetChecks(limited);
   const writer = new CopyingWriter();
-  assertEquals(await writeBody(checks.readable, writer, 65_536), body.length);
+  assertEquals(await writeBody(limited, writer, 65_536), body.length);
   assertEquals(writer.bytes(), body);
   assertEquals(counted, body.length);
   assertEquals((await checks.result).summary.rows, 19_999);
@@ -125,13 +126,15 @@ Deno.test("the upload's stages stop at the first bad line: the bytes holding it 
   const body = new TextEncoder().encode(
     good + "u2,B,2026-02-30,1\n" + "u3,A,2026-01-01,1\n".repeat(5000),
   );
-  const checks = new DatasetChecks(limitBody(byteStream(body, 1000), {
+  const checks = datasetChecks();
+  const limited = limitBody(byteStream(body, 1000), {
     maxBytes: 1e7,
     idleTimeoutMs: 5000,
-  }));
+    inner: checks.hooks,
+  });
   const writer = new CopyingWriter();
   const error = await assertRejects(
-    () => writeBody(checks.readable, writer, 4096),
+    () => writeBody(limited, writer, 4096),
     ValidationError,
   );
   assertEquals(error.code, "invalid_date");
