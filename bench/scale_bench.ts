@@ -31,6 +31,7 @@ import {
   serveArgs,
   SERVICE_MAIN,
   serviceEnv,
+  ThreadClock,
 } from "./_util.ts";
 import { startS3rver } from "../tests/_s3rver.ts";
 import { startCluster } from "../tests/_postgres.ts";
@@ -138,6 +139,11 @@ interface Burst {
   stored: number;
   /** From the end of the burst until every stored delivery was analysed. */
   analysedAfterS: number;
+  /**
+   * Processor time of the service's own thread during the burst, a stored upload: the thread
+   * that bounds a burst on tmpfs (docs/performance.md, "Uploads").
+   */
+  requestThreadUs: number;
 }
 
 /**
@@ -153,6 +159,8 @@ export async function burst(svc: Service, count: number, prefix: string): Promis
   const storedBefore = metric(start, "abn_uploads_stored_total");
   const stored = async () =>
     metric(await metrics(svc.url), "abn_uploads_stored_total") - storedBefore;
+  const clock = new ThreadClock(svc.pid);
+  await clock.start();
   const began = performance.now();
   const wrk = new Deno.Command("wrk", {
     args: [
@@ -173,6 +181,7 @@ export async function burst(svc: Service, count: number, prefix: string): Promis
   }).spawn();
   while (await stored() < count) await new Promise((r) => setTimeout(r, 20));
   const ended = performance.now();
+  await clock.sample();
   wrk.kill("SIGINT");
   const text = new TextDecoder().decode((await wrk.output()).stdout);
   await Deno.remove(script);
@@ -193,6 +202,7 @@ export async function burst(svc: Service, count: number, prefix: string): Promis
     errors: non2xx,
     stored: total,
     analysedAfterS: (performance.now() - ended) / 1000,
+    requestThreadUs: clock.used().main * 1e6 / total,
   };
 }
 
@@ -345,7 +355,9 @@ export async function benchScale(parts = ["local", "postgres", "s3", "disk"]) {
     benchmark: name,
     measured: `${b.rps.toFixed(0)} uploads/s, p50 ${b.p50ms.toFixed(1)} ms, p99 ${
       b.p99ms.toFixed(1)
-    } ms, ${b.errors} errors; all ${b.stored} analysed ${b.analysedAfterS.toFixed(1)} s after`,
+    } ms, ${b.errors} errors; request thread ${
+      b.requestThreadUs.toFixed(0)
+    } µs an upload; all ${b.stored} analysed ${b.analysedAfterS.toFixed(1)} s after`,
     target,
   });
   const scaleRows = (r: ScaleResult) => [
