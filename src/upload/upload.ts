@@ -3,18 +3,18 @@
  * (`POST /api/v1/datasets/upload/`) and the local driver's upload URL (`PUT /storage/*key`) are
  * each admitted under the organization's storage quota (`quota.ts`), take an upload slot (of the
  * organization's share and of the service's, `slots.ts`) and run the body through the same
- * stream stages:
+ * steps:
  *
  *     body → limitBody (size, idle, minimum rate, quota; then the CSV checks + SHA-256)
  *          → writeBody (the store's writer) → commit → catalog → publish
  *
- * The stage is a byte stream: the bytes land once, in the buffers `writeBody` reads them into,
- * and the limits and the checks see them there (`_byte_stage.ts`). Nothing is
- * committed before the last byte passed every stage; on any error the writer is aborted, so a
- * refused or failed delivery never changes the stored object. The upload URL skips the checks:
- * the analysis checks a two-step delivery as it reads it. The request's log line gains
- * `bytes_in` and each step's time: `receive_ms` (the body through every stage into storage),
- * `commit_ms`, `record_ms` (the catalog row); see docs/operations.md.
+ * The body's one stage is a byte stream: the bytes land once, in the buffers `writeBody` reads
+ * them into, and the limits and the checks see them there (`_byte_stage.ts`). Nothing is committed
+ * before the last byte passed every check; on any error the writer is aborted, so a refused or
+ * failed delivery never changes the stored object. The upload URL skips the checks: the analysis
+ * checks a two-step delivery as it reads it. The request's log line gains `bytes_in` and each
+ * step's time: `receive_ms` (the body through its stage into storage), `commit_ms`,
+ * `record_ms` (the catalog row); see docs/operations.md.
  *
  * @module
  */
@@ -242,7 +242,7 @@ export class Uploads {
   }
 
   /**
-   * The refusals before the body, the quota, the slot, the stages; counts what came in and how
+   * The refusals before the body, the quota, the slot, the stage; counts what came in and how
    * it ended.
    */
   async #receive(call: UploadCall, way: Way): Promise<Received> {
