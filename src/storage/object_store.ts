@@ -3,6 +3,7 @@
  * (the embedded default, files under `{ABN_DATA_DIR}/storage`) and `s3_store.ts`
  * (any S3-compatible service).
  */
+import { byobSource, type ByteSource } from "../byte_source.ts";
 
 /** What the store knows of one stored object. */
 export interface ObjectInfo {
@@ -40,26 +41,30 @@ export function objectWritable(writer: ObjectWriter): WritableStream<Uint8Array>
 
 /**
  * Writes `body` to `writer` and answers the bytes written; commits nothing (the caller commits
- * once every check of the bytes passed, or aborts the writer). A byte stream is read in place
- * into two buffers of `bufferBytes` that take turns: one is written while the other fills, and
- * each is filled again once its write ended (the contract of `ObjectWriter.write`). Any other
- * stream is written chunk by chunk.
+ * once every check of the bytes passed, or aborts the writer). A byte source or a byte stream is
+ * read in place into two buffers of `bufferBytes` that take turns: one is written while the other
+ * fills, and each is filled again once its write ended (the contract of `ObjectWriter.write`).
+ * Any other stream is written chunk by chunk.
  */
 export async function writeBody(
-  body: ReadableStream<Uint8Array>,
+  body: ReadableStream<Uint8Array> | ByteSource,
   writer: ObjectWriter,
   bufferBytes: number,
 ): Promise<number> {
-  let reader: ReadableStreamBYOBReader;
-  try {
-    reader = body.getReader({ mode: "byob" });
-  } catch {
-    let total = 0;
-    for await (const chunk of body) {
-      await writer.write(chunk);
-      total += chunk.length;
+  let source: ByteSource;
+  if (body instanceof ReadableStream) {
+    try {
+      source = byobSource(body.getReader({ mode: "byob" }));
+    } catch {
+      let total = 0;
+      for await (const chunk of body) {
+        await writer.write(chunk);
+        total += chunk.length;
+      }
+      return total;
     }
-    return total;
+  } else {
+    source = body;
   }
   const buffers: (ArrayBuffer | null)[] = [null, null];
   let writing: Promise<void> | null = null;
@@ -69,11 +74,10 @@ export async function writeBody(
       let buffer = buffers[turn] ?? new ArrayBuffer(bufferBytes);
       let filled = 0;
       while (filled < bufferBytes && !done) {
-        const read = await reader.read(new Uint8Array(buffer, filled, bufferBytes - filled));
-        if (read.value === undefined) throw new TypeError("Cannot write a cancelled body");
-        buffer = read.value.buffer as ArrayBuffer; // handed back, holding what was read
+        const read = await source.read(new Uint8Array(buffer, filled, bufferBytes - filled));
+        buffer = read.bytes.buffer as ArrayBuffer; // the same, or where a BYOB read moved it
         done = read.done;
-        filled += read.value.length;
+        filled += read.bytes.length;
       }
       buffers[turn] = buffer;
       await writing; // the other buffer's
@@ -84,7 +88,7 @@ export async function writeBody(
     await writing;
     return total;
   } catch (error) {
-    await reader.cancel(error).catch(() => {});
+    await source.cancel(error).catch(() => {});
     await writing?.catch(() => {});
     throw error;
   }

@@ -3,9 +3,9 @@
  * (refused at the first byte past it), an idle timeout (the body sent nothing for that long while
  * it was asked for more), a minimum average rate once a grace period has passed, an optional
  * deadline for the whole body, and an optional check of the running total (a storage quota).
- * `limitBody(body, options)` answers a byte stream of the same bytes that errors with the first
- * limit broken and cancels the body then; its reader's buffers are filled by the body in place
- * (see `_byte_stage.ts`).
+ * `limitSource(body, options)` answers a byte source of the same bytes that fails with the first
+ * limit broken and cancels the body then, its reader's buffers filled by the body in place (see
+ * `_byte_stage.ts`); `limitBody` the same as a byte stream.
  *
  * Time counts only while the stage waits for the body: a slow consumer (storage applying
  * backpressure) never makes the client look idle. `inner` (the upload's checks) runs in the same
@@ -14,9 +14,10 @@
  * @module
  */
 import { megabytes, ServiceError } from "../errors.ts";
-import { byteStage, type ByteStageHooks, type Read } from "./_byte_stage.ts";
+import type { ByteSource, Read } from "../byte_source.ts";
+import { byteStage, type ByteStageHooks, byteStream } from "./_byte_stage.ts";
 
-/** Options of `limitBody`. */
+/** Options of `limitSource`. */
 export interface BodyLimitsOptions {
   /** Largest body accepted, in bytes. */
   maxBytes: number;
@@ -87,11 +88,19 @@ export function abortedError(): ServiceError {
   return new ServiceError("request_aborted", "The request body could not be read to its end");
 }
 
-/** `body` held to `options`' limits (see the module's documentation). */
+/** `body` held to `options`' limits, as a byte stream (see the module's documentation). */
 export function limitBody(
   body: ReadableStream<Uint8Array>,
   options: BodyLimitsOptions,
 ): ReadableStream<Uint8Array> {
+  return byteStream(limitSource(body, options));
+}
+
+/** `body` held to `options`' limits, as a byte source (see the module's documentation). */
+export function limitSource(
+  body: ReadableStream<Uint8Array>,
+  options: BodyLimitsOptions,
+): ByteSource {
   const minRate = options.minBytesPerSecond ?? 0;
   const minRateAfter = options.minRateAfterMs ?? 60_000;
   const started = performance.now();
@@ -160,7 +169,7 @@ export function limitBody(
       inner?.stop?.(reason);
     },
   });
-  return stage.readable;
+  return stage.source;
 }
 
 /**

@@ -5,10 +5,10 @@
  * organization's share and of the service's, `slots.ts`) and run the body through the same
  * steps:
  *
- *     body → limitBody (size, idle, minimum rate, quota; then the CSV checks + SHA-256)
+ *     body → limitSource (size, idle, minimum rate, quota; then the CSV checks + SHA-256)
  *          → writeBody (the store's writer) → commit → catalog → publish
  *
- * The body's one stage is a byte stream: the bytes land once, in the buffers `writeBody` reads
+ * The body's one stage is a byte source: the bytes land once, in the buffers `writeBody` reads
  * them into, and the limits and the checks see them there (`_byte_stage.ts`). Nothing is committed
  * before the last byte passed every check; on any error the writer is aborted, so a refused or
  * failed delivery never changes the stored object. The upload URL skips the checks: the analysis
@@ -25,7 +25,7 @@ import type { ValidationSummary } from "../pipeline/mod.ts";
 import type { ObjectInfo, ObjectStore } from "../storage/object_store.ts";
 import { datasetKey, StorageError, writeBody } from "../storage/object_store.ts";
 import { type CheckedDataset, datasetChecks } from "./checks.ts";
-import { limitBody, tooLargeError } from "./limits.ts";
+import { limitSource, tooLargeError } from "./limits.ts";
 import type { QuotaHold, StorageQuotas } from "./quota.ts";
 import { UploadSlots } from "./slots.ts";
 
@@ -292,7 +292,7 @@ export class Uploads {
     const started = performance.now();
     try {
       const checks = way.route === "upload" ? datasetChecks() : null;
-      const limited = limitBody(call.req.body ?? ReadableStream.from([]), {
+      const limited = limitSource(call.req.body ?? ReadableStream.from([]), {
         maxBytes: way.maxBytes,
         tooLarge: way.tooLarge,
         idleTimeoutMs: this.#o.bodyIdleTimeoutSeconds * 1000,

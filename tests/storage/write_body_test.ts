@@ -1,7 +1,7 @@
 import { assert, assertEquals, assertRejects } from "../_assert.ts";
 import { type ObjectInfo, type ObjectWriter, writeBody } from "../../src/storage/object_store.ts";
 import { StorageError } from "../../src/storage/object_store.ts";
-import { limitBody } from "../../src/upload/limits.ts";
+import { limitSource } from "../../src/upload/limits.ts";
 import { datasetChecks } from "../../src/upload/checks.ts";
 import { ValidationError } from "../../src/pipeline/mod.ts";
 
@@ -44,7 +44,7 @@ function data(length: number, seed: number): Uint8Array {
   return out;
 }
 
-/** `bytes` as a byte stream (as `Deno.serve` hands a body over) in pieces of `piece` bytes. */
+/** `bytes` as a byte stream in pieces of `piece` bytes. */
 function byteStream(bytes: Uint8Array, piece: number): ReadableStream<Uint8Array> {
   let at = 0;
   return new ReadableStream({
@@ -101,43 +101,57 @@ Deno.test("writeBody stops at a failed write with the store's error and cancels 
   assertEquals(writer.writes.length, 2);
 });
 
-Deno.test("the upload's stages hand a byte stream on in place: every byte lands in the writer's buffers, checked", async () => {
-  const rows = ["user_id,variant,date,m"];
-  for (let i = 0; rows.length < 20_000; i++) rows.push(`u${i},${"AB"[i % 2]},2026-01-01,${i}`);
-  const body = new TextEncoder().encode(rows.join("\n") + "\n");
-  let counted = 0;
-  const checks = datasetChecks();
-  const limited = limitBody(byteStream(body, 7000), {
-    maxBytes: 1e7,
-    idleTimeoutMs: 5000,
-    onBytes: (bytes) => counted += bytes,
-    inner: checks.hooks,
-  });
-  const writer = new CopyingWriter();
-  assertEquals(await writeBody(limited, writer, 65_536), body.length);
-  assertEquals(writer.bytes(), body);
-  assertEquals(counted, body.length);
-  assertEquals((await checks.result).summary.rows, 19_999);
-  for (const write of writer.writes.slice(0, -1)) assertEquals(write.length, 65_536);
-});
+/** `bytes` in pieces of `piece` bytes: a byte stream, or a stream of chunks (as `Deno.serve`'s body). */
+function bodyOf(
+  kind: "byte" | "chunk",
+  bytes: Uint8Array,
+  piece: number,
+): ReadableStream<Uint8Array> {
+  if (kind === "byte") return byteStream(bytes, piece);
+  const pieces = [];
+  for (let at = 0; at < bytes.length; at += piece) pieces.push(bytes.slice(at, at + piece));
+  return ReadableStream.from(pieces);
+}
 
-Deno.test("the upload's stages stop at the first bad line: the bytes holding it are not written", async () => {
-  const good = "user_id,variant,date,m\n" + "u1,A,2026-01-01,1\n".repeat(5000);
-  const body = new TextEncoder().encode(
-    good + "u2,B,2026-02-30,1\n" + "u3,A,2026-01-01,1\n".repeat(5000),
-  );
-  const checks = datasetChecks();
-  const limited = limitBody(byteStream(body, 1000), {
-    maxBytes: 1e7,
-    idleTimeoutMs: 5000,
-    inner: checks.hooks,
+for (const kind of ["byte", "chunk"] as const) {
+  Deno.test(`the upload's stages hand a body on in place: every byte lands in the writer's buffers, checked (${kind} stream)`, async () => {
+    const rows = ["user_id,variant,date,m"];
+    for (let i = 0; rows.length < 20_000; i++) rows.push(`u${i},${"AB"[i % 2]},2026-01-01,${i}`);
+    const body = new TextEncoder().encode(rows.join("\n") + "\n");
+    let counted = 0;
+    const checks = datasetChecks();
+    const limited = limitSource(bodyOf(kind, body, 7000), {
+      maxBytes: 1e7,
+      idleTimeoutMs: 5000,
+      onBytes: (bytes) => counted += bytes,
+      inner: checks.hooks,
+    });
+    const writer = new CopyingWriter();
+    assertEquals(await writeBody(limited, writer, 65_536), body.length);
+    assertEquals(writer.bytes(), body);
+    assertEquals(counted, body.length);
+    assertEquals((await checks.result).summary.rows, 19_999);
+    for (const write of writer.writes.slice(0, -1)) assertEquals(write.length, 65_536);
   });
-  const writer = new CopyingWriter();
-  const error = await assertRejects(
-    () => writeBody(limited, writer, 4096),
-    ValidationError,
-  );
-  assertEquals(error.code, "invalid_date");
-  await assertRejects(() => checks.result, ValidationError);
-  assert(writer.bytes().length <= good.length, `${writer.bytes().length} bytes written`);
-});
+
+  Deno.test(`the upload's stages stop at the first bad line: the bytes holding it are not written (${kind} stream)`, async () => {
+    const good = "user_id,variant,date,m\n" + "u1,A,2026-01-01,1\n".repeat(5000);
+    const body = new TextEncoder().encode(
+      good + "u2,B,2026-02-30,1\n" + "u3,A,2026-01-01,1\n".repeat(5000),
+    );
+    const checks = datasetChecks();
+    const limited = limitSource(bodyOf(kind, body, 1000), {
+      maxBytes: 1e7,
+      idleTimeoutMs: 5000,
+      inner: checks.hooks,
+    });
+    const writer = new CopyingWriter();
+    const error = await assertRejects(
+      () => writeBody(limited, writer, 4096),
+      ValidationError,
+    );
+    assertEquals(error.code, "invalid_date");
+    await assertRejects(() => checks.result, ValidationError);
+    assert(writer.bytes().length <= good.length, `${writer.bytes().length} bytes written`);
+  });
+}

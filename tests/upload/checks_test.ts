@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { ValidationError } from "../../src/pipeline/mod.ts";
 import { datasetChecks } from "../../src/upload/checks.ts";
-import { byteStage } from "../../src/upload/_byte_stage.ts";
+import { byteStage, byteStream } from "../../src/upload/_byte_stage.ts";
 import type { DatasetValidatorOptions } from "../../src/pipeline/dataset_validator.ts";
 import { bytes, chunked, concat, HEADER } from "../pipeline/_helpers.ts";
 
@@ -10,7 +10,7 @@ const ROWS = Array.from({ length: 20 }, (_, i) => `u${i},A,2026-01-01,${i % 2},$
 /** The checks' hooks in a byte stage of their own over `body`. */
 function checked(body: ReadableStream<Uint8Array>, options?: DatasetValidatorOptions) {
   const { hooks, result } = datasetChecks(options);
-  return { readable: byteStage(body, hooks).readable, result };
+  return { readable: byteStream(byteStage(body, hooks).source), result };
 }
 
 async function sha256(data: Uint8Array): Promise<string> {
