@@ -1,6 +1,6 @@
 /**
  * The one reader of JSON request bodies (initiate, settings, storage events, and every later JSON
- * route): the body streams through `limitBody`, so it is refused at the first byte past 16 KiB
+ * route): the body is read through `limitSource`, so it is refused at the first byte past 16 KiB
  * (413 `payload_too_large`, chunked or not, and at once when a larger `Content-Length` is
  * declared) and must arrive whole within the upload's idle timeout (408 `body_timeout`). Nothing
  * buffers a body before it was counted.
@@ -8,7 +8,7 @@
  * @module
  */
 import { ApiError } from "../http/errors.ts";
-import { limitBody } from "../upload/limits.ts";
+import { limitSource } from "../upload/limits.ts";
 import type { AppCtx } from "./deps.ts";
 
 /** The largest JSON body accepted, in bytes. */
@@ -37,25 +37,30 @@ export async function readJsonObject(
     req.body?.cancel().catch(() => {});
     throw tooLarge(maxBytes);
   }
-  const parts: Uint8Array[] = [];
-  let length = 0;
+  let bytes = new Uint8Array(0);
   if (req.body !== null) {
-    const body = limitBody(req.body, {
+    const source = limitSource(req.body, {
       maxBytes,
       idleTimeoutMs: options.timeoutMs,
       deadlineMs: options.timeoutMs,
       tooLarge: () => tooLarge(maxBytes),
     });
-    for await (const chunk of body) {
-      parts.push(chunk);
-      length += chunk.length;
+    // Read into one buffer: the declared length and a byte more (to see the end), else the limit
+    // and a byte more (the limit refuses the body before it is full).
+    const size = Number(declared ?? maxBytes);
+    let buffer = new Uint8Array((Number.isSafeInteger(size) && size >= 0 ? size : maxBytes) + 1);
+    let length = 0;
+    for (let done = false; !done && length < buffer.length;) {
+      const read = await source.read(buffer.subarray(length));
+      buffer = new Uint8Array(read.bytes.buffer as ArrayBuffer); // the same, or where a BYOB read moved it
+      length += read.bytes.length;
+      done = read.done;
     }
-  }
-  const bytes = new Uint8Array(length);
-  let offset = 0;
-  for (const part of parts) {
-    bytes.set(part, offset);
-    offset += part.length;
+    if (length === buffer.length) { // longer than declared
+      await source.cancel();
+      throw tooLarge(maxBytes);
+    }
+    bytes = buffer.subarray(0, length);
   }
   let text: string;
   try {

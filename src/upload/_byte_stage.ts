@@ -8,7 +8,6 @@
  * Chunks handed on as `TransformStream`s do are each a fresh buffer: a 193 MB upload on tmpfs
  * took 0.55 s [0.52–0.65] through those against 0.43 s [0.43–0.46] read in place, and peaked near
  * 140 MB against 80 MB (seven uploads each in turns, 2026-12-02; docs/performance.md, "Uploads").
- * `readable` is the same stage as a byte stream, for readers of streams (the JSON bodies).
  *
  * @module
  */
@@ -27,12 +26,6 @@ export interface ByteStageHooks {
   /** The most one read of the stream before asks for; absent: the reader's whole buffer. */
   readBytes?: number;
 }
-
-/**
- * Default readers (`for await`) of `readable` get chunks of up to this size: the largest JSON
- * body (`routes/json_body.ts`) in one.
- */
-const AUTO_CHUNK_BYTES = 16 * 1024;
 
 /** A stage's source, and a way to end the read of the stream before that is under way. */
 export interface ByteStage {
@@ -66,23 +59,4 @@ export function byteStage(stream: ReadableStream<Uint8Array>, hooks: ByteStageHo
     },
   };
   return { source, interrupt: (reason) => void reader.cancel(reason).catch(() => {}) };
-}
-
-/** `source` as a byte stream: each read of the stream's reader reads the source into its view. */
-export function byteStream(source: ByteSource): ReadableStream<Uint8Array> {
-  return new ReadableStream({
-    type: "bytes",
-    autoAllocateChunkSize: AUTO_CHUNK_BYTES,
-    async pull(controller: ReadableByteStreamController) {
-      const request = controller.byobRequest!;
-      try {
-        const { bytes, done } = await source.read(request.view as Uint8Array);
-        if (done) controller.close();
-        request.respondWithNewView(bytes); // at the end, the buffer handed back empty
-      } catch (error) {
-        controller.error(error);
-      }
-    },
-    cancel: (reason: unknown) => source.cancel(reason),
-  });
 }

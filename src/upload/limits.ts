@@ -5,7 +5,7 @@
  * deadline for the whole body, and an optional check of the running total (a storage quota).
  * `limitSource(body, options)` answers a byte source of the same bytes that fails with the first
  * limit broken and cancels the body then, its reader's buffers filled by the body in place (see
- * `_byte_stage.ts`); `limitBody` the same as a byte stream.
+ * `_byte_stage.ts`).
  *
  * Time counts only while the stage waits for the body: a slow consumer (storage applying
  * backpressure) never makes the client look idle. `inner` (the upload's checks) runs in the same
@@ -15,7 +15,7 @@
  */
 import { megabytes, ServiceError } from "../errors.ts";
 import type { ByteSource, Read } from "../byte_source.ts";
-import { byteStage, type ByteStageHooks, byteStream } from "./_byte_stage.ts";
+import { byteStage, type ByteStageHooks } from "./_byte_stage.ts";
 
 /** Options of `limitSource`. */
 export interface BodyLimitsOptions {
@@ -86,14 +86,6 @@ function slowError(bytes: number, elapsedMs: number, minBytesPerSecond: number):
 /** The client went away (or the connection broke) before the body ended. */
 export function abortedError(): ServiceError {
   return new ServiceError("request_aborted", "The request body could not be read to its end");
-}
-
-/** `body` held to `options`' limits, as a byte stream (see the module's documentation). */
-export function limitBody(
-  body: ReadableStream<Uint8Array>,
-  options: BodyLimitsOptions,
-): ReadableStream<Uint8Array> {
-  return byteStream(limitSource(body, options));
 }
 
 /** `body` held to `options`' limits, as a byte source (see the module's documentation). */

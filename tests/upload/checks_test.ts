@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { ValidationError } from "../../src/pipeline/mod.ts";
 import { datasetChecks } from "../../src/upload/checks.ts";
-import { byteStage, byteStream } from "../../src/upload/_byte_stage.ts";
+import { byteStage } from "../../src/upload/_byte_stage.ts";
+import { byteStream } from "./_byte_stream.ts";
 import type { DatasetValidatorOptions } from "../../src/pipeline/dataset_validator.ts";
 import { bytes, chunked, concat, HEADER } from "../pipeline/_helpers.ts";
 

@@ -1,5 +1,5 @@
 import { assert, assertEquals, assertRejects } from "../_assert.ts";
-import { limitBody } from "../../src/upload/limits.ts";
+import { limitBody } from "./_byte_stream.ts";
 import { ServiceError } from "../../src/errors.ts";
 
 /** A body of `chunks` chunks of `size` bytes; `pulled` counts the bytes handed out so far. */
