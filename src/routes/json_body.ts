@@ -48,11 +48,10 @@ export async function readJsonObject(
     // Read into one buffer: the declared length and a byte more (to see the end), else the limit
     // and a byte more (the limit refuses the body before it is full).
     const size = Number(declared ?? maxBytes);
-    let buffer = new Uint8Array((Number.isSafeInteger(size) && size >= 0 ? size : maxBytes) + 1);
+    const buffer = new Uint8Array((Number.isSafeInteger(size) && size >= 0 ? size : maxBytes) + 1);
     let length = 0;
     for (let done = false; !done && length < buffer.length;) {
       const read = await source.read(buffer.subarray(length));
-      buffer = new Uint8Array(read.bytes.buffer as ArrayBuffer); // the same, or where a BYOB read moved it
       length += read.bytes.length;
       done = read.done;
     }

@@ -3,7 +3,7 @@
  * (the embedded default, files under `{ABN_DATA_DIR}/storage`) and `s3_store.ts`
  * (any S3-compatible service).
  */
-import { byobSource, type ByteSource } from "../byte_source.ts";
+import type { ByteSource } from "../byte_source.ts";
 
 /** What the store knows of one stored object. */
 export interface ObjectInfo {
@@ -40,48 +40,30 @@ export function objectWritable(writer: ObjectWriter): WritableStream<Uint8Array>
 }
 
 /**
- * Writes `body` to `writer` and answers the bytes written; commits nothing (the caller commits
- * once every check of the bytes passed, or aborts the writer). A byte source or a byte stream is
- * read in place into two buffers of `bufferBytes` that take turns: one is written while the other
- * fills, and each is filled again once its write ended (the contract of `ObjectWriter.write`).
- * Any other stream is written chunk by chunk.
+ * Writes `source` to `writer` and answers the bytes written; commits nothing (the caller commits
+ * once every check of the bytes passed, or aborts the writer). The source is read into two
+ * buffers of `bufferBytes` that take turns: one is written while the other fills, and each is
+ * filled again once its write ended (the contract of `ObjectWriter.write`).
  */
 export async function writeBody(
-  body: ReadableStream<Uint8Array> | ByteSource,
+  source: ByteSource,
   writer: ObjectWriter,
   bufferBytes: number,
 ): Promise<number> {
-  let source: ByteSource;
-  if (body instanceof ReadableStream) {
-    try {
-      source = byobSource(body.getReader({ mode: "byob" }));
-    } catch {
-      let total = 0;
-      for await (const chunk of body) {
-        await writer.write(chunk);
-        total += chunk.length;
-      }
-      return total;
-    }
-  } else {
-    source = body;
-  }
-  const buffers: (ArrayBuffer | null)[] = [null, null];
+  const buffers: (Uint8Array | null)[] = [null, null];
   let writing: Promise<void> | null = null;
   let total = 0;
   try {
     for (let turn = 0, done = false; !done; turn ^= 1) {
-      let buffer = buffers[turn] ?? new ArrayBuffer(bufferBytes);
+      const buffer = buffers[turn] ??= new Uint8Array(bufferBytes);
       let filled = 0;
       while (filled < bufferBytes && !done) {
-        const read = await source.read(new Uint8Array(buffer, filled, bufferBytes - filled));
-        buffer = read.bytes.buffer as ArrayBuffer; // the same, or where a BYOB read moved it
+        const read = await source.read(buffer.subarray(filled));
         done = read.done;
         filled += read.bytes.length;
       }
-      buffers[turn] = buffer;
       await writing; // the other buffer's
-      writing = filled > 0 ? writer.write(new Uint8Array(buffer, 0, filled)) : null;
+      writing = filled > 0 ? writer.write(buffer.subarray(0, filled)) : null;
       writing?.catch(() => {}); // awaited at the next turn
       total += filled;
     }

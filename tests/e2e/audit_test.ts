@@ -9,6 +9,7 @@ import { assert, assertApiError, assertEquals } from "../_assert.ts";
 import { type DriverServer, driverTest } from "../_drivers.ts";
 import { startTestServer } from "../_server.ts";
 import { writeBody } from "../../src/storage/object_store.ts";
+import { byteSource } from "../../src/byte_source.ts";
 
 const VALID = await Deno.readFile(new URL("../testdata/small.csv", import.meta.url));
 
@@ -204,7 +205,7 @@ Deno.test("the clean-up audits the datasets it deletes and forgets events past t
     // A dataset over the limit in storage (as a lowered limit leaves behind), in the catalog.
     const key = `org/${server.orgId}/experiments/big/latest.csv`;
     const writer = await store.createWriter(key);
-    await writeBody(ReadableStream.from([VALID]), writer, 65536);
+    await writeBody(byteSource(ReadableStream.from([VALID])), writer, 65536);
     const info = await writer.commit();
     await deliveries.deliver({
       orgId: server.orgId,

@@ -2,6 +2,7 @@ import { assert, assertEquals, assertRejects } from "../_assert.ts";
 import { type ObjectInfo, type ObjectWriter, writeBody } from "../../src/storage/object_store.ts";
 import { StorageError } from "../../src/storage/object_store.ts";
 import { limitSource } from "../../src/upload/limits.ts";
+import { byteSource } from "../../src/byte_source.ts";
 import { datasetChecks } from "../../src/upload/checks.ts";
 import { ValidationError } from "../../src/pipeline/mod.ts";
 
@@ -60,25 +61,29 @@ function byteStream(bytes: Uint8Array, piece: number): ReadableStream<Uint8Array
   });
 }
 
-Deno.test("writeBody writes a byte stream in order, in full buffers but the last", async () => {
+Deno.test("writeBody writes a source in order, in full buffers but the last", async () => {
   const body = data(100_000, 1);
   const writer = new CopyingWriter();
-  assertEquals(await writeBody(byteStream(body, 3000), writer, 16_384), body.length);
+  assertEquals(await writeBody(byteSource(byteStream(body, 3000)), writer, 16_384), body.length);
   assertEquals(writer.bytes(), body);
   assertEquals(writer.writes.map((w) => w.length), [...new Array(6).fill(16_384), 1696]);
 });
 
-Deno.test("writeBody writes another stream chunk by chunk", async () => {
+Deno.test("writeBody fills a buffer from a stream's chunks before it writes", async () => {
   const body = data(10_000, 2);
   const writer = new CopyingWriter();
   const chunks = [body.subarray(0, 4000), body.subarray(4000)];
-  assertEquals(await writeBody(ReadableStream.from(chunks), writer, 16_384), body.length);
-  assertEquals(writer.writes.map((w) => w.length), [4000, 6000]);
+  assertEquals(
+    await writeBody(byteSource(ReadableStream.from(chunks)), writer, 16_384),
+    body.length,
+  );
+  assertEquals(writer.bytes(), body);
+  assertEquals(writer.writes.map((w) => w.length), [10_000]);
 });
 
 Deno.test("writeBody writes nothing for an empty body", async () => {
   const writer = new CopyingWriter();
-  assertEquals(await writeBody(byteStream(new Uint8Array(), 10), writer, 1024), 0);
+  assertEquals(await writeBody(byteSource(byteStream(new Uint8Array(), 10)), writer, 1024), 0);
   assertEquals(writer.writes, []);
 });
 
@@ -96,7 +101,7 @@ Deno.test("writeBody stops at a failed write with the store's error and cancels 
   });
   const writer = new CopyingWriter();
   writer.failAt = 2;
-  await assertRejects(() => writeBody(endless, writer, 8192), StorageError);
+  await assertRejects(() => writeBody(byteSource(endless), writer, 8192), StorageError);
   assert(cancelled instanceof StorageError);
   assertEquals(writer.writes.length, 2);
 });
