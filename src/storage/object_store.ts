@@ -50,20 +50,22 @@ export async function writeBody(
   writer: ObjectWriter,
   bufferBytes: number,
 ): Promise<number> {
-  const buffers: (Uint8Array | null)[] = [null, null];
+  const buffers: (ArrayBuffer | null)[] = [null, null];
   let writing: Promise<void> | null = null;
   let total = 0;
   try {
     for (let turn = 0, done = false; !done; turn ^= 1) {
-      const buffer = buffers[turn] ??= new Uint8Array(bufferBytes);
+      let buffer = buffers[turn] ?? new ArrayBuffer(bufferBytes);
       let filled = 0;
       while (filled < bufferBytes && !done) {
-        const read = await source.read(buffer.subarray(filled));
+        const read = await source.read(new Uint8Array(buffer, filled, bufferBytes - filled));
+        buffer = read.bytes.buffer as ArrayBuffer; // the same, or where a BYOB read moved it
         done = read.done;
         filled += read.bytes.length;
       }
+      buffers[turn] = buffer;
       await writing; // the other buffer's
-      writing = filled > 0 ? writer.write(buffer.subarray(0, filled)) : null;
+      writing = filled > 0 ? writer.write(new Uint8Array(buffer, 0, filled)) : null;
       writing?.catch(() => {}); // awaited at the next turn
       total += filled;
     }

@@ -25,6 +25,8 @@ export interface ByteStageHooks {
   around?(read: () => Promise<Read>): Promise<Read>;
   /** The most one read of the stream before asks for; absent: the reader's whole buffer. */
   readBytes?: number;
+  /** Read the stream before in place when it is a byte stream (`byteSource`'s `inPlace`). */
+  inPlace?: boolean;
 }
 
 /** A stage's source, and a way to end the read of the stream before that is under way. */
@@ -36,7 +38,7 @@ export interface ByteStage {
 
 /** `stream` passed on through `hooks` (see the module's documentation). */
 export function byteStage(stream: ReadableStream<Uint8Array>, hooks: ByteStageHooks): ByteStage {
-  const reader = byteSource(stream);
+  const reader = byteSource(stream, hooks.inPlace);
   const around = hooks.around ?? ((read) => read());
   const most = hooks.readBytes ?? Infinity;
   const source: ByteSource = {

@@ -43,6 +43,8 @@ export interface BodyLimitsOptions {
   admit?: (total: number) => void;
   /** The most one read of the body asks for; absent: the reader's whole buffer. */
   readBytes?: number;
+  /** Read a byte stream in place (`byteSource`'s `inPlace`): for bodies longer than a chunk. */
+  inPlace?: boolean;
   /** Hooks run after the limits': each read they passed, the end, why the body stopped. */
   inner?: ByteStageHooks;
 }
@@ -118,6 +120,7 @@ export function limitSource(
   const inner = options.inner;
   const stage = byteStage(body, {
     readBytes: options.readBytes,
+    inPlace: options.inPlace,
     async around(read): Promise<Read> {
       idle.waiting();
       let result: Read;

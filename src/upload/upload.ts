@@ -88,6 +88,10 @@ const BUFFER_BYTES = 1024 * 1024;
  * the runtime holds what a read asks for on each connection (docs/performance.md, "Ideas tried"). */
 const WHOLE_READS_FROM_BYTES = 32 * 1024 * 1024;
 
+/** A body declared this long or longer, or of no declared length, is read in place when it is a
+ * byte stream; a shorter one came whole with the headers, or nearly (`byteSource`). */
+const IN_PLACE_FROM_BYTES = 64 * 1024;
+
 function bufferBytesFor(req: Request): number {
   return Math.min(BUFFER_BYTES, (contentLength(req) ?? BUFFER_BYTES) + 1);
 }
@@ -300,6 +304,7 @@ export class Uploads {
         onBytes: (bytes) => received.bytes += bytes,
         admit: way.expectedBytes === null ? (total) => quota.see(total) : undefined,
         readBytes: (way.expectedBytes ?? 0) >= WHOLE_READS_FROM_BYTES ? BUFFER_BYTES : 128 * 1024,
+        inPlace: (way.expectedBytes ?? Infinity) >= IN_PLACE_FROM_BYTES,
         inner: checks?.hooks,
       });
       await writeBody(limited, writer, bufferBytesFor(call.req));

@@ -64,9 +64,46 @@ function byteStream(bytes: Uint8Array, piece: number): ReadableStream<Uint8Array
 Deno.test("writeBody writes a source in order, in full buffers but the last", async () => {
   const body = data(100_000, 1);
   const writer = new CopyingWriter();
-  assertEquals(await writeBody(byteSource(byteStream(body, 3000)), writer, 16_384), body.length);
+  assertEquals(
+    await writeBody(byteSource(byteStream(body, 3000), true), writer, 16_384),
+    body.length,
+  );
   assertEquals(writer.bytes(), body);
   assertEquals(writer.writes.map((w) => w.length), [...new Array(6).fill(16_384), 1696]);
+});
+
+Deno.test("byteSource reads a byte stream in place only when asked to", async () => {
+  for (const inPlace of [true, false]) {
+    const body = data(50_000, 3);
+    let at = 0;
+    let pulls = 0;
+    let inPlaceReads = 0;
+    const stream = new ReadableStream({
+      type: "bytes",
+      pull(controller) {
+        pulls++;
+        const request = controller.byobRequest;
+        if (at >= body.length) {
+          controller.close();
+          request?.respond(0);
+          return;
+        }
+        if (request?.view) {
+          inPlaceReads++;
+          const into = new Uint8Array(request.view.buffer, request.view.byteOffset);
+          const n = Math.min(5000, into.length, body.length - at);
+          into.set(body.subarray(at, at += n));
+          request.respond(n);
+        } else {
+          controller.enqueue(body.slice(at, at += 5000));
+        }
+      },
+    });
+    const writer = new CopyingWriter();
+    assertEquals(await writeBody(byteSource(stream, inPlace), writer, 16_384), body.length);
+    assertEquals(writer.bytes(), body);
+    assertEquals(inPlaceReads, inPlace ? pulls - 1 : 0, `inPlace ${inPlace}`);
+  }
 });
 
 Deno.test("writeBody fills a buffer from a stream's chunks before it writes", async () => {
@@ -101,7 +138,7 @@ Deno.test("writeBody stops at a failed write with the store's error and cancels 
   });
   const writer = new CopyingWriter();
   writer.failAt = 2;
-  await assertRejects(() => writeBody(byteSource(endless), writer, 8192), StorageError);
+  await assertRejects(() => writeBody(byteSource(endless, true), writer, 8192), StorageError);
   assert(cancelled instanceof StorageError);
   assertEquals(writer.writes.length, 2);
 });
@@ -129,6 +166,7 @@ for (const kind of ["byte", "chunk"] as const) {
       maxBytes: 1e7,
       idleTimeoutMs: 5000,
       onBytes: (bytes) => counted += bytes,
+      inPlace: true,
       inner: checks.hooks,
     });
     const writer = new CopyingWriter();
@@ -148,6 +186,7 @@ for (const kind of ["byte", "chunk"] as const) {
     const limited = limitSource(bodyOf(kind, body, 1000), {
       maxBytes: 1e7,
       idleTimeoutMs: 5000,
+      inPlace: true,
       inner: checks.hooks,
     });
     const writer = new CopyingWriter();
