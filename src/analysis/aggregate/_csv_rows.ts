@@ -6,6 +6,9 @@
  * LF, blank lines skipped. Only a row split over chunks is copied (to a carry buffer); every
  * other row is handed over as ranges of the chunk.
  *
+ * A sink may read plain rows itself (`plainRows`, see `RowReader`): in a chunk, each row is
+ * offered to it first, and only a row it leaves is split here.
+ *
  * Input that breaks a rule this loop meets (a stray quote, a wrong field count, an unclosed quote,
  * a bad header) throws the rule's `CsvError` naming the physical line. It leaves to the upload
  * validator what reading does not need: NUL bytes, UTF-8, lone carriage returns and the line and
@@ -35,6 +38,13 @@ export interface CsvRowSink {
    * arrays and `buf` are reused after the call returns. `line` is the row's first physical line.
    */
   row(buf: Uint8Array, start: Int32Array, end: Int32Array, line: number): void;
+  /**
+   * Optionally, reads the plain rows from `buf[pos]` on itself, as `row` would receive them, and
+   * answers where the first row it did not read starts (`pos` for none); `plainTaken` is then how
+   * many it read, each a single line.
+   */
+  plainRows?(buf: Uint8Array, pos: number, end: number): number;
+  readonly plainTaken?: number;
 }
 
 export class CsvRowSplitter {
@@ -76,7 +86,13 @@ export class CsvRowSplitter {
         this.#takeCarry(false);
         continue;
       }
+      const sink = this.#sink;
       for (;;) {
+        if (sink.plainRows !== undefined) {
+          pos = sink.plainRows(chunk, pos, end);
+          this.#line += sink.plainTaken!;
+          if (pos === end) return;
+        }
         const next = this.#row(chunk, pos, end, false);
         if (next < 0) break;
         pos = next;

@@ -1,10 +1,11 @@
 /**
- * `RowReader` behind `CsvRowSplitter`: the same batches, findings and errors on every input,
- * however it is chunked, with dimensions tracked or not, at the edges of the CSV rules, on the
- * corpus and on generated files and their mutations.
+ * `RowReader.plainRows`, the one-pass reading of plain rows, against the general way (the
+ * splitter's field ranges, then `row`): the same batches, findings and errors on every input,
+ * however it is chunked. The general way alone is the same reader behind a sink without
+ * `plainRows`.
  */
 import assert from "node:assert/strict";
-import { CsvRowSplitter } from "../../../src/analysis/aggregate/_csv_rows.ts";
+import { type CsvRowSink, CsvRowSplitter } from "../../../src/analysis/aggregate/_csv_rows.ts";
 import { RowReader } from "../../../src/analysis/aggregate/_row_reader.ts";
 import type { RowBatch } from "../../../src/analysis/aggregate/_row_batch.ts";
 import { Rng } from "../../_faults.ts";
@@ -18,13 +19,17 @@ const encoder = new TextEncoder();
 const BATCH_ROWS = 5;
 
 /** Everything a reading leaves: each batch's rows as read, the findings, or the error. */
-function read(chunks: Uint8Array[], dimensions: boolean): unknown {
+function read(chunks: Uint8Array[], plain: boolean, dimensions: boolean): unknown {
   const batches: unknown[] = [];
   const reader = new RowReader({ m: "conversion" }, BATCH_ROWS, () => (batch: RowBatch) => {
     batches.push(copy(batch));
     return batch;
   }, dimensions);
-  const splitter = new CsvRowSplitter(reader);
+  const sink: CsvRowSink = plain ? reader : {
+    header: (names, delimiter) => reader.header(names, delimiter),
+    row: (buf, start, end, line) => reader.row(buf, start, end, line),
+  };
+  const splitter = new CsvRowSplitter(sink);
   try {
     for (const chunk of chunks) splitter.push(chunk);
     splitter.finish();
@@ -81,20 +86,19 @@ function chunkings(bytes: Uint8Array, sizes: number[]): Uint8Array[][] {
 }
 
 /**
- * `bytes` read in pieces of `sizes` bytes (by default 7, 64 and 1,000) as read whole, with and
- * without dimensions.
+ * Both ways read `bytes` alike, whole and in pieces of `sizes` bytes (by default 7, 64 and 1,000),
+ * with and without dimensions.
  */
 function assertSame(name: string, bytes: Uint8Array, sizes = [7, 64, 1000]): void {
-  for (const dimensions of [true, false]) {
-    const whole = read([bytes], dimensions);
-    for (const chunks of chunkings(bytes, sizes).slice(1)) {
+  for (const chunks of chunkings(bytes, sizes)) {
+    for (const dimensions of [true, false]) {
       const about = `${name} (${chunks.length} chunks, dimensions ${dimensions})`;
-      assert.deepEqual(read(chunks, dimensions), whole, about);
+      assert.deepEqual(read(chunks, true, dimensions), read(chunks, false, dimensions), about);
     }
   }
 }
 
-/** Inputs on either side of the edges of the CSV rules and of the cells' reading. */
+/** Inputs that put each condition of a plain row on either side of its edge. */
 const EDGES: [string, string][] = [
   [
     "numbers of every shape",
@@ -221,11 +225,43 @@ const EDGES: [string, string][] = [
   ],
 ];
 
-Deno.test("RowReader reads a file alike in any chunks, at the edges of the rules", () => {
+Deno.test("RowReader reads plain rows itself, with dimensions tracked or not", () => {
+  let text = "user_id,variant,date,converted,revenue\n";
+  for (let i = 0; i < 1000; i++) {
+    text += `usr-${i % 300},${i % 2 ? "B" : "A"},2026-01-0${1 + (i % 9)},${i % 7 ? 0 : 1},${
+      i % 7 ? "0.00" : "12.50"
+    }\n`;
+  }
+  const bytes = encoder.encode(text);
+  for (const dimensions of [true, false]) {
+    const reader = new RowReader({}, 64, () => (batch: RowBatch) => batch, dimensions);
+    let general = 0;
+    const splitter = new CsvRowSplitter({
+      header: (names, delimiter) => reader.header(names, delimiter),
+      row: (buf, start, end, line) => {
+        general++;
+        reader.row(buf, start, end, line);
+      },
+      plainRows: (buf, pos, end) => reader.plainRows(buf, pos, end),
+      get plainTaken() {
+        return reader.plainTaken;
+      },
+    });
+    splitter.push(bytes);
+    splitter.finish();
+    reader.end();
+    assert.equal(reader.rows, 1000);
+    // The first row of each variant and day, and the first after each full batch, are the
+    // general way's.
+    assert.ok(general < 40, `dimensions ${dimensions}: ${general} rows read the general way`);
+  }
+});
+
+Deno.test("RowReader reads plain rows as the general split reads them, at their edges", () => {
   for (const [name, text] of EDGES) assertSame(name, encoder.encode(text));
 });
 
-Deno.test("RowReader reads a file alike in any chunks, on one-byte text values", () => {
+Deno.test("RowReader reads plain rows as the general split reads them, on one-byte text values", () => {
   // A column of 0s and 1s that turns to text; then lone bytes around "0" and "1" in its cells.
   let text = "user_id,variant,date,m,flag\n";
   const cells = ["0", "1", "1", "0", "y", "!", "0", "/", "1", "2", ":", "0", "1", ""];
@@ -233,7 +269,7 @@ Deno.test("RowReader reads a file alike in any chunks, on one-byte text values",
   assertSame("one-byte values", encoder.encode(text));
 });
 
-Deno.test("RowReader reads a file alike in any chunks, on dimension columns", () => {
+Deno.test("RowReader reads plain rows as the general split reads them, on dimension columns", () => {
   let text = "user_id,variant,date,country,device,m,score\n";
   const countries = ["US", "DE", "FR"];
   for (let i = 0; i < 200; i++) {
@@ -243,11 +279,11 @@ Deno.test("RowReader reads a file alike in any chunks, on dimension columns", ()
   assertSame("dimensions", encoder.encode(text));
 });
 
-Deno.test("RowReader reads a file alike in any chunks, on the corpus", () => {
+Deno.test("RowReader reads plain rows as the general split reads them, on the corpus", () => {
   for (const { name, bytes } of buildCorpus({ seed: CORPUS_SEED })) assertSame(name, bytes);
 });
 
-Deno.test("RowReader reads a file alike in any chunks, on generated files and their mutations", () => {
+Deno.test("RowReader reads plain rows as the general split reads them, on generated files and their mutations", () => {
   const rng = new Rng(20_261_127);
   for (const file of generateFiles(20_261_126, 120)) {
     assertSame(file.name, file.bytes, [7, 64]);
