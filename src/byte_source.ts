@@ -41,7 +41,7 @@ function byobSource(reader: ReadableStreamBYOBReader): ByteSource {
 /**
  * `stream` as a source. With `inPlace`, a byte stream is read in place through a BYOB reader:
  * under `Deno.serve` a body longer than what came with the headers is one, and a 193 MB upload
- * read so peaked at 78–80 MB against 131 MB copied from chunks (2026-12-03). Otherwise, and for
+ * read so peaked at 78–81 MB against 131 MB copied from chunks (2026-12-03). Otherwise, and for
  * any other stream, the bytes are copied from its chunks: a tiny body is not a byte stream, and
  * asking it for a BYOB reader throws, which cost some 20 µs a request (a profile of tiny uploads).
  */
